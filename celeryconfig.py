@@ -1,0 +1,47 @@
+"""Celery configuration: queues, routes and the beat schedule. Values come from crawlapp settings."""
+
+from kombu import Queue
+
+from crawlapp.settings import get_settings
+
+_settings = get_settings()
+
+PIPELINE_QUEUES = ("parse", "dedup", "store", "links", "control")
+FETCH_QUEUES = tuple(f"fetch.{shard}" for shard in range(_settings.shards))
+
+broker_url = _settings.broker_url
+broker_connection_retry_on_startup = True
+# Unacknowledged messages of a worker that vanished come back after this many seconds.
+broker_transport_options = {"visibility_timeout": 900}
+
+task_serializer = "msgpack"
+accept_content = ["msgpack", "json"]
+task_ignore_result = True
+result_backend = None
+
+# A batch is acknowledged only once its stage is done; a killed worker's batch is redelivered.
+task_acks_late = True
+task_reject_on_worker_lost = True
+worker_prefetch_multiplier = 1
+
+# Task events, so Flower shows every task by name.
+worker_send_task_events = True
+task_send_sent_event = True
+
+task_queues = [Queue(name) for name in (*FETCH_QUEUES, *PIPELINE_QUEUES)]
+task_default_queue = "control"
+task_routes = {
+    "crawl.parse": {"queue": "parse"},
+    "crawl.dedup": {"queue": "dedup"},
+    "crawl.store": {"queue": "store"},
+    "crawl.extract_links": {"queue": "links"},
+    "crawl.dispatch": {"queue": "control"},
+    # crawl.fetch goes to fetch.<mmh3(host) % CRAWL_SHARDS>, chosen when a batch is dispatched.
+}
+
+beat_schedule = {
+    # The dispatcher process keeps the fetch queues fed; this tick is the safety net.
+    "dispatch-ready-hosts": {"task": "crawl.dispatch", "schedule": 1.0,
+                             "options": {"expires": 5}},
+}
+beat_schedule_filename = str(_settings.data_dir / "celerybeat-schedule")

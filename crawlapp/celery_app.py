@@ -1,0 +1,6 @@
+"""The Celery app of the crawler; configuration lives in celeryconfig.py."""
+
+from celery import Celery
+
+app = Celery("crawlapp", include=["tasks.stages", "tasks.beat"])
+app.config_from_object("celeryconfig")

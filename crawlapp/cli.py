@@ -1,0 +1,222 @@
+"""crawlctl: the management command line of the crawler."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from crawlapp.settings import SettingsError, get_settings
+from crawlapp.urls import URLRejected, canonicalize, url_hash
+
+
+class CrawlCtl(click.Group):
+    """Turns failures into one line on stderr: exit 2 for bad input, 1 for runtime errors."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (SettingsError, URLRejected) as exc:
+            raise click.UsageError(str(exc)) from None
+        except Exception as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+
+
+def _context():  # type: ignore[no-untyped-def]
+    from crawlapp.context import get_context
+
+    return get_context()
+
+
+def _emit(data: Any, as_json: bool, text: str) -> None:
+    click.echo(json.dumps(data, indent=2, default=str) if as_json else text)
+
+
+@click.group(cls=CrawlCtl)
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Drive the crawler: migrate, seed, crawl, inspect.
+
+    Example: crawlctl crawl --seeds seeds.txt --until-idle
+    """
+    ctx.obj = {"debug": debug}
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    get_settings()  # a bad setting fails here, with the variable named
+
+
+@cli.group()
+def db() -> None:
+    """Database schema."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Run migrations to the newest schema.  Example: crawlctl db upgrade"""
+    from crawlapp.db.engine import upgrade
+
+    upgrade(get_settings())
+    click.echo("database is at the newest schema")
+
+
+@cli.group()
+def seed() -> None:
+    """Seed URLs."""
+
+
+def _read_seed_file(path: Path) -> list[str]:
+    from crawlapp.seeds import read_seeds
+
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="--seeds")
+    urls, problems = read_seeds(lines, get_settings().max_url_length)
+    for problem in problems:
+        click.echo(f"{path}:{problem.line}: skipped ({problem.reason}): {problem.text}", err=True)
+    return urls
+
+
+def _prepare_and_seed(urls: list[str]) -> int:
+    from crawlapp.blobstore import S3BlobStore
+    from crawlapp.db.engine import upgrade
+    from crawlapp.seeding import add_seeds
+
+    ctx = _context()
+    upgrade(ctx.settings)
+    if isinstance(ctx.blobs, S3BlobStore):
+        ctx.blobs.ensure_bucket()
+    return add_seeds(ctx, urls) if urls else 0
+
+
+@seed.command("add")
+@click.argument("urls", nargs=-1)
+@click.option("--file", "file_", type=click.Path(path_type=Path), help="One URL per line.")
+def seed_add(urls: tuple[str, ...], file_: Path | None) -> None:
+    """Add seed URLs.  Example: crawlctl seed add https://example.com/ --file more.txt"""
+    if not urls and file_ is None:
+        raise click.UsageError("give URLs or --file PATH")
+    canonical = [canonicalize(u, max_length=get_settings().max_url_length) for u in urls]
+    if file_ is not None:
+        canonical += _read_seed_file(file_)
+    added = _prepare_and_seed(canonical)
+    click.echo(f"{added} new seed(s) queued, {len(canonical) - added} already known")
+
+
+@cli.command()
+@click.option("--seeds", type=click.Path(path_type=Path), help="Seed file, one URL per line.")
+@click.option("--until-idle", is_flag=True, help="Exit once nothing is queued or in flight.")
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Worker processes (default CRAWL_WORKER_CONCURRENCY).")
+def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
+    """Run workers, beat and the dispatcher here until idle or Ctrl-C.
+
+    Example: crawlctl crawl --seeds seeds.txt --until-idle
+    """
+    from crawlapp import runner, stats
+
+    urls = _read_seed_file(seeds) if seeds is not None else []
+    ctx = _context()
+    added = _prepare_and_seed(urls)
+    if seeds is not None:
+        click.echo(f"{added} new seed(s) queued")
+    fleet = runner.Fleet(ctx.settings.data_dir / "logs")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = time.time()
+    fleet.start(runner.child_commands(ctx, workers or ctx.settings.worker_concurrency))
+    try:
+        if until_idle:
+            runner.wait_until_idle(ctx, fleet)
+        else:
+            runner.wait_forever(fleet)
+    except KeyboardInterrupt:
+        click.echo("stopping", err=True)
+        raise SystemExit(130) from None
+    finally:
+        fleet.stop()
+    summary = stats.collect(ctx, with_queues=False)
+    click.echo(f"idle after {time.time() - started:.1f} s: {summary['fetched']} fetched, "
+               f"{summary['failed']} failed, {summary['blocked_robots']} blocked by robots, "
+               f"{summary['duplicates']} duplicates; logs in {fleet.log_dir}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def stats(as_json: bool) -> None:
+    """Counts, rate, frontier and queue lengths.  Example: crawlctl stats --json"""
+    from crawlapp.stats import collect
+
+    data = collect(_context())
+    lines = [f"{k:>18}: {data[k]}" for k in ("discovered", "queued", "fetched", "redirected",
+                                             "failed", "blocked_robots", "stored", "duplicates",
+                                             "pages_per_second")]
+    lines.append(f"{'frontier':>18}: " + ", ".join(
+        f"{k}={v}" for k, v in data["frontier"].items() if k != "shards"))
+    lines.append(f"{'queues':>18}: " + ", ".join(f"{k}={v}" for k, v in data["queues"].items()))
+    _emit(data, as_json, "\n".join(lines))
+
+
+@cli.group()
+def page() -> None:
+    """Stored pages."""
+
+
+@page.command("show")
+@click.argument("url")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--body", is_flag=True, help="Print the stored body too.")
+def page_show(url: str, as_json: bool, body: bool) -> None:
+    """What the crawler knows of one URL.  Example: crawlctl page show https://example.com/ --json"""
+    import gzip
+
+    from crawlapp.db import repository
+
+    ctx = _context()
+    canonical = canonicalize(url, max_length=ctx.settings.max_url_length)
+    with ctx.sessions() as session:
+        row = repository.get_url(session, url_hash(canonical))
+        if row is None:
+            raise click.ClickException(f"not known: {canonical}")
+        data = {col: getattr(row, col) for col in (
+            "url", "url_hash", "host", "depth", "status", "priority", "http_status",
+            "content_type", "content_length", "content_hash", "content_dedup", "duplicate_of",
+            "storage_key", "title", "etag", "last_modified", "discovered_at",
+            "last_fetched_at", "next_crawl_at", "fail_count", "last_error")}
+        data["simhash"] = f"{row.simhash & (2**64 - 1):016x}" if row.simhash is not None else None
+        data["outbound_links"] = repository.outbound_links(session, row.url_hash)
+    if body and data["storage_key"]:
+        data["body"] = gzip.decompress(ctx.blobs.get(data["storage_key"])).decode(
+            "utf-8", errors="replace")
+    _emit(data, as_json, "\n".join(f"{k:>16}: {v}" for k, v in data.items()))
+
+
+@cli.command(hidden=False)
+def dispatcher() -> None:
+    """Lease ready hosts and send fetch batches until stopped (one or more per fleet)."""
+    from crawlapp import dispatcher as dispatching
+    from tasks.chain import send_batch
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    dispatching.run(_context(), send_batch, stop)
+
+
+def main() -> None:
+    cli(prog_name="crawlctl")
+
+
+if __name__ == "__main__":
+    main()

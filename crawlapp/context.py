@@ -1,0 +1,51 @@
+"""The adapters a process uses (Redis, frontier, database, blob store), built once per process."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+
+import redis
+from sqlalchemy.orm import Session, sessionmaker
+
+from crawlapp.blobstore import BlobStore, open_blobstore
+from crawlapp.db.engine import session_factory
+from crawlapp.frontier import RedisFrontier
+from crawlapp.settings import Settings, get_settings
+
+
+@dataclass
+class Context:
+    settings: Settings
+
+    @cached_property
+    def redis(self) -> redis.Redis:
+        return redis.Redis.from_url(self.settings.redis_url, health_check_interval=30)
+
+    @cached_property
+    def frontier(self) -> RedisFrontier:
+        return RedisFrontier(self.redis, self.settings.redis_prefix, self.settings.shards)
+
+    @cached_property
+    def sessions(self) -> sessionmaker[Session]:
+        return session_factory(self.settings)
+
+    @cached_property
+    def blobs(self) -> BlobStore:
+        return open_blobstore(self.settings)
+
+    def key(self, *parts: str) -> str:
+        """A Redis key in the crawler's namespace."""
+        return ":".join((self.settings.redis_prefix, *parts))
+
+
+_CONTEXTS: dict[int, Context] = {}
+
+
+def get_context() -> Context:
+    """This process's context (a forked child builds its own connections)."""
+    ctx = _CONTEXTS.get(os.getpid())
+    if ctx is None:
+        ctx = _CONTEXTS[os.getpid()] = Context(get_settings())
+    return ctx

@@ -1,0 +1,1 @@
+"""The durable record: SQLAlchemy models, the engine and the repository of queries."""

@@ -1,0 +1,110 @@
+"""The queries of the crawler, each one round trip per batch, on SQLite and Postgres alike."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Insert, bindparam, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from crawlapp.db.models import Host, Link, Url
+
+CHUNK = 500
+
+
+def _insert(session: Session, table: Any) -> Insert:
+    """INSERT in the dialect of the session, so ON CONFLICT DO NOTHING is available."""
+    dialect = session.get_bind().dialect.name
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+
+
+def _chunks(rows: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(rows), size):
+        yield rows[i:i + size]
+
+
+def add_urls(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
+    """Insert URL rows that are new; return the url_hash of those actually inserted."""
+    new: set[str] = set()
+    for chunk in _chunks(rows):
+        stmt = (_insert(session, Url).values(list(chunk))
+                .on_conflict_do_nothing(index_elements=["url_hash"]).returning(Url.url_hash))
+        new.update(session.execute(stmt).scalars())
+    return new
+
+
+def hashes_with_status(session: Session, hashes: Sequence[str], status: str) -> set[str]:
+    found: set[str] = set()
+    for chunk in _chunks(hashes):
+        found.update(session.execute(
+            select(Url.url_hash).where(Url.url_hash.in_(chunk), Url.status == status)).scalars())
+    return found
+
+
+# The columns a fetch result writes onto its URL row.
+FETCH_COLUMNS = ("status", "last_fetched_at", "http_status", "content_type", "content_length",
+                 "content_hash", "content_dedup", "duplicate_of", "storage_key", "title",
+                 "etag", "last_modified", "last_error")
+
+
+def record_fetches(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Write fetch outcomes onto their URL rows (one executemany); failures bump fail_count."""
+    if not rows:
+        return
+    values = {col: bindparam(f"v_{col}") for col in FETCH_COLUMNS}
+    stmt = (update(Url).where(Url.url_hash == bindparam("v_url_hash"))
+            .values(**values, fail_count=Url.fail_count + bindparam("v_failed")))
+    params = [{f"v_{k}": row.get(k) for k in (*FETCH_COLUMNS, "url_hash")}
+              | {"v_content_dedup": bool(row.get("content_dedup")),
+                 "v_failed": int(row.get("status") == "failed")} for row in rows]
+    session.connection().execute(stmt, params)
+
+
+def add_links(session: Session, edges: Sequence[dict[str, Any]]) -> None:
+    for chunk in _chunks(edges):
+        session.execute(_insert(session, Link).values(list(chunk)).on_conflict_do_nothing())
+
+
+def save_robots(session: Session, origin: str, status: int, body: str,
+                crawl_delay: float | None, fetched_at: datetime) -> None:
+    values = {"robots_status": status, "robots_body": body, "crawl_delay": crawl_delay,
+              "robots_fetched_at": fetched_at}
+    stmt = _insert(session, Host).values(origin=origin, **values)
+    session.execute(stmt.on_conflict_do_update(index_elements=["origin"], set_=values))
+
+
+def status_counts(session: Session) -> dict[str, int]:
+    rows = session.execute(select(Url.status, func.count()).group_by(Url.status)).all()
+    return {status: int(n) for status, n in rows}
+
+
+def dedup_count(session: Session) -> int:
+    return int(session.scalar(select(func.count()).where(Url.content_dedup.is_(True))) or 0)
+
+
+def fetch_window(session: Session) -> tuple[datetime | None, datetime | None]:
+    """The first and last fetch times of the crawl."""
+    first, last = session.execute(
+        select(func.min(Url.last_fetched_at), func.max(Url.last_fetched_at))).one()
+    return first, last
+
+
+def stored_bytes_keys(session: Session) -> int:
+    return int(session.scalar(select(func.count(func.distinct(Url.storage_key)))
+                              .where(Url.storage_key.is_not(None))) or 0)
+
+
+def get_url(session: Session, url_hash: str) -> Url | None:
+    return session.scalar(select(Url).where(Url.url_hash == url_hash))
+
+
+def outbound_links(session: Session, url_hash: str) -> int:
+    return int(session.scalar(select(func.count()).where(Link.source_hash == url_hash)) or 0)
+
+
+def sample_urls(session: Session, limit: int) -> list[Url]:
+    return list(session.scalars(select(Url).where(Url.status == "fetched")
+                                .order_by(Url.last_fetched_at).limit(limit)))

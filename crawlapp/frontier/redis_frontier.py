@@ -1,0 +1,175 @@
+"""The Redis frontier: per-host URL queues, a ready-time heap of hosts, and leases."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import redis
+
+from crawlapp.frontier import scripts
+from crawlapp.priority import queue_score
+from crawlapp.urls import host_of, shard_of
+
+
+@dataclass(frozen=True)
+class QueuedURL:
+    url: str
+    depth: int
+    priority: float
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One host handed to a fetch task, with the URL to fetch under it."""
+
+    shard: int
+    host: str
+    token: str
+    url: str
+    depth: int
+
+    def to_wire(self) -> list[object]:
+        return [self.shard, self.host, self.token, self.url, self.depth]
+
+    @classmethod
+    def from_wire(cls, raw: list[object]) -> Lease:
+        shard, host, token, url, depth = raw
+        return cls(int(shard), str(host), str(token), str(url), int(depth))  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class Release:
+    """How a lease ends: the host's next allowed time, and whether its URL goes back."""
+
+    lease: Lease
+    next_time: float
+    requeue: bool = False
+
+
+@dataclass(frozen=True)
+class ShardStats:
+    shard: int
+    hosts_waiting: int
+    hosts_ready: int
+    hosts_leased: int
+    urls_queued: int
+
+
+class RedisFrontier:
+    """Mercator-style back queues in Redis; every operation touches one shard's keys."""
+
+    def __init__(self, client: redis.Redis, prefix: str, shards: int) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.shards = shards
+        self._enqueue = client.register_script(scripts.ENQUEUE)
+        self._dispatch = client.register_script(scripts.DISPATCH)
+        self._renew = client.register_script(scripts.RENEW)
+        self._release = client.register_script(scripts.RELEASE)
+        self.batches_key = f"{prefix}:batches"
+
+    def key(self, shard: int) -> str:
+        return f"{{{self.prefix}:{shard}}}"
+
+    def add(self, urls: Iterable[QueuedURL], now: float) -> int:
+        """Queue URLs under their hosts; returns how many were not queued already."""
+        by_shard: dict[int, list[str]] = defaultdict(list)
+        for item in urls:
+            host = host_of(item.url)
+            by_shard[shard_of(host, self.shards)] += [
+                host, f"{item.depth}\t{item.url}", str(queue_score(item.priority))]
+        if not by_shard:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        for shard, args in by_shard.items():
+            self._enqueue(args=[self.key(shard), now, *args], client=pipe)
+        return sum(int(n) for n in pipe.execute())
+
+    def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
+                 max_leased: int) -> tuple[dict[int, list[Lease]], float | None]:
+        """Lease ready hosts of each shard; returns the leases and the earliest next ready time."""
+        shards = list(shards)
+        token = uuid.uuid4().hex[:12]
+        pipe = self.client.pipeline(transaction=False)
+        for shard in shards:
+            self._dispatch(args=[self.key(shard), now, max_hosts, lease_seconds, max_leased,
+                                 f"{token}.{shard}"], client=pipe)
+        leases: dict[int, list[Lease]] = {}
+        next_ready: float | None = None
+        for shard, reply in zip(shards, pipe.execute(), strict=True):
+            first = float(reply[0])
+            if first >= 0:
+                next_ready = first if next_ready is None else min(next_ready, first)
+            got = []
+            for i in range(1, len(reply), 3):
+                host, tok, member = (v.decode() for v in reply[i:i + 3])
+                depth, url = member.split("\t", 1)
+                got.append(Lease(shard, host, tok, url, int(depth)))
+            if got:
+                leases[shard] = got
+        return leases, next_ready
+
+    def renew(self, leases: list[Lease], now: float, lease_seconds: float) -> list[bool]:
+        """Extend each lease still held; False for a lease that expired and was handed back."""
+        by_shard: dict[int, list[int]] = defaultdict(list)
+        for i, lease in enumerate(leases):
+            by_shard[lease.shard].append(i)
+        pipe = self.client.pipeline(transaction=False)
+        for shard, idx in by_shard.items():
+            args: list[object] = [self.key(shard), now, lease_seconds]
+            for i in idx:
+                args += [leases[i].host, leases[i].token]
+            self._renew(args=args, client=pipe)
+        held = [False] * len(leases)
+        for idx, reply in zip(by_shard.values(), pipe.execute(), strict=True):
+            for i, flag in zip(idx, reply, strict=True):
+                held[i] = bool(flag)
+        return held
+
+    def release(self, releases: Iterable[Release]) -> int:
+        """End leases; each host may be fetched again at its next_time."""
+        by_shard: dict[int, list[object]] = defaultdict(list)
+        for rel in releases:
+            by_shard[rel.lease.shard] += [rel.lease.host, rel.lease.token, rel.next_time,
+                                          "1" if rel.requeue else "0"]
+        if not by_shard:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        for shard, args in by_shard.items():
+            self._release(args=[self.key(shard), *args], client=pipe)
+        return sum(int(n) for n in pipe.execute())
+
+    def stats(self, now: float) -> list[ShardStats]:
+        pipe = self.client.pipeline(transaction=False)
+        for shard in range(self.shards):
+            k = self.key(shard)
+            pipe.zcard(f"{k}:ready")
+            pipe.zcount(f"{k}:ready", "-inf", now)
+            pipe.zcard(f"{k}:leases")
+            pipe.get(f"{k}:queued")
+        raw = pipe.execute()
+        out = []
+        for shard in range(self.shards):
+            ready, ready_now, leased, queued = raw[4 * shard: 4 * shard + 4]
+            out.append(ShardStats(shard, int(ready) - int(ready_now), int(ready_now), int(leased),
+                                  int(queued or 0)))
+        return out
+
+    def track_batch(self, batch_id: str, deadline: float) -> None:
+        """Record a fetch batch in flight until the last stage finishes it (or the deadline)."""
+        self.client.zadd(self.batches_key, {batch_id: deadline})
+
+    def finish_batch(self, batch_id: str) -> None:
+        self.client.zrem(self.batches_key, batch_id)
+
+    def batches_in_flight(self, now: float) -> int:
+        return int(self.client.zcount(self.batches_key, now, "+inf"))
+
+    def is_idle(self, now: float) -> bool:
+        """Nothing queued, nothing leased and no batch in the pipeline."""
+        if self.batches_in_flight(now):
+            return False
+        return all(s.hosts_waiting + s.hosts_ready + s.hosts_leased == 0 for s in self.stats(now))

@@ -1,0 +1,140 @@
+"""Lua scripts of the Redis frontier. Each runs atomically on the keys of ONE shard.
+
+Key layout of shard s (prefix P; the `{P:s}` hash tag keeps a shard on one cluster slot):
+  {P:s}:ready   ZSET host -> time the host may next be fetched (hosts with queued URLs)
+  {P:s}:idle    HASH host -> next allowed time of a host with nothing queued
+  {P:s}:leases  ZSET host -> lease deadline (hosts handed to a fetch task)
+  {P:s}:token   HASH host -> token of the current lease
+  {P:s}:leased  HASH host -> "score\\tmember" of the URL handed out under the lease
+  {P:s}:q:HOST  ZSET member -> score, the host's URLs; lowest score pops first
+  {P:s}:queued  STRING number of URLs waiting in the shard's host queues
+A member is "depth\\turl".
+"""
+
+# KEYS: none (every key is built from ARGV[1], the shard's key prefix "{P:s}")
+# ARGV: prefix, now, then (host, member, score) triplets
+# Adds URLs to their host queues (a URL already queued keeps its better score) and makes
+# each host that is neither ready nor leased ready at its remembered next time.
+# Returns the number of URLs newly queued.
+ENQUEUE = """
+local p, now = ARGV[1], tonumber(ARGV[2])
+local added = 0
+local touched = {}
+for i = 3, #ARGV, 3 do
+  local host, member, score = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  added = added + redis.call('ZADD', p .. ':q:' .. host, 'LT', score, member)
+  touched[host] = true
+end
+for host, _ in pairs(touched) do
+  if not redis.call('ZSCORE', p .. ':leases', host) then
+    local nxt = tonumber(redis.call('HGET', p .. ':idle', host) or '0')
+    redis.call('ZADD', p .. ':ready', 'NX', math.max(nxt, now), host)
+    redis.call('HDEL', p .. ':idle', host)
+  end
+end
+redis.call('INCRBY', p .. ':queued', added)
+return added
+"""
+
+# KEYS: none (keys built from ARGV[1], the shard's key prefix)
+# ARGV: prefix, now, max_hosts, lease_seconds, max_leased, token_prefix
+# First returns the URLs of expired leases to their queues. Then leases up to max_hosts
+# ready hosts (next time <= now), while fewer than max_leased hosts are leased, popping
+# each host's best URL. Returns {next_ready_time or -1, host1, token1, member1, ...}.
+DISPATCH = """
+local p, now = ARGV[1], tonumber(ARGV[2])
+local max_hosts, lease, max_leased = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local token_prefix = ARGV[6]
+local expired = redis.call('ZRANGEBYSCORE', p .. ':leases', '-inf', now, 'LIMIT', 0, 1000)
+for _, host in ipairs(expired) do
+  local held = redis.call('HGET', p .. ':leased', host)
+  if held then
+    local tab = string.find(held, '\\t', 1, true)
+    local added = redis.call('ZADD', p .. ':q:' .. host, 'LT',
+                             string.sub(held, 1, tab - 1), string.sub(held, tab + 1))
+    redis.call('INCRBY', p .. ':queued', added)
+  end
+  redis.call('ZREM', p .. ':leases', host)
+  redis.call('HDEL', p .. ':leased', host)
+  redis.call('HDEL', p .. ':token', host)
+  if redis.call('EXISTS', p .. ':q:' .. host) == 1 then
+    redis.call('ZADD', p .. ':ready', now, host)
+  end
+end
+local out = {-1}
+local room = math.min(max_hosts, max_leased - redis.call('ZCARD', p .. ':leases'))
+if room > 0 then
+  local hosts = redis.call('ZRANGEBYSCORE', p .. ':ready', '-inf', now, 'WITHSCORES',
+                           'LIMIT', 0, room)
+  for i = 1, #hosts, 2 do
+    local host, ready_at = hosts[i], hosts[i + 1]
+    redis.call('ZREM', p .. ':ready', host)
+    local popped = redis.call('ZPOPMIN', p .. ':q:' .. host)
+    if #popped == 0 then
+      redis.call('HSET', p .. ':idle', host, ready_at)
+    else
+      local token = token_prefix .. ':' .. i
+      redis.call('ZADD', p .. ':leases', now + lease, host)
+      redis.call('HSET', p .. ':token', host, token)
+      redis.call('HSET', p .. ':leased', host, popped[2] .. '\\t' .. popped[1])
+      redis.call('DECR', p .. ':queued')
+      table.insert(out, host)
+      table.insert(out, token)
+      table.insert(out, popped[1])
+    end
+  end
+end
+local first = redis.call('ZRANGE', p .. ':ready', 0, 0, 'WITHSCORES')
+if #first > 0 then out[1] = first[2] end
+return out
+"""
+
+# KEYS: none (keys built from ARGV[1], the shard's key prefix)
+# ARGV: prefix, now, lease_seconds, then (host, token) pairs
+# Confirms that each lease is still held and extends it. Returns 1/0 per pair.
+RENEW = """
+local p, now, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local out = {}
+for i = 4, #ARGV, 2 do
+  local host, token = ARGV[i], ARGV[i + 1]
+  if redis.call('HGET', p .. ':token', host) == token then
+    redis.call('ZADD', p .. ':leases', now + lease, host)
+    table.insert(out, 1)
+  else
+    table.insert(out, 0)
+  end
+end
+return out
+"""
+
+# KEYS: none (keys built from ARGV[1], the shard's key prefix)
+# ARGV: prefix, then (host, token, next_time, requeue) quadruplets; requeue is "1" to put
+# the leased URL back (it was not fetched), "0" when it was handled.
+# Ends each lease still held with that token: the host becomes ready at next_time if it
+# has URLs queued, else remembers next_time. Returns the number of leases ended.
+RELEASE = """
+local p = ARGV[1]
+local ended = 0
+for i = 2, #ARGV, 4 do
+  local host, token, nxt, requeue = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  if redis.call('HGET', p .. ':token', host) == token then
+    if requeue == '1' then
+      local held = redis.call('HGET', p .. ':leased', host)
+      local tab = string.find(held, '\\t', 1, true)
+      local added = redis.call('ZADD', p .. ':q:' .. host, 'LT',
+                               string.sub(held, 1, tab - 1), string.sub(held, tab + 1))
+      redis.call('INCRBY', p .. ':queued', added)
+    end
+    redis.call('ZREM', p .. ':leases', host)
+    redis.call('HDEL', p .. ':leased', host)
+    redis.call('HDEL', p .. ':token', host)
+    if redis.call('EXISTS', p .. ':q:' .. host) == 1 then
+      redis.call('ZADD', p .. ':ready', nxt, host)
+    else
+      redis.call('HSET', p .. ':idle', host, nxt)
+    end
+    ended = ended + 1
+  end
+end
+return ended
+"""

@@ -1,0 +1,88 @@
+"""HTML parsing for the pipeline: charset, title, visible text and links. Pure: no I/O."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import lxml.html
+from bs4.dammit import EncodingDetector
+from lxml import etree
+
+_CHARSET_RE = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.I)
+_LINK_TAGS = ("a", "area")
+
+
+@dataclass
+class Link:
+    url: str
+    anchor: str
+    nofollow: bool
+
+
+@dataclass
+class ParsedPage:
+    title: str = ""
+    links: list[Link] = field(default_factory=list)
+    base: str | None = None
+    meta_nofollow: bool = False
+
+
+def header_charset(content_type: str | None) -> str | None:
+    """The charset parameter of a Content-Type header, if any."""
+    if not content_type:
+        return None
+    match = _CHARSET_RE.search(content_type)
+    return match.group(1).lower() if match else None
+
+
+def decode_body(body: bytes, content_type: str | None) -> str:
+    """Decode an HTML body: header charset, else BOM or <meta> charset, else detection."""
+    candidates = [header_charset(content_type)]
+    candidates += list(EncodingDetector(body[:4096], is_html=True).encodings)
+    for encoding in candidates:
+        if not encoding:
+            continue
+        try:
+            return body.decode(encoding)
+        except (LookupError, UnicodeDecodeError):
+            continue
+    return body.decode("utf-8", errors="replace")
+
+
+def is_html(content_type: str | None) -> bool:
+    if not content_type:
+        return True
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media in ("text/html", "application/xhtml+xml", "")
+
+
+def parse_html(body: bytes, content_type: str | None, max_links: int = 1000) -> ParsedPage:
+    """Title, <base href>, meta robots nofollow and the <a>/<area> links of a page, unresolved."""
+    text = decode_body(body, content_type)
+    if not text.strip():
+        return ParsedPage()
+    try:
+        root = lxml.html.document_fromstring(text)
+    except (etree.ParserError, ValueError):
+        return ParsedPage()
+    page = ParsedPage()
+    title = root.find(".//title")
+    if title is not None and title.text:
+        page.title = " ".join(title.text.split())[:512]
+    base = root.find(".//base[@href]")
+    if base is not None:
+        page.base = base.get("href", "").strip() or None
+    for meta in root.iterfind(".//meta[@name]"):
+        if meta.get("name", "").lower() == "robots":
+            page.meta_nofollow = "nofollow" in meta.get("content", "").lower()
+    for element in root.iter(_LINK_TAGS):
+        href = element.get("href")
+        if href is None or not href.strip():
+            continue
+        rel = (element.get("rel") or "").lower().split()
+        anchor = " ".join(element.text_content().split())[:256]
+        page.links.append(Link(href.strip(), anchor, "nofollow" in rel))
+        if len(page.links) >= max_links:
+            break
+    return page

@@ -1,0 +1,56 @@
+"""The page record that travels between stages, as a plain dict (msgpack on the wire).
+
+Keys: url, url_hash, host, depth, priority, status ('fetched', 'redirected', 'failed',
+'blocked'), http_status, error, fetched_at (UNIX time), content_type, etag, last_modified,
+location, x_robots, content_hash, content_length, body_gz (gzip bytes, until stored),
+title, links ([url, anchor, nofollow] lists, canonical), content_dedup, duplicate_of,
+storage_key.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from typing import Any
+
+from crawlapp.fetch import Fetched
+from crawlapp.frontier import Lease
+from crawlapp.priority import depth_priority
+from crawlapp.urls import url_hash
+
+Page = dict[str, Any]
+GZIP_LEVEL = 6
+
+
+def page_for(lease: Lease) -> Page:
+    return {"url": lease.url, "url_hash": url_hash(lease.url), "host": lease.host,
+            "depth": lease.depth, "priority": depth_priority(lease.depth)}
+
+
+def status_of(fetched: Fetched) -> str:
+    if fetched.error or fetched.status is None:
+        return "failed"
+    if 200 <= fetched.status < 300:
+        return "fetched"
+    if 300 <= fetched.status < 400:
+        return "redirected"
+    return "failed"
+
+
+def apply_fetch(page: Page, fetched: Fetched) -> Page:
+    """Fill a page record from what its request got; the body is gzip-compressed once here."""
+    headers = fetched.headers
+    page.update(status=status_of(fetched), http_status=fetched.status, error=fetched.error,
+                fetched_at=fetched.ended, content_type=headers.get("content-type"),
+                etag=headers.get("etag"), last_modified=headers.get("last-modified"),
+                location=headers.get("location"), x_robots=headers.get("x-robots-tag"))
+    if page["status"] == "fetched":
+        page["content_hash"] = hashlib.sha256(fetched.body).hexdigest()
+        page["content_length"] = len(fetched.body)
+        page["body_gz"] = gzip.compress(fetched.body, compresslevel=GZIP_LEVEL, mtime=0)
+    return page
+
+
+def blocked(page: Page, reason: str, when: float) -> Page:
+    page.update(status="blocked", error=reason, fetched_at=when)
+    return page

@@ -1,0 +1,57 @@
+"""Stage 2, parse: title and links of each HTML page, resolved to their canonical form."""
+
+from __future__ import annotations
+
+import gzip
+from collections import Counter
+
+from crawlapp.html import is_html, parse_html
+from crawlapp.pipeline.pages import Page
+from crawlapp.settings import Settings
+from crawlapp.urls import URLRejected, canonicalize
+
+
+def _nofollow_header(x_robots: str | None) -> bool:
+    return bool(x_robots) and "nofollow" in x_robots.lower()  # type: ignore[union-attr]
+
+
+def parse_page(page: Page, settings: Settings, rejected: Counter[str]) -> Page:
+    """Add `title` and `links` ([canonical url, anchor, nofollow]) to a fetched HTML page."""
+    page["links"] = []
+    if page.get("status") == "redirected" and page.get("location"):
+        try:
+            target = canonicalize(page["location"], page["url"],
+                                  max_length=settings.max_url_length)
+            page["links"] = [[target, "", False]]
+        except URLRejected as exc:
+            rejected[exc.reason] += 1
+        return page
+    if page.get("status") != "fetched" or not is_html(page.get("content_type")):
+        return page
+    parsed = parse_html(gzip.decompress(page["body_gz"]), page.get("content_type"),
+                        settings.max_links_per_page)
+    page["title"] = parsed.title
+    if parsed.meta_nofollow or _nofollow_header(page.get("x_robots")):
+        return page
+    base = page["url"]
+    if parsed.base:
+        try:
+            base = canonicalize(parsed.base, page["url"])
+        except URLRejected:
+            pass
+    seen: set[str] = set()
+    for link in parsed.links:
+        try:
+            target = canonicalize(link.url, base, max_length=settings.max_url_length)
+        except URLRejected as exc:
+            rejected[exc.reason] += 1
+            continue
+        if target not in seen:
+            seen.add(target)
+            page["links"].append([target, link.anchor, link.nofollow])
+    return page
+
+
+def parse_pages(pages: list[Page], settings: Settings) -> tuple[list[Page], Counter[str]]:
+    rejected: Counter[str] = Counter()
+    return [parse_page(page, settings, rejected) for page in pages], rejected

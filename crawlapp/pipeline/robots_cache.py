@@ -1,0 +1,46 @@
+"""robots.txt answers per origin: cached in Redis (24 h by default), kept in the hosts table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+import msgpack
+
+from crawlapp.context import Context
+from crawlapp.db import repository
+from crawlapp.robots import RobotsPolicy
+
+FAILURE_TTL = 600  # a robots.txt that could not be fetched is asked again after 10 minutes
+
+
+def load(ctx: Context, origins: Iterable[str]) -> dict[str, RobotsPolicy | None]:
+    """The cached policy of each origin, None where it is not known yet (one round trip)."""
+    origins = list(origins)
+    if not origins:
+        return {}
+    raw = ctx.redis.mget([ctx.key("robots", o) for o in origins])
+    out: dict[str, RobotsPolicy | None] = {}
+    for origin, value in zip(origins, raw, strict=True):
+        if value is None:
+            out[origin] = None
+        else:
+            status, body = msgpack.unpackb(value)
+            out[origin] = RobotsPolicy(int(status), body)
+    return out
+
+
+def save(ctx: Context, policies: dict[str, RobotsPolicy], user_agent: str) -> None:
+    """Cache each policy in Redis and record it on its hosts row."""
+    if not policies:
+        return
+    pipe = ctx.redis.pipeline(transaction=False)
+    for origin, policy in policies.items():
+        ttl = ctx.settings.robots_ttl if policy.mode != "disallow_all" else FAILURE_TTL
+        pipe.set(ctx.key("robots", origin), msgpack.packb([policy.status, policy.body]), ex=ttl)
+    pipe.execute()
+    now = datetime.now(UTC)
+    with ctx.sessions.begin() as session:
+        for origin, policy in policies.items():
+            repository.save_robots(session, origin, policy.status, policy.body,
+                                   policy.crawl_delay(user_agent), now)

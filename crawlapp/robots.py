@@ -1,0 +1,64 @@
+"""robots.txt decisions (RFC 9309) on top of Protego. Pure: the fetch happens elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from protego import Protego
+
+MAX_ROBOTS_BYTES = 500 * 1024
+
+
+@dataclass(frozen=True)
+class RobotsPolicy:
+    """What one origin's robots.txt answer means for the crawler.
+
+    `status` is the HTTP status of the robots.txt fetch, or 0 when it could not be fetched
+    (timeout, connection error): then, like a 5xx, everything is disallowed for now.
+    """
+
+    status: int
+    body: str = ""
+
+    @property
+    def mode(self) -> str:
+        """'rules' for a 2xx, 'allow_all' for a 4xx, 'disallow_all' for a 5xx or no answer."""
+        if 200 <= self.status < 300:
+            return "rules"
+        if 400 <= self.status < 500:
+            return "allow_all"
+        return "disallow_all"
+
+    def allowed(self, url: str, user_agent: str) -> bool:
+        mode = self.mode
+        if mode == "rules":
+            return _parsed(self.body).can_fetch(url, user_agent)
+        return mode == "allow_all"
+
+    def crawl_delay(self, user_agent: str) -> float | None:
+        if self.mode != "rules":
+            return None
+        delay = _parsed(self.body).crawl_delay(user_agent)
+        return float(delay) if delay is not None else None
+
+    def sitemaps(self) -> list[str]:
+        return list(_parsed(self.body).sitemaps) if self.mode == "rules" else []
+
+
+def decode_robots(raw: bytes) -> str:
+    """The text Protego parses: the first 500 KiB, UTF-8 with a BOM dropped, bad bytes replaced."""
+    return raw[:MAX_ROBOTS_BYTES].decode("utf-8-sig", errors="replace")
+
+
+@lru_cache(maxsize=4096)
+def _parsed(body: str) -> Protego:
+    return Protego.parse(body)
+
+
+def effective_delay(crawl_delay: float | None, default_delay: float, max_crawl_delay: float
+                    ) -> float:
+    """The wait between two requests to a host: max(default, Crawl-delay capped)."""
+    if crawl_delay is None:
+        return default_delay
+    return max(default_delay, min(crawl_delay, max_crawl_delay))

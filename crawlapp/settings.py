@@ -1,0 +1,154 @@
+"""One typed settings object, read from the environment and validated at start."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+DEFAULT_USER_AGENT = "crawlapp/0.1 (+https://github.com/crawlapp/crawlapp; crawler@crawlapp.invalid)"
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class SettingsError(ValueError):
+    """A setting has a value the crawler cannot use; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    database_url: str
+    s3_endpoint_url: str | None
+    s3_bucket: str | None
+    broker_url: str
+    redis_url: str
+    redis_prefix: str
+    user_agent: str
+    allowed_networks: tuple[IPNetwork, ...]
+    max_depth: int
+    shards: int
+    default_delay: float
+    max_crawl_delay: float
+    batch_size: int
+    max_leased_per_shard: int
+    lease_seconds: float
+    fetch_timeout: float
+    max_body_bytes: int
+    max_url_length: int
+    max_links_per_page: int
+    robots_ttl: int
+    worker_concurrency: int
+    dispatch_interval: float
+
+    @property
+    def product_token(self) -> str:
+        """The User-Agent's product token, the name robots.txt groups are matched by."""
+        return self.user_agent.split("/", 1)[0].split()[0]
+
+    @property
+    def blob_dir(self) -> Path:
+        return self.data_dir / "blobs"
+
+
+def _parse(env: Mapping[str, str], name: str, default: T, convert: Callable[[str], T]) -> T:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return convert(raw.strip())
+    except (ValueError, TypeError) as exc:
+        raise SettingsError(f"{name}={raw!r}: {exc}") from None
+
+
+def _bounded(kind: Callable[[str], T], low: float, high: float) -> Callable[[str], T]:
+    def convert(raw: str) -> T:
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ValueError("expected an integer" if kind is int else "expected a number"
+                             ) from None
+        if not low <= value <= high:  # type: ignore[operator]
+            raise ValueError(f"must be between {low:g} and {high:g}")
+        return value
+
+    return convert
+
+
+def _networks(raw: str) -> tuple[IPNetwork, ...]:
+    out = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            out.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ValueError(f"{part!r} is not a CIDR network such as 127.0.0.0/8") from None
+    return tuple(out)
+
+
+def _url(schemes: tuple[str, ...]) -> Callable[[str], str]:
+    def convert(raw: str) -> str:
+        scheme = raw.split("://", 1)[0].split("+", 1)[0]
+        if "://" not in raw or scheme not in schemes:
+            raise ValueError(f"expected a URL starting with one of {', '.join(schemes)}")
+        return raw
+
+    return convert
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Build Settings from `env` (default: os.environ); raise SettingsError on a bad value."""
+    env = os.environ if env is None else env
+    data_dir = Path(_parse(env, "CRAWL_DATA_DIR", "./var", str)).resolve()
+    broker_url = _parse(env, "CELERY_BROKER_URL", "redis://127.0.0.1:6379/0",
+                        _url(("redis", "rediss", "amqp", "amqps", "pyamqp")))
+    redis_default = broker_url if broker_url.startswith("redis") else "redis://127.0.0.1:6379/0"
+    batch_size = _parse(env, "CRAWL_BATCH_SIZE", 50, _bounded(int, 1, 1000))
+    fetch_timeout = _parse(env, "CRAWL_FETCH_TIMEOUT", 30.0, _bounded(float, 0.1, 600))
+    settings = Settings(
+        data_dir=data_dir,
+        database_url=_parse(env, "DATABASE_URL", f"sqlite:///{data_dir / 'crawl.db'}",
+                            _url(("sqlite", "postgresql", "postgres"))),
+        s3_endpoint_url=_parse(env, "S3_ENDPOINT_URL", None, _url(("http", "https"))),
+        s3_bucket=_parse(env, "S3_BUCKET", None, str),
+        broker_url=broker_url,
+        redis_url=_parse(env, "CRAWL_REDIS_URL", redis_default, _url(("redis", "rediss", "unix"))),
+        redis_prefix=_parse(env, "CRAWL_REDIS_PREFIX", "crawl", str),
+        user_agent=_parse(env, "CRAWL_USER_AGENT", DEFAULT_USER_AGENT, str),
+        allowed_networks=_parse(env, "CRAWL_ALLOWED_NETWORKS", (), _networks),
+        max_depth=_parse(env, "CRAWL_MAX_DEPTH", 5, _bounded(int, 0, 1000)),
+        shards=_parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, 4096)),
+        default_delay=_parse(env, "CRAWL_DEFAULT_DELAY", 1.0, _bounded(float, 0, 3600)),
+        max_crawl_delay=_parse(env, "CRAWL_MAX_CRAWL_DELAY", 30.0, _bounded(float, 0, 86400)),
+        batch_size=batch_size,
+        max_leased_per_shard=_parse(env, "CRAWL_MAX_LEASED_PER_SHARD", 4 * batch_size,
+                                    _bounded(int, 1, 1_000_000)),
+        lease_seconds=_parse(env, "CRAWL_LEASE_SECONDS", max(120.0, 4 * fetch_timeout),
+                             _bounded(float, 1, 86400)),
+        fetch_timeout=fetch_timeout,
+        max_body_bytes=_parse(env, "CRAWL_MAX_BODY_BYTES", 10 * 1024 * 1024,
+                              _bounded(int, 1024, 1 << 34)),
+        max_url_length=_parse(env, "CRAWL_MAX_URL_LENGTH", 2048, _bounded(int, 32, 1 << 20)),
+        max_links_per_page=_parse(env, "CRAWL_MAX_LINKS_PER_PAGE", 1000,
+                                  _bounded(int, 0, 1_000_000)),
+        robots_ttl=_parse(env, "CRAWL_ROBOTS_TTL", 86400, _bounded(int, 1, 365 * 86400)),
+        worker_concurrency=_parse(env, "CRAWL_WORKER_CONCURRENCY", os.cpu_count() or 1,
+                                  _bounded(int, 1, 1024)),
+        dispatch_interval=_parse(env, "CRAWL_DISPATCH_INTERVAL", 0.05, _bounded(float, 0.001, 60)),
+    )
+    if settings.s3_endpoint_url and not settings.s3_bucket:
+        raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")
+    return settings
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, loaded once."""
+    return load_settings()

@@ -1,0 +1,68 @@
+"""Crawl statistics from the database, the frontier, the counters and the broker."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any
+
+from crawlapp.context import Context
+from crawlapp.db import repository
+from crawlapp.pipeline import counters
+
+
+def queue_lengths(queue_names: list[str]) -> dict[str, int]:
+    """Messages waiting in each Celery queue (works for the Redis and AMQP brokers)."""
+    from crawlapp.celery_app import app
+
+    out: dict[str, int] = {}
+    with app.connection_for_read() as conn:
+        channel = conn.default_channel
+        for name in queue_names:
+            try:
+                out[name] = int(channel.queue_declare(queue=name, passive=True).message_count)
+            except Exception:  # a queue nobody declared yet is empty
+                out[name] = 0
+    return out
+
+
+def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
+    """Everything `crawlctl stats` shows, as one JSON-ready dict."""
+    with ctx.sessions() as session:
+        by_status = repository.status_counts(session)
+        duplicates = repository.dedup_count(session)
+        stored = repository.stored_bytes_keys(session)
+        first, last = repository.fetch_window(session)
+    counts = counters.read(ctx)
+    fetched = by_status.get("fetched", 0)
+    requested = fetched + by_status.get("redirected", 0) + by_status.get("failed", 0)
+    window = (last - first).total_seconds() if first and last else 0.0
+    now = time.time()
+    shards = ctx.frontier.stats(now)
+    stats: dict[str, Any] = {
+        "discovered": sum(by_status.values()),
+        "queued": by_status.get("queued", 0),
+        "fetched": fetched,
+        "redirected": by_status.get("redirected", 0),
+        "failed": by_status.get("failed", 0),
+        "blocked_robots": by_status.get("blocked", 0),
+        "stored": stored,
+        "duplicates": duplicates,
+        "pages_per_second": round(requested / window, 2) if window > 0 else 0.0,
+        "crawl_seconds": round(window, 3),
+        "by_status": by_status,
+        "frontier": {
+            "urls_queued": sum(s.urls_queued for s in shards),
+            "hosts_ready": sum(s.hosts_ready for s in shards),
+            "hosts_waiting": sum(s.hosts_waiting for s in shards),
+            "hosts_leased": sum(s.hosts_leased for s in shards),
+            "batches_in_flight": ctx.frontier.batches_in_flight(now),
+            "shards": [asdict(s) for s in shards],
+        },
+        "counters": counts,
+    }
+    if with_queues:
+        from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
+
+        stats["queues"] = queue_lengths([*FETCH_QUEUES, *PIPELINE_QUEUES])
+    return stats

@@ -1,0 +1,1 @@
+"""Thin Celery tasks: each calls one stage of crawlapp.pipeline."""

@@ -1,0 +1,88 @@
+"""Database repository and blob stores on the real Postgres, SQLite and the S3 server."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from crawlapp.blobstore import LocalBlobStore, S3BlobStore, body_key, open_blobstore
+from crawlapp.db import repository
+from crawlapp.db.engine import session_factory, upgrade
+from crawlapp.settings import load_settings
+from crawlapp.urls import url_hash
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sessions(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    env = {"CRAWL_DATA_DIR": str(tmp_path)}
+    if request.param == "postgres":
+        env["DATABASE_URL"] = request.getfixturevalue("pg_url")
+    settings = load_settings(env)
+    upgrade(settings)
+    return session_factory(settings)
+
+
+def row(url: str, depth: int = 0) -> dict[str, object]:
+    return {"url_hash": url_hash(url), "url": url, "host": "a.com", "depth": depth,
+            "priority": 1.0, "status": "queued", "discovered_at": NOW}
+
+
+def test_only_new_urls_are_reported_new(sessions) -> None:  # type: ignore[no-untyped-def]
+    with sessions.begin() as s:
+        assert repository.add_urls(s, [row("http://a.com/1"), row("http://a.com/2")]) == {
+            url_hash("http://a.com/1"), url_hash("http://a.com/2")}
+    with sessions.begin() as s:
+        assert repository.add_urls(s, [row("http://a.com/2"), row("http://a.com/3")]) == {
+            url_hash("http://a.com/3")}
+        assert repository.status_counts(s) == {"queued": 3}
+
+
+def test_fetch_results_and_links_are_recorded_once(sessions) -> None:  # type: ignore[no-untyped-def]
+    h = url_hash("http://a.com/1")
+    with sessions.begin() as s:
+        repository.add_urls(s, [row("http://a.com/1")])
+        edge = {"source_hash": h, "target_hash": url_hash("http://a.com/2"), "anchor": "two",
+                "nofollow": False}
+        repository.add_links(s, [edge, edge])
+        repository.add_links(s, [edge])
+        repository.record_fetches(s, [{"url_hash": h, "status": "failed", "last_error": "timeout",
+                                       "last_fetched_at": NOW}])
+        repository.record_fetches(s, [{"url_hash": h, "status": "fetched", "http_status": 200,
+                                       "content_hash": "ab" * 32, "last_fetched_at": NOW}])
+    with sessions() as s:
+        url = repository.get_url(s, h)
+        assert url is not None
+        assert (url.status, url.http_status, url.fail_count) == ("fetched", 200, 1)
+        assert repository.outbound_links(s, h) == 1
+
+
+def test_local_blob_store_writes_a_key_once(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path)
+    key = body_key("ab" * 32)
+    assert store.put_many([(key, b"one", "text/html")]) == 1
+    assert store.put(key, b"two", "text/html") is False
+    assert store.get(key) == b"one"
+
+
+def test_s3_blob_store_round_trip(s3_endpoint: str, tmp_path: Path) -> None:
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "S3_ENDPOINT_URL": s3_endpoint,
+                              "S3_BUCKET": "crawl-test"})
+    store = open_blobstore(settings)
+    assert isinstance(store, S3BlobStore)
+    store.ensure_bucket()
+    body = gzip.compress(b"<html>hi</html>")
+    keys = [body_key(f"{i:02x}" * 32) for i in range(3)]
+    assert store.put_many([(k, body, "text/html") for k in keys]) == 3
+    assert store.put_many([(k, body, "text/html") for k in keys]) == 0
+    assert gzip.decompress(store.get(keys[0])) == b"<html>hi</html>"
+
+
+@pytest.mark.parametrize("bad", ["../../etc/passwd", "ABCDEF0123456789", "abc"])
+def test_object_keys_come_only_from_hashes(bad: str) -> None:
+    with pytest.raises(ValueError):
+        body_key(bad)

@@ -1,0 +1,62 @@
+import ipaddress
+
+import pytest
+
+from crawlapp.html import decode_body, parse_html
+from crawlapp.netguard import refusal_reason
+from crawlapp.priority import depth_priority, queue_score
+
+LOOPBACK = (ipaddress.ip_network("127.0.0.0/8"),)
+
+
+@pytest.mark.parametrize(("address", "reason"), [
+    ("127.0.0.1", "loopback"), ("::1", "loopback"), ("::ffff:127.0.0.1", "loopback"),
+    ("169.254.169.254", "link_local"), ("0.0.0.0", "unspecified"), ("10.1.2.3", "private"),
+    ("192.168.1.1", "private"), ("224.0.0.1", "multicast"), ("8.8.8.8", None),
+    ("2001:4860:4860::8888", None), ("not-an-ip", "bad_address"),
+])
+def test_refusal_reasons(address: str, reason: str | None) -> None:
+    assert refusal_reason(address, ()) == reason
+
+
+def test_allowed_networks_exempt_their_addresses_only() -> None:
+    assert refusal_reason("127.0.1.5", LOOPBACK) is None
+    assert refusal_reason("::ffff:127.0.0.1", LOOPBACK) is None
+    assert refusal_reason("10.0.0.1", LOOPBACK) == "private"
+
+
+def test_priority_decays_with_depth_and_orders_the_queue() -> None:
+    assert depth_priority(0) == 1.0
+    assert depth_priority(1) > depth_priority(2) > 0
+    assert queue_score(depth_priority(0)) < queue_score(depth_priority(3))
+
+
+def test_links_titles_base_and_nofollow() -> None:
+    page = parse_html(
+        b"<HTML><head><TITLE> A  page </TITLE><base href='http://b.com/d/'></head><body>"
+        b"<A HREF=one.html>One <b>bold</b></A><area href='/map'>"
+        b"<a href='x' rel='nofollow'>x</a><a>no href</a>"
+        b"<script>document.write('<a href=\"s.html\">')</script><!-- <a href='c.html'> -->"
+        b"</body></HTML>", "text/html")
+    assert page.title == "A page"
+    assert page.base == "http://b.com/d/"
+    assert [(link.url, link.anchor, link.nofollow) for link in page.links] == [
+        ("one.html", "One bold", False), ("/map", "", False), ("x", "x", True)]
+
+
+def test_meta_robots_nofollow_and_link_cap() -> None:
+    body = b"<meta name='robots' content='noindex, NOFOLLOW'>" + b"<a href='a'>a</a>" * 50
+    page = parse_html(body, None, max_links=10)
+    assert page.meta_nofollow
+    assert len(page.links) == 10
+
+
+@pytest.mark.parametrize("body", [b"", b"\x00\xff\xfe", b"<<<>>>", b"<?xml version='1.0'?><a/>"])
+def test_garbage_never_raises(body: bytes) -> None:
+    assert parse_html(body, "text/html").links == []
+
+
+def test_charset_header_then_meta_then_detection() -> None:
+    latin = "<meta charset='iso-8859-1'><p>café</p>".encode("latin-1")
+    assert "café" in decode_body(latin, None)
+    assert "café" in decode_body("<p>café</p>".encode(), "text/html; charset=utf-8")
