@@ -119,7 +119,7 @@ def seed_add(urls: tuple[str, ...], file_: Path | None) -> None:
 @click.option("--seeds", type=click.Path(path_type=Path), help="Seed file, one URL per line.")
 @click.option("--until-idle", is_flag=True, help="Exit once nothing is queued or in flight.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
-              help="Worker processes (default CRAWL_WORKER_CONCURRENCY).")
+              help="Pipeline worker processes (default CRAWL_WORKER_CONCURRENCY).")
 def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
     """Run workers, beat and the dispatcher here until idle or Ctrl-C.
 
@@ -160,7 +160,7 @@ def stats(as_json: bool) -> None:
 
     data = collect(_context())
     lines = [f"{k:>18}: {data[k]}" for k in ("discovered", "queued", "fetched", "redirected",
-                                             "failed", "blocked_robots", "stored", "duplicates",
+                                             "failed", "blocked_robots", "too_deep", "stored", "duplicates",
                                              "pages_per_second")]
     lines.append(f"{'frontier':>18}: " + ", ".join(
         f"{k}={v}" for k, v in data["frontier"].items() if k != "shards"))

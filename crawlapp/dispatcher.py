@@ -16,16 +16,20 @@ SendBatch = Callable[[int, str, list[Lease]], None]
 BATCH_DEADLINE = 1800.0  # a batch not finished by then no longer keeps the crawl busy
 
 
-def dispatch_once(ctx: Context, send: SendBatch) -> tuple[int, float | None]:
+def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
+                  ) -> tuple[int, float | None]:
     """Lease the ready hosts of every shard and send one batch per shard.
 
+    A shard's batch is sent once full, or once its earliest host is due within
+    `due_within` seconds (default: the whole lookahead, so it is sent at once).
     Returns the size of the largest batch sent and the earliest time another host is ready.
     """
     settings = ctx.settings
     now = time.time()
+    due_by = now + (settings.dispatch_lookahead if due_within is None else due_within)
     leases, next_ready = ctx.frontier.dispatch(
         range(settings.shards), now, settings.batch_size, settings.lease_seconds,
-        settings.max_leased_per_shard)
+        settings.max_leased_per_shard, settings.dispatch_lookahead, due_by)
     for shard, batch in leases.items():
         batch_id = uuid.uuid4().hex
         ctx.frontier.track_batch(batch_id, now + BATCH_DEADLINE)
@@ -34,16 +38,20 @@ def dispatch_once(ctx: Context, send: SendBatch) -> tuple[int, float | None]:
 
 
 def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
-    """Dispatch until `stop` is set; wake at the next ready time, and at least every interval."""
+    """Dispatch every interval until `stop` is set.
+
+    Each tick leases the hosts that become ready within the lookahead, but sends a shard's
+    batch only when it is full or its earliest host would otherwise be late by the next
+    tick: batches gather up to a lookahead's worth of hosts, and each request still starts
+    at its host's own time (the fetch task waits for each lease's not_before).
+    """
     interval = ctx.settings.dispatch_interval
     while not stop.is_set():
         try:
-            largest, next_ready = dispatch_once(ctx, send)
+            largest, _ = dispatch_once(ctx, send, due_within=2 * interval)
         except Exception:  # a Redis or broker hiccup must not end the dispatcher
             log.exception("dispatch failed; retrying")
             stop.wait(1.0)
             continue
-        if largest >= ctx.settings.batch_size:
-            continue  # more hosts may be ready than one batch held
-        wait = interval if next_ready is None else min(interval, max(0.0, next_ready - time.time()))
-        stop.wait(max(wait, 0.001))
+        if largest < ctx.settings.batch_size:  # a full batch: more hosts may be ready now
+            stop.wait(interval)

@@ -26,13 +26,18 @@ def _die_with_parent() -> None:
 
 
 def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
+    """A fetch worker (threads: its tasks mostly wait on the network), a pipeline worker
+    (processes: parsing and storing use CPU), beat and the dispatcher."""
     from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
 
     celery = [sys.executable, "-m", "celery", "-A", "crawlapp.celery_app"]
+    common = ["-E", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"]
     return {
-        "worker": [*celery, "worker", "-Q", ",".join((*FETCH_QUEUES, *PIPELINE_QUEUES)),
-                   "-c", str(workers), "-P", "prefork", "-E", "--without-gossip",
-                   "--without-mingle", "--loglevel", "WARNING", "-n", f"crawl{os.getpid()}@%h"],
+        "fetch-worker": [*celery, "worker", "-Q", ",".join(FETCH_QUEUES), "-P", "threads",
+                         "-c", str(ctx.settings.fetch_concurrency), *common,
+                         "-n", f"fetch{os.getpid()}@%h"],
+        "pipeline-worker": [*celery, "worker", "-Q", ",".join(PIPELINE_QUEUES), "-P", "prefork",
+                            "-c", str(workers), *common, "-n", f"pipeline{os.getpid()}@%h"],
         "beat": [*celery, "beat", "--loglevel", "WARNING",
                  "-s", str(ctx.settings.data_dir / "celerybeat-schedule")],
         "dispatcher": [sys.executable, "-m", "crawlapp.cli", "dispatcher"],

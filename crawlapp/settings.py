@@ -44,7 +44,9 @@ class Settings:
     max_links_per_page: int
     robots_ttl: int
     worker_concurrency: int
+    fetch_concurrency: int
     dispatch_interval: float
+    dispatch_lookahead: float
 
     @property
     def product_token(self) -> str:
@@ -141,7 +143,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         robots_ttl=_parse(env, "CRAWL_ROBOTS_TTL", 86400, _bounded(int, 1, 365 * 86400)),
         worker_concurrency=_parse(env, "CRAWL_WORKER_CONCURRENCY", os.cpu_count() or 1,
                                   _bounded(int, 1, 1024)),
-        dispatch_interval=_parse(env, "CRAWL_DISPATCH_INTERVAL", 0.05, _bounded(float, 0.001, 60)),
+        fetch_concurrency=_parse(env, "CRAWL_FETCH_CONCURRENCY", 32, _bounded(int, 1, 1024)),
+        dispatch_interval=_parse(env, "CRAWL_DISPATCH_INTERVAL", 0.25, _bounded(float, 0.01, 60)),
+        dispatch_lookahead=_parse(env, "CRAWL_DISPATCH_LOOKAHEAD", 1.0, _bounded(float, 0, 60)),
     )
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")

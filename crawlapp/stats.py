@@ -46,6 +46,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
         "redirected": by_status.get("redirected", 0),
         "failed": by_status.get("failed", 0),
         "blocked_robots": by_status.get("blocked", 0),
+        "too_deep": by_status.get("too_deep", 0),
         "stored": stored,
         "duplicates": duplicates,
         "pages_per_second": round(requested / window, 2) if window > 0 else 0.0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -34,6 +35,48 @@ def add_urls(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
                 .on_conflict_do_nothing(index_elements=["url_hash"]).returning(Url.url_hash))
         new.update(session.execute(stmt).scalars())
     return new
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """A known URL found again closer to a seed."""
+
+    url_hash: str
+    url: str
+    status: str
+    old_depth: int
+    new_depth: int
+
+
+def lower_depths(session: Session, rows: Sequence[dict[str, Any]]) -> list[Lowered]:
+    """Give known URLs the smaller depth of `rows` where it is smaller; return those changed."""
+    wanted = {row["url_hash"]: row["depth"] for row in rows}
+    lowered: list[Lowered] = []
+    for chunk in _chunks(list(wanted)):
+        found = session.execute(select(Url.url_hash, Url.url, Url.status, Url.depth)
+                                .where(Url.url_hash.in_(chunk))).all()
+        lowered += [Lowered(h, url, status, depth, wanted[h])
+                    for h, url, status, depth in found if depth > wanted[h]]
+    if lowered:
+        session.connection().execute(
+            update(Url).where(Url.url_hash == bindparam("v_hash")).values(depth=bindparam("v_depth")),
+            [{"v_hash": item.url_hash, "v_depth": item.new_depth} for item in lowered])
+    return lowered
+
+
+def set_status(session: Session, hashes: Sequence[str], status: str) -> None:
+    for chunk in _chunks(hashes):
+        session.execute(update(Url).where(Url.url_hash.in_(chunk)).values(status=status))
+
+
+def link_targets(session: Session, sources: Sequence[str]) -> list[tuple[str, str, bool]]:
+    """(source_hash, target url, nofollow) of every recorded link out of `sources`."""
+    out: list[tuple[str, str, bool]] = []
+    for chunk in _chunks(sources):
+        out += [(s, u, bool(n)) for s, u, n in session.execute(
+            select(Link.source_hash, Url.url, Link.nofollow)
+            .join(Url, Url.url_hash == Link.target_hash).where(Link.source_hash.in_(chunk)))]
+    return out
 
 
 def hashes_with_status(session: Session, hashes: Sequence[str], status: str) -> set[str]:

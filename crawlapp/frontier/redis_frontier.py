@@ -16,28 +16,36 @@ from crawlapp.urls import host_of, shard_of
 
 @dataclass(frozen=True)
 class QueuedURL:
+    """A URL to queue; `replaces_depth` is set when it is queued already at that depth."""
+
     url: str
     depth: int
     priority: float
+    replaces_depth: int | None = None
 
 
 @dataclass(frozen=True)
 class Lease:
-    """One host handed to a fetch task, with the URL to fetch under it."""
+    """One host handed to a fetch task, with the URL to fetch under it.
+
+    `not_before` is the host's next allowed time: the request must not start earlier.
+    """
 
     shard: int
     host: str
     token: str
     url: str
     depth: int
+    not_before: float = 0.0
 
     def to_wire(self) -> list[object]:
-        return [self.shard, self.host, self.token, self.url, self.depth]
+        return [self.shard, self.host, self.token, self.url, self.depth, self.not_before]
 
     @classmethod
     def from_wire(cls, raw: list[object]) -> Lease:
-        shard, host, token, url, depth = raw
-        return cls(int(shard), str(host), str(token), str(url), int(depth))  # type: ignore[call-overload]
+        shard, host, token, url, depth, not_before = raw
+        return cls(int(shard), str(host), str(token), str(url), int(depth),  # type: ignore[call-overload]
+                   float(not_before))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -75,12 +83,17 @@ class RedisFrontier:
         return f"{{{self.prefix}:{shard}}}"
 
     def add(self, urls: Iterable[QueuedURL], now: float) -> int:
-        """Queue URLs under their hosts; returns how many were not queued already."""
+        """Queue URLs under their hosts; returns how many were not queued already.
+
+        A URL with `replaces_depth` moves to its new depth if it is still waiting.
+        """
         by_shard: dict[int, list[str]] = defaultdict(list)
         for item in urls:
             host = host_of(item.url)
+            replaces = ("" if item.replaces_depth is None
+                        else f"{item.replaces_depth}\t{item.url}")
             by_shard[shard_of(host, self.shards)] += [
-                host, f"{item.depth}\t{item.url}", str(queue_score(item.priority))]
+                host, f"{item.depth}\t{item.url}", str(queue_score(item.priority)), replaces]
         if not by_shard:
             return 0
         pipe = self.client.pipeline(transaction=False)
@@ -89,14 +102,19 @@ class RedisFrontier:
         return sum(int(n) for n in pipe.execute())
 
     def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
-                 max_leased: int) -> tuple[dict[int, list[Lease]], float | None]:
-        """Lease ready hosts of each shard; returns the leases and the earliest next ready time."""
+                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None
+                 ) -> tuple[dict[int, list[Lease]], float | None]:
+        """Lease hosts of each shard ready by now + lookahead, once full or due by `due_by`.
+
+        Returns the leases and the earliest next ready time of a host not leased.
+        """
+        due_by = now + lookahead if due_by is None else due_by
         shards = list(shards)
         token = uuid.uuid4().hex[:12]
         pipe = self.client.pipeline(transaction=False)
         for shard in shards:
             self._dispatch(args=[self.key(shard), now, max_hosts, lease_seconds, max_leased,
-                                 f"{token}.{shard}"], client=pipe)
+                                 f"{token}.{shard}", lookahead, due_by], client=pipe)
         leases: dict[int, list[Lease]] = {}
         next_ready: float | None = None
         for shard, reply in zip(shards, pipe.execute(), strict=True):
@@ -104,10 +122,10 @@ class RedisFrontier:
             if first >= 0:
                 next_ready = first if next_ready is None else min(next_ready, first)
             got = []
-            for i in range(1, len(reply), 3):
-                host, tok, member = (v.decode() for v in reply[i:i + 3])
+            for i in range(1, len(reply), 4):
+                host, tok, member, not_before = (v.decode() for v in reply[i:i + 4])
                 depth, url = member.split("\t", 1)
-                got.append(Lease(shard, host, tok, url, int(depth)))
+                got.append(Lease(shard, host, tok, url, int(depth), float(not_before)))
             if got:
                 leases[shard] = got
         return leases, next_ready

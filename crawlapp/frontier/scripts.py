@@ -12,18 +12,26 @@ A member is "depth\\turl".
 """
 
 # KEYS: none (every key is built from ARGV[1], the shard's key prefix "{P:s}")
-# ARGV: prefix, now, then (host, member, score) triplets
+# ARGV: prefix, now, then (host, member, score, replaces) quadruplets
 # Adds URLs to their host queues (a URL already queued keeps its better score) and makes
 # each host that is neither ready nor leased ready at its remembered next time.
+# `replaces`, when not empty, is the member the URL was queued under before (the same URL
+# found again closer to a seed): the URL is requeued under the new member only if the old
+# one was still waiting, so a URL being fetched right now is never queued twice.
 # Returns the number of URLs newly queued.
 ENQUEUE = """
 local p, now = ARGV[1], tonumber(ARGV[2])
 local added = 0
 local touched = {}
-for i = 3, #ARGV, 3 do
-  local host, member, score = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  added = added + redis.call('ZADD', p .. ':q:' .. host, 'LT', score, member)
-  touched[host] = true
+for i = 3, #ARGV, 4 do
+  local host, member, score, replaces = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local q = p .. ':q:' .. host
+  if replaces == '' then
+    added = added + redis.call('ZADD', q, 'LT', score, member)
+    touched[host] = true
+  elseif redis.call('ZREM', q, replaces) == 1 then
+    redis.call('ZADD', q, 'LT', score, member)
+  end
 end
 for host, _ in pairs(touched) do
   if not redis.call('ZSCORE', p .. ':leases', host) then
@@ -37,14 +45,17 @@ return added
 """
 
 # KEYS: none (keys built from ARGV[1], the shard's key prefix)
-# ARGV: prefix, now, max_hosts, lease_seconds, max_leased, token_prefix
+# ARGV: prefix, now, max_hosts, lease_seconds, max_leased, token_prefix, lookahead, due_by
 # First returns the URLs of expired leases to their queues. Then leases up to max_hosts
-# ready hosts (next time <= now), while fewer than max_leased hosts are leased, popping
-# each host's best URL. Returns {next_ready_time or -1, host1, token1, member1, ...}.
+# hosts whose next time is at most now + lookahead, while fewer than max_leased hosts are
+# leased, popping each host's best URL; but only once the batch is full or its earliest
+# host is due by `due_by`, so batches grow without making any host late. A lease carries
+# its host's next time: the fetch must not start before it.
+# Returns {next_ready_time or -1, host1, token1, member1, not_before1, ...}.
 DISPATCH = """
 local p, now = ARGV[1], tonumber(ARGV[2])
 local max_hosts, lease, max_leased = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local token_prefix = ARGV[6]
+local token_prefix, horizon, due_by = ARGV[6], now + tonumber(ARGV[7]), tonumber(ARGV[8])
 local expired = redis.call('ZRANGEBYSCORE', p .. ':leases', '-inf', now, 'LIMIT', 0, 1000)
 for _, host in ipairs(expired) do
   local held = redis.call('HGET', p .. ':leased', host)
@@ -64,8 +75,11 @@ end
 local out = {-1}
 local room = math.min(max_hosts, max_leased - redis.call('ZCARD', p .. ':leases'))
 if room > 0 then
-  local hosts = redis.call('ZRANGEBYSCORE', p .. ':ready', '-inf', now, 'WITHSCORES',
+  local hosts = redis.call('ZRANGEBYSCORE', p .. ':ready', '-inf', horizon, 'WITHSCORES',
                            'LIMIT', 0, room)
+  if #hosts > 0 and #hosts < 2 * max_hosts and tonumber(hosts[2]) > due_by then
+    hosts = {}  -- not full and nothing due yet: let the batch grow until the next tick
+  end
   for i = 1, #hosts, 2 do
     local host, ready_at = hosts[i], hosts[i + 1]
     redis.call('ZREM', p .. ':ready', host)
@@ -74,13 +88,15 @@ if room > 0 then
       redis.call('HSET', p .. ':idle', host, ready_at)
     else
       local token = token_prefix .. ':' .. i
-      redis.call('ZADD', p .. ':leases', now + lease, host)
+      local not_before = math.max(now, tonumber(ready_at))
+      redis.call('ZADD', p .. ':leases', not_before + lease, host)
       redis.call('HSET', p .. ':token', host, token)
       redis.call('HSET', p .. ':leased', host, popped[2] .. '\\t' .. popped[1])
       redis.call('DECR', p .. ':queued')
       table.insert(out, host)
       table.insert(out, token)
       table.insert(out, popped[1])
+      table.insert(out, tostring(not_before))
     end
   end
 end

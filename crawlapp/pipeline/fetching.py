@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from crawlapp.context import Context
-from crawlapp.fetch import Fetched, Fetcher, run_in_process_loop
+from crawlapp.fetch import Fetched, Fetcher, run_in_thread_loop, start_at
 from crawlapp.frontier import Lease
 from crawlapp.frontier.redis_frontier import Release
 from crawlapp.pipeline import robots_cache
@@ -54,9 +54,10 @@ def _robots_policy(status: int | None, error: str | None, body: bytes) -> Robots
 
 async def _fetch_all(fetcher: Fetcher, plan: Plan
                      ) -> tuple[list[tuple[Lease, RobotsPolicy, float]], list[tuple[Lease, Fetched]]]:
-    robots_calls = [fetcher.get(origin_of(lease.url) + "/robots.txt", max_bytes=MAX_ROBOTS_BYTES)
+    robots_calls = [start_at(lease.not_before, fetcher.get(origin_of(lease.url) + "/robots.txt",
+                                                           max_bytes=MAX_ROBOTS_BYTES))
                     for lease in plan.robots]
-    page_calls = [fetcher.get(lease.url) for lease in plan.pages]
+    page_calls = [start_at(lease.not_before, fetcher.get(lease.url)) for lease in plan.pages]
     results = await asyncio.gather(*robots_calls, *page_calls)
     robots = [(lease, _robots_policy(r.status, r.error, r.body), r.ended)
               for lease, r in zip(plan.robots, results[:len(plan.robots)], strict=True)]
@@ -75,7 +76,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> list[Page]:
                     len(leases) - len(held))
     policies = robots_cache.load(ctx, {origin_of(lease.url) for lease in held})
     plan = plan_batch(held, policies, ua)
-    robots, fetched = run_in_process_loop(settings, lambda f: _fetch_all(f, plan))
+    robots, fetched = run_in_thread_loop(settings, lambda f: _fetch_all(f, plan))
 
     def delay(policy: RobotsPolicy | None) -> float:
         crawl_delay = policy.crawl_delay(ua) if policy else None
@@ -89,7 +90,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> list[Page]:
     now = time.time()
     for lease, reason in plan.refused:
         pages.append(blocked(page_for(lease), reason, now))
-        releases.append(Release(lease, now))
+        releases.append(Release(lease, max(now, lease.not_before)))
     for lease, result in fetched:
         pages.append(apply_fetch(page_for(lease), result))
         policy = policies.get(origin_of(lease.url))

@@ -1,4 +1,11 @@
-"""Stage 5, extract_links: new URLs into the database and the frontier, edges recorded."""
+"""Stage 5, extract_links: new URLs into the database and the frontier, edges recorded.
+
+A URL's depth is its shortest distance from a seed. When a known URL is found again
+closer to a seed, its depth is lowered: a waiting URL moves to its new depth, a URL that
+was too deep becomes queued, and a fetched page passes the shorter distance on to the
+pages it links to (from the recorded link edges), so no page within the depth limit is
+missed because a longer path happened to find it first.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.frontier import QueuedURL
@@ -14,49 +23,84 @@ from crawlapp.pipeline.pages import Page
 from crawlapp.priority import depth_priority
 from crawlapp.urls import host_of, url_hash
 
+Rows = dict[str, dict[str, Any]]
+FOLLOWED_STATUSES = {"fetched": 1, "redirected": 0}  # status -> depth added by its links
+
+
+def url_row(url: str, depth: int, max_depth: int, now: datetime) -> dict[str, Any]:
+    return {"url_hash": url_hash(url), "url": url, "host": host_of(url), "depth": depth,
+            "priority": depth_priority(depth), "discovered_at": now,
+            "status": "queued" if depth <= max_depth else "too_deep"}
+
+
+def _add_row(rows: Rows, row: dict[str, Any]) -> None:
+    known = rows.get(row["url_hash"])
+    if known is None or known["depth"] > row["depth"]:
+        rows[row["url_hash"]] = row
+
 
 def plan_links(pages: list[Page], max_depth: int, now: datetime
-               ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], Counter[str]]:
+               ) -> tuple[Rows, list[dict[str, Any]], Counter[str]]:
     """The URL rows to add (by hash, shallowest depth wins), the edges, and refusals. Pure."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows: Rows = {}
     edges: dict[tuple[str, str], dict[str, Any]] = {}
     refused: Counter[str] = Counter()
     for page in pages:
-        hop = 0 if page.get("status") == "redirected" else 1
-        depth = int(page["depth"]) + hop
+        depth = int(page["depth"]) + FOLLOWED_STATUSES.get(page.get("status", ""), 1)
         for target, anchor, nofollow in page.get("links") or ():
-            target_hash = url_hash(target)
-            edges.setdefault((page["url_hash"], target_hash), {
-                "source_hash": page["url_hash"], "target_hash": target_hash,
+            row = url_row(target, depth, max_depth, now)
+            edges.setdefault((page["url_hash"], row["url_hash"]), {
+                "source_hash": page["url_hash"], "target_hash": row["url_hash"],
                 "anchor": anchor or None, "nofollow": bool(nofollow)})
             if nofollow:
                 refused["nofollow"] += 1
                 continue
-            if depth > max_depth:
-                refused["over_depth"] += 1
-                continue
-            known = rows.get(target_hash)
-            if known is None or known["depth"] > depth:
-                rows[target_hash] = {
-                    "url_hash": target_hash, "url": target, "host": host_of(target),
-                    "depth": depth, "priority": depth_priority(depth), "status": "queued",
-                    "discovered_at": now}
+            if row["status"] == "too_deep":
+                refused["too_deep"] += 1
+            _add_row(rows, row)
     return rows, list(edges.values()), refused
 
 
-def enqueue_new(ctx: Context, rows: dict[str, dict[str, Any]],
-                edges: list[dict[str, Any]] | None = None) -> int:
-    """Insert the rows that are new and queue exactly those; commit after the frontier has them."""
+def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[int, Rows]:
+    """Insert new rows, lower known depths; queue what must be; return the next wave of rows."""
+    max_depth = ctx.settings.max_depth
+    new = repository.add_urls(session, list(rows.values()))
+    lowered = repository.lower_depths(
+        session, [row for h, row in rows.items() if h not in new])
+    queue = [QueuedURL(rows[h]["url"], rows[h]["depth"], rows[h]["priority"])
+             for h in new if rows[h]["status"] == "queued"]
+    unblocked = [item for item in lowered
+                 if item.status == "too_deep" and item.new_depth <= max_depth]
+    repository.set_status(session, [item.url_hash for item in unblocked], "queued")
+    queue += [QueuedURL(item.url, item.new_depth, depth_priority(item.new_depth))
+              for item in unblocked]
+    queue += [QueuedURL(item.url, item.new_depth, depth_priority(item.new_depth),
+                        replaces_depth=item.old_depth)
+              for item in lowered if item.status == "queued"]
+    ctx.frontier.add(queue, time.time())
+    passed_on = {item.url_hash: item.new_depth + FOLLOWED_STATUSES[item.status]
+                 for item in lowered if item.status in FOLLOWED_STATUSES}
+    wave: Rows = {}
+    for source, target, nofollow in repository.link_targets(session, list(passed_on)):
+        if not nofollow:
+            _add_row(wave, url_row(target, passed_on[source], max_depth, now))
+    return len(new), wave
+
+
+def enqueue_new(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None) -> int:
+    """Record the rows and edges and queue what is new; commit after the frontier has them."""
+    now = datetime.now(UTC)
+    added = 0
     with ctx.sessions.begin() as session:
-        new = repository.add_urls(session, list(rows.values()))
-        ctx.frontier.add((QueuedURL(rows[h]["url"], rows[h]["depth"], rows[h]["priority"])
-                          for h in new), time.time())
         if edges:
             repository.add_links(session, edges)
-    return len(new)
+        while rows:
+            new, rows = _settle(ctx, session, rows, now)
+            added += new
+    return added
 
 
 def extract_links(ctx: Context, pages: list[Page]) -> tuple[int, Counter[str]]:
-    """Returns how many new URLs were queued, and the links refused by reason."""
+    """Returns how many new URLs were recorded, and the links refused by reason."""
     rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC))
     return enqueue_new(ctx, rows, edges), refused

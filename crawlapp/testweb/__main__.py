@@ -1,4 +1,4 @@
-"""Command line: `python -m crawlapp.testweb serve ...` runs the test web, `check ...` judges its log."""
+"""Command line: `python -m crawlapp.testweb serve` runs the test web, `check` judges its log."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ MISSING_SHOWN = 10
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return args.run(args)
+    status: int = args.run(args)
+    return status
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,11 +31,13 @@ def _parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--seeds-out", help="file to write the seed URLs to, one a line")
     serve_cmd.set_defaults(run=_serve)
 
-    check_cmd = commands.add_parser("check", help="print politeness and coverage figures of a request log")
+    check_cmd = commands.add_parser("check", help="print politeness and coverage of a request log")
     add_spec_arguments(check_cmd)
     check_cmd.add_argument("--log", required=True)
-    check_cmd.add_argument("--delay", type=float, default=1.0, help="the crawler's default delay per host")
-    check_cmd.add_argument("--tolerance", type=float, default=0.0, help="seconds a gap may fall short")
+    check_cmd.add_argument("--delay", type=float, default=1.0,
+                           help="the crawler's default delay per host")
+    check_cmd.add_argument("--tolerance", type=float, default=0.0,
+                           help="seconds a gap may fall short")
     check_cmd.add_argument("--max-depth", type=int, default=5)
     check_cmd.set_defaults(run=_check)
     return parser
@@ -46,7 +49,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    """Print the summary of the log plus expected pages that were never fetched (port 0: from the log)."""
+    """Print the log's summary and the expected pages never fetched (port 0: port from the log)."""
     requests = serverlog.load(args.log)
     spec = spec_from_args(args)
     if spec.port == 0 and requests:

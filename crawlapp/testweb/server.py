@@ -205,13 +205,14 @@ class _Connections:
             response, keep_alive, head_only = error_response(error.status), False, False
             target, headers = error.target, {}
         else:
-            response, keep_alive, head_only = self._respond(netloc, head), head.keep_alive, head.method == "HEAD"
-            target, headers = head.target, head.headers
+            response, keep_alive = self._respond(netloc, head), head.keep_alive
+            head_only, target, headers = head.method == "HEAD", head.target, head.headers
         await _send(writer, response, head_only, keep_alive)
         self.log.add({
             "host": netloc, "path": target, "start": start, "end": time.time(),
             "status": response.status, "ua": headers.get("user-agent", ""),
-            "inm": headers.get("if-none-match"), "ims": headers.get("if-modified-since"), "conn": conn,
+            "inm": headers.get("if-none-match"), "ims": headers.get("if-modified-since"),
+            "conn": conn,
         })
         return keep_alive
 
@@ -232,7 +233,8 @@ def _checked_body_length(head: RequestHead) -> int:
     return length
 
 
-async def _send(writer: asyncio.StreamWriter, response: Response, head_only: bool, keep_alive: bool) -> None:
+async def _send(writer: asyncio.StreamWriter, response: Response,
+                head_only: bool, keep_alive: bool) -> None:
     lines = [f"HTTP/1.1 {response.status} {HTTPStatus(response.status).phrase}",
              *(f"{name}: {value}" for name, value in response.headers),
              f"Date: {formatdate(usegmt=True)}", f"Server: {SERVER_NAME}",
@@ -255,7 +257,8 @@ async def serve(web: Web, log_path: str, ready_path: str | None = None,
     web = Web(replace(web.spec, port=port))
     log = RequestLog(log_path)
     connections = _Connections(web, log)
-    servers = [await asyncio.start_server(connections.handle, sock=sock, limit=MAX_LINE) for sock in sockets]
+    servers = [await asyncio.start_server(connections.handle, sock=sock, limit=MAX_LINE)
+               for sock in sockets]
     flusher = asyncio.create_task(log.flush_periodically())
     try:
         if seeds_path:
@@ -352,9 +355,9 @@ def spec_from_args(args: argparse.Namespace) -> WebSpec:
 
 def spec_argv(spec: WebSpec) -> list[str]:
     """Command-line arguments that make spec_from_args() return `spec`."""
-    return ["--hosts", str(spec.hosts), "--pages", str(spec.pages_per_host), "--port", str(spec.port),
-            "--seed", str(spec.seed), "--crawl-delay-every", str(spec.crawl_delay_every),
-            "--words", str(spec.words_per_page)]
+    return ["--hosts", str(spec.hosts), "--pages", str(spec.pages_per_host),
+            "--port", str(spec.port), "--seed", str(spec.seed),
+            "--crawl-delay-every", str(spec.crawl_delay_every), "--words", str(spec.words_per_page)]
 
 
 # --- running the server in another process (for tests, demos, benchmarks) -------------------------
@@ -363,7 +366,8 @@ def free_port() -> int:
     """A TCP port free on 127.0.1.1 at the time of the call."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.1.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 @dataclass
@@ -400,15 +404,16 @@ class BackgroundServer:
 
 
 def start_in_background(web: Web, log_path: str, timeout: float = 10.0) -> BackgroundServer:
-    """Run `python -m crawlapp.testweb serve` for `web` in a subprocess and wait until it is ready."""
+    """Run `python -m crawlapp.testweb serve` for `web` in a subprocess; return once it is ready."""
     workdir = tempfile.TemporaryDirectory(prefix="testweb-")
     ready = os.path.join(workdir.name, "ready")
     command = [sys.executable, "-m", "crawlapp.testweb", "serve", *spec_argv(web.spec),
                "--log", log_path, "--ready", ready]
     root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    python_path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     stderr = tempfile.TemporaryFile()
-    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+    process = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": python_path},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
     handle = BackgroundServer(process, web, log_path, stderr, workdir)
     deadline = time.monotonic() + timeout
     while not os.path.exists(ready):

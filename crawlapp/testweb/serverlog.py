@@ -55,7 +55,7 @@ def by_host(requests: Iterable[Request]) -> dict[str, list[Request]]:
 
 def gap_violations(requests: Iterable[Request], delay_for: Callable[[str], float],
                    tolerance: float = 0.0) -> list[tuple[Request, Request, float]]:
-    """(previous, next, gap) where a request started less than delay_for(host) - tolerance after the previous.
+    """(previous, next, gap) for requests that started too soon: gap < delay_for(host) - tolerance.
 
     Per host in order of start; `previous` is the earlier request that ended last, so for
     sequential requests it is the one just before, and an overlap gives a negative gap.
@@ -94,7 +94,8 @@ def fetched_urls(requests: Iterable[Request]) -> Counter[str]:
     return Counter(request.url for request in requests if request.path != ROBOTS_PATH)
 
 
-def summary(requests: list[Request], web: Web, default_delay: float, tolerance: float = 0.0) -> dict[str, int]:
+def summary(requests: list[Request], web: Web, default_delay: float,
+            tolerance: float = 0.0) -> dict[str, int]:
     """Counts of requests, hosts and of each kind of politeness or efficiency violation."""
     urls = fetched_urls(requests)
     gaps = gap_violations(requests, lambda host: web.delay_for(host, default_delay), tolerance)

@@ -96,7 +96,8 @@ def vocabulary(size: int = 2000) -> tuple[str, ...]:
     rng = random.Random("crawlapp-testweb-vocabulary")
     words: dict[str, None] = {}
     while len(words) < size:
-        syllables = "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(rng.randint(1, 3)))
+        count = rng.randint(1, 3)
+        syllables = "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(count))
         words[syllables + rng.choice(_CODAS)] = None
     return tuple(words)
 
@@ -196,11 +197,12 @@ class Web:
         result = self._resolve(i, path)
         response = self._render(i, result) if isinstance(result, Page) else result
         if response.status == 200 and _not_modified(response, request_headers or {}):
-            return Response(304, [(k, v) for k, v in response.headers if k in ("ETag", "Last-Modified")], b"")
+            validators = [(k, v) for k, v in response.headers if k in ("ETag", "Last-Modified")]
+            return Response(304, validators, b"")
         return response
 
     def outlinks(self, url: str) -> list[str] | None:
-        """Absolute, defragmented link targets of the HTML page at `url`; None if it is no 200 page."""
+        """Absolute, defragmented link targets of the HTML page at `url`; None if no 200 page."""
         parts = urlsplit(url)
         i = self.host_index(parts.netloc) if parts.scheme == "http" else None
         page = self._resolve(i, parts.path or "/") if i is not None else None
@@ -209,7 +211,10 @@ class Web:
         return [urldefrag(urljoin(url, link.href)).url for link in page.nav + page.links]
 
     def expected_pages(self, max_depth: int) -> set[str]:
-        """URLs of the 200 HTML pages a robots-obeying crawl from seeds() reaches within max_depth hops."""
+        """URLs of the 200 HTML pages that a robots-obeying crawl from seeds() reaches.
+
+        Seeds have depth 0, each followed link adds 1; only URLs of depth <= max_depth are fetched.
+        """
         depth = {(i, "/"): 0 for i in range(self.spec.hosts)}
         queue = deque(depth)
         pages: set[str] = set()
@@ -228,7 +233,7 @@ class Web:
         return pages
 
     def _node_links(self, i: int, target: str) -> list[tuple[int, str]] | None:
-        """Allowed links of the page at `target` on host i as (host, path+query); None if no 200 page.
+        """Allowed links of the page `target` on host i as (host, path+query); None if no 200 page.
 
         A fast equivalent of outlinks() + disallowed() for expected_pages().
         """
@@ -268,12 +273,14 @@ class Web:
         j, n, hosts = int(number), self.spec.pages_per_host, self.spec.hosts
         if j >= n:
             return None
-        links = [_sibling_link(j, (j + 1) % n, "Next"), Link(f"/p/{(j * 7 + 3) % n}.html", "Related")]
+        links = [_sibling_link(j, (j + 1) % n, "Next"),
+                 Link(f"/p/{(j * 7 + 3) % n}.html", "Related")]
         links += [Link(f"/p/{k}.html", f"More {k}") for k in (2 * j + 8, 2 * j + 9) if k < n]
         if hosts > 1 and j % 3 == 0:
             other = (i + 1 + j // 3) % hosts
             other = (other + 1) % hosts if other == i else other
-            links.append(Link(f"{self.base_url(other)}/p/{(j * 5 + 1) % n}.html", f"Elsewhere {other}"))
+            target = f"{self.base_url(other)}/p/{(j * 5 + 1) % n}.html"
+            links.append(Link(target, f"Elsewhere {other}"))
         if j % 4 == 3:
             links.append(Link(f"/missing/{j}.html", "Lost"))
         return Page(f"Host {i} page {j}", f"{i}:page:{j}", _NAV, tuple(links))
@@ -310,9 +317,10 @@ class Web:
 
 @functools.lru_cache(maxsize=4096)
 def _join(target: str, href: str) -> tuple[str, str]:
-    """`href` resolved against a page at `target` as (netloc, path+query); netloc is "" for the same host."""
+    """`href` resolved against the page `target` as (netloc, path+query); netloc "" = same host."""
     parts = urlsplit(urldefrag(urljoin("http://_" + target, href)).url)
-    return ("" if parts.netloc == "_" else parts.netloc), parts.path + (f"?{parts.query}" if parts.query else "")
+    netloc = "" if parts.netloc == "_" else parts.netloc
+    return netloc, parts.path + (f"?{parts.query}" if parts.query else "")
 
 
 def _sibling_link(j: int, k: int, text: str) -> Link:

@@ -1,4 +1,4 @@
-"""Tests of the generated test web: the pure site generator, the request-log checks and the server."""
+"""Tests of the generated test web: the pure site generator, the log checks and the server."""
 
 from __future__ import annotations
 
@@ -17,8 +17,15 @@ import pytest
 
 from crawlapp.testweb import serverlog
 from crawlapp.testweb.__main__ import main
-from crawlapp.testweb.server import (BadRequest, add_spec_arguments, free_port, parse_head, spec_argv,
-                                     spec_from_args, start_in_background)
+from crawlapp.testweb.server import (
+    BadRequest,
+    add_spec_arguments,
+    free_port,
+    parse_head,
+    spec_argv,
+    spec_from_args,
+    start_in_background,
+)
 from crawlapp.testweb.serverlog import Request
 from crawlapp.testweb.site import Web, WebSpec
 
@@ -56,19 +63,28 @@ def _parse(body: bytes) -> _Anchors:
 
 
 def _all_page_urls(web: Web) -> set[str]:
-    n = web.spec.pages_per_host
-    return set(web.seeds()) | {f"{web.base_url(i)}/p/{j}.html" for i in range(web.spec.hosts) for j in range(n)}
+    return set(web.seeds()) | _page_urls(web, web.spec.pages_per_host)
+
+
+def _page_urls(web: Web, first_pages: int) -> set[str]:
+    """URLs of /p/0.html .. /p/<first_pages - 1>.html on every host."""
+    hosts = range(web.spec.hosts)
+    return {f"{web.base_url(i)}/p/{j}.html" for i in hosts for j in range(first_pages)}
 
 
 # --- site.py ----------------------------------------------------------------------------------
 
 def test_host_addresses_and_urls() -> None:
     web = Web(WebSpec(hosts=600))
-    assert [web.host_addr(i) for i in (0, 249, 250, 599)] == ["127.0.1.1", "127.0.1.250", "127.0.2.1", "127.0.3.100"]
-    assert len(set(web.hosts())) == 600 and not any(n.startswith("127.0.0.") for n in web.hosts())
-    assert web.base_url(0) == "http://127.0.1.1:8080" and web.seeds()[1] == "http://127.0.1.2:8080/"
+    assert [web.host_addr(i) for i in (0, 249, 250, 599)] == [
+        "127.0.1.1", "127.0.1.250", "127.0.2.1", "127.0.3.100"]
+    assert len(set(web.hosts())) == 600
+    assert not any(netloc.startswith("127.0.0.") for netloc in web.hosts())
+    assert web.base_url(0) == "http://127.0.1.1:8080"
+    assert web.seeds()[1] == "http://127.0.1.2:8080/"
     assert [web.host_index(n) for n in web.hosts()] == list(range(600))
-    for foreign in ("127.0.0.1:8080", "127.0.1.1:8081", "127.0.3.101:8080", "127.0.1.251:8080", "example.com:8080"):
+    for foreign in ("127.0.0.1:8080", "127.0.1.1:8081", "127.0.3.101:8080", "127.0.1.251:8080",
+                    "example.com:8080"):
         assert web.host_index(foreign) is None
 
 
@@ -85,7 +101,8 @@ def test_responses_are_deterministic_and_page_texts_distinct() -> None:
     assert bodies == [second.respond(*target).body for target in targets]
     texts = [" ".join(_parse(body).paragraphs) for body in bodies]
     assert len(set(texts)) == len(texts)
-    assert Web(WebSpec(hosts=20, pages_per_host=10, seed=2)).respond(H0, "/p/0.html").body != bodies[0]
+    other_seed = Web(WebSpec(hosts=20, pages_per_host=10, seed=2))
+    assert other_seed.respond(H0, "/p/0.html").body != bodies[0]
 
 
 def test_page_is_well_formed_html() -> None:
@@ -107,8 +124,9 @@ def test_rendered_links_are_the_outlinks_and_cover_all_forms() -> None:
         page_hrefs = _parse(response.body).hrefs
         hrefs += page_hrefs
         assert [urldefrag(urljoin(url, href)).url for href in page_hrefs] == web.outlinks(url)
-    assert any(h.startswith("../p/") for h in hrefs) and any(re.fullmatch(r"\d+\.html", h) for h in hrefs)
-    assert any(h.startswith("http://") and h.endswith(".html") for h in hrefs)  # cross-host page links
+    assert any(h.startswith("../p/") for h in hrefs)
+    assert any(re.fullmatch(r"\d+\.html", h) for h in hrefs)
+    assert any(h.startswith("http://") and h.endswith(".html") for h in hrefs)  # cross-host pages
     assert any(h.startswith("/missing/") for h in hrefs) and "#content" in hrefs
 
 
@@ -118,7 +136,8 @@ def test_home_page_links() -> None:
     assert links is not None
     assert {f"{web.base_url(5)}/p/{k}.html" for k in range(8)} <= set(links)
     assert f"{web.base_url(5)}/private/secret.html" in links
-    assert len({link for link in links if link.endswith("/") and not link.startswith(web.base_url(5))}) == 2
+    other_homes = {link for link in links if link.endswith("/") and web.base_url(5) not in link}
+    assert len(other_homes) == 2
 
 
 def test_statuses() -> None:
@@ -134,9 +153,11 @@ def test_statuses() -> None:
 def test_robots_and_delays() -> None:
     web = Web(SMALL)
     assert web.respond(H0, "/robots.txt").body == b"User-agent: *\nDisallow: /private/\n"
-    assert web.respond(H9, "/robots.txt").body == b"User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n"
+    assert web.respond(H9, "/robots.txt").body == (
+        b"User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n")
     assert web.respond(H9, "/robots.txt").header("Content-Type") == "text/plain; charset=utf-8"
-    assert (web.delay_for(H0, 1.0), web.delay_for(H9, 1.0), web.delay_for(H9, 3.0)) == (1.0, 2.0, 3.0)
+    delays = (web.delay_for(H0, 1.0), web.delay_for(H9, 1.0), web.delay_for(H9, 3.0))
+    assert delays == (1.0, 2.0, 3.0)
     assert Web(WebSpec(crawl_delay_every=0)).delay_for(H9, 1.0) == 1.0
     assert web.disallowed(f"http://{H0}/private/secret.html")
     for allowed in (f"http://{H0}/p/1.html", f"http://{H0}/private", "http://example.com/private/x"):
@@ -151,7 +172,8 @@ def test_conditional_requests() -> None:
     not_modified = web.respond(H0, "/p/2.html", {"if-none-match": etag})
     assert (not_modified.status, not_modified.body, not_modified.header("ETag")) == (304, b"", etag)
     assert web.respond(H0, "/p/2.html", {"if-modified-since": last_modified}).status == 304
-    for headers in ({"if-none-match": '"other"'}, {"if-modified-since": "Mon, 01 Jan 2001 00:00:00 GMT"},
+    for headers in ({"if-none-match": '"other"'},
+                    {"if-modified-since": "Mon, 01 Jan 2001 00:00:00 GMT"},
                     {"if-modified-since": "garbage"}):
         assert web.respond(H0, "/p/2.html", headers).status == 200
 
@@ -165,7 +187,7 @@ def test_every_page_is_reachable_within_depth_5(hosts: int, pages: int) -> None:
 def _naive_expected(web: Web, max_depth: int) -> set[str]:
     """BFS over the public outlinks(), fetching only allowed URLs, keeping the 200 pages."""
     frontier, seen, pages = set(web.seeds()), set(web.seeds()), set()
-    for depth in range(max_depth + 1):
+    for _ in range(max_depth + 1):
         found = set()
         for url in frontier:
             links = web.outlinks(url)
@@ -182,7 +204,7 @@ def test_expected_pages_follows_depth() -> None:
     for depth in range(5):
         assert web.expected_pages(depth) == _naive_expected(web, depth)
     assert web.expected_pages(0) == set(web.seeds())
-    assert web.expected_pages(1) == set(web.seeds()) | {f"{web.base_url(i)}/p/{k}.html" for i in range(5) for k in range(8)}
+    assert web.expected_pages(1) == set(web.seeds()) | _page_urls(web, 8)
     assert len(web.expected_pages(2)) < len(web.expected_pages(3)) == 5 * 41
 
 
@@ -196,9 +218,11 @@ def test_load_reads_complete_lines(tmp_path: Path) -> None:
     record = {"host": H0, "path": "/", "start": 1.0, "end": 1.5, "status": 200, "ua": "bot",
               "inm": '"x"', "ims": None, "conn": 3}
     log = tmp_path / "log"
-    log.write_text(json.dumps(record) + "\n" + json.dumps({**record, "path": "/robots.txt"}) + "\n{\"host\": ")
-    assert serverlog.load(str(log)) == [Request(H0, "/", 1.0, 1.5, 200, "bot", '"x"', None, 3),
-                                        Request(H0, "/robots.txt", 1.0, 1.5, 200, "bot", '"x"', None, 3)]
+    second = {**record, "path": "/robots.txt"}
+    log.write_text(json.dumps(record) + "\n" + json.dumps(second) + "\n{\"host\": ")
+    assert serverlog.load(str(log)) == [
+        Request(H0, "/", 1.0, 1.5, 200, "bot", '"x"', None, 3),
+        Request(H0, "/robots.txt", 1.0, 1.5, 200, "bot", '"x"', None, 3)]
 
 
 def test_gap_violations_use_each_hosts_delay() -> None:
@@ -207,20 +231,25 @@ def test_gap_violations_use_each_hosts_delay() -> None:
     slow_host = _request(H9, "/", 1.5, 1.6)
     requests = [short, _request(H0, "/", 1.1, 1.2), _request(H0, "/robots.txt", 0.0, 0.1),
                 _request(H9, "/robots.txt", 0.0, 0.1), slow_host]
-    violations = serverlog.gap_violations(requests, lambda host: web.delay_for(host, 1.0))
-    assert [(prev.path, nxt.path) for prev, nxt, _ in violations] == [("/robots.txt", "/"), ("/", "/p/0.html")]
+    def delay(host: str) -> float:
+        return web.delay_for(host, 1.0)
+
+    violations = serverlog.gap_violations(requests, delay)
+    pairs = [(prev.path, nxt.path) for prev, nxt, _ in violations]
+    assert pairs == [("/robots.txt", "/"), ("/", "/p/0.html")]
     assert [nxt for _, nxt, _ in violations] == [slow_host, short]
     assert [round(gap, 6) for *_, gap in violations] == [1.4, 0.7]
-    assert serverlog.gap_violations(requests, lambda host: web.delay_for(host, 1.0), tolerance=0.7) == []
+    assert serverlog.gap_violations(requests, delay, tolerance=0.7) == []
 
 
 def test_overlaps_are_per_host_and_counted_as_gap_violations() -> None:
-    a, b, c = _request(H0, "/a", 0.0, 1.0), _request(H0, "/b", 0.5, 0.6), _request(H0, "/c", 0.9, 1.5)
-    touching, other_host = _request(H0, "/d", 1.5, 2.0), _request(H9, "/e", 0.2, 0.3)
-    requests = [touching, c, other_host, b, a]
+    a, b = _request(H0, "/a", 0.0, 1.0), _request(H0, "/b", 0.5, 0.6)
+    c, touching = _request(H0, "/c", 0.9, 1.5), _request(H0, "/d", 1.5, 2.0)
+    requests = [touching, c, _request(H9, "/e", 0.2, 0.3), b, a]
     assert serverlog.overlaps(requests) == [(a, b), (a, c)]
-    violations = serverlog.gap_violations(requests, lambda host: 0.0)  # d touching c is no violation
-    assert [(prev, nxt, round(gap, 6)) for prev, nxt, gap in violations] == [(a, b, -0.5), (a, c, -0.1)]
+    violations = serverlog.gap_violations(requests, lambda host: 0.0)  # touching is no violation
+    assert [(prev, nxt, round(gap, 6)) for prev, nxt, gap in violations] == [
+        (a, b, -0.5), (a, c, -0.1)]
 
 
 def test_robots_first_fetched_urls_and_summary() -> None:
@@ -229,8 +258,8 @@ def test_robots_first_fetched_urls_and_summary() -> None:
                 _request(H0, "/", 2.5, 2.6), _request(H0, "/private/secret.html", 3.0, 3.1),
                 _request(H9, "/", 0.0, 0.1), _request(H9, "/robots.txt", 3.0, 3.1)]
     assert serverlog.robots_first_violations(requests) == [H9]
-    assert serverlog.fetched_urls(requests) == {f"http://{H0}/": 2, f"http://{H0}/private/secret.html": 1,
-                                                f"http://{H9}/": 1}
+    assert serverlog.fetched_urls(requests) == {
+        f"http://{H0}/": 2, f"http://{H0}/private/secret.html": 1, f"http://{H9}/": 1}
     assert serverlog.summary(requests, web, 1.0) == {
         "requests": 6, "hosts": 2, "gap_violations": 1, "overlaps": 0, "robots_first_violations": 1,
         "disallowed_requests": 1, "duplicate_fetches": 1,
@@ -243,13 +272,15 @@ def test_parse_head() -> None:
     head = parse_head([b"GET /p/1.html?x=1 HTTP/1.1", b"Host: a", b"User-Agent:  bot/1.0 ",
                        b"Accept: a", b"accept: b"])
     assert (head.method, head.target, head.version) == ("GET", "/p/1.html?x=1", (1, 1))
-    assert head.headers["user-agent"] == "bot/1.0" and head.headers["accept"] == "a, b" and head.keep_alive
+    assert head.headers["user-agent"] == "bot/1.0" and head.headers["accept"] == "a, b"
+    assert head.keep_alive
     assert parse_head([b"GET http://127.0.1.1:8080/x?y HTTP/1.1"]).target == "/x?y"
     assert not parse_head([b"GET / HTTP/1.0"]).keep_alive
     assert parse_head([b"GET / HTTP/1.0", b"Connection: Keep-Alive"]).keep_alive
     assert not parse_head([b"GET / HTTP/1.1", b"Connection: close"]).keep_alive
-    for lines, status in (([b"garbage"], 400), ([b"GET nohttp HTTP/1.1"], 400), ([b"GET / HTTP/2.0"], 505),
-                          ([b"GET / HTTP/1.1", b"NoColon"], 400), ([b"GET / HTTP/1.1", b" folded: x"], 400)):
+    malformed = (([b"garbage"], 400), ([b"GET nohttp HTTP/1.1"], 400), ([b"GET / HTTP/2.0"], 505),
+                 ([b"GET / HTTP/1.1", b"NoColon"], 400), ([b"GET / HTTP/1.1", b" folded: x"], 400))
+    for lines, status in malformed:
         with pytest.raises(BadRequest) as caught:
             parse_head(lines)
         assert caught.value.status == status
@@ -258,7 +289,8 @@ def test_parse_head() -> None:
 def test_spec_command_line_round_trip() -> None:
     parser = argparse.ArgumentParser()
     add_spec_arguments(parser)
-    spec = WebSpec(hosts=3, pages_per_host=7, port=0, seed=9, crawl_delay_every=2, words_per_page=50)
+    spec = WebSpec(hosts=3, pages_per_host=7, port=0, seed=9, crawl_delay_every=2,
+                   words_per_page=50)
     assert spec_from_args(parser.parse_args(spec_argv(spec))) == spec
 
 
@@ -279,14 +311,14 @@ def test_live_server_serves_and_logs(tmp_path: Path, capsys: pytest.CaptureFixtu
         web = server.web
         assert server.port > 0 and web.spec.port == server.port
         connection = http.client.HTTPConnection(web.host_addr(1), server.port, timeout=5)
-        agent = {"User-Agent": "testbot/1.0"}
+        agent: dict[str, str] = {"User-Agent": "testbot/1.0"}
         for path in ("/robots.txt", "/p/2.html"):
             connection.request("GET", path, headers=agent)
             assert connection.getresponse().read() == web.respond(web.netloc(1), path).body
         connection.request("HEAD", "/p/2.html", headers=agent)
         head = connection.getresponse()
         assert (head.status, head.read()) == (200, b"")
-        etag = head.getheader("ETag")
+        etag = head.getheader("ETag", "")
         connection.request("GET", "/p/2.html", headers={**agent, "If-None-Match": etag})
         assert connection.getresponse().status == 304
         connection.close()
@@ -295,10 +327,12 @@ def test_live_server_serves_and_logs(tmp_path: Path, capsys: pytest.CaptureFixtu
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(f"{web.base_url(2)}/missing/1.html", timeout=5)
         assert missing.value.code == 404
-        assert _raw_exchange(web.host_addr(0), server.port, b"garbage\r\n\r\n").startswith(b"HTTP/1.1 400 ")
-        pipelined = _raw_exchange(web.host_addr(0), server.port,
-                                  b"GET / HTTP/1.1\r\n\r\nGET /robots.txt HTTP/1.1\r\nConnection: close\r\n\r\n")
-        assert pipelined.count(b"HTTP/1.1 200 OK") == 2 and pipelined.endswith(web.respond(web.netloc(0), "/robots.txt").body)
+        garbage = _raw_exchange(web.host_addr(0), server.port, b"garbage\r\n\r\n")
+        assert garbage.startswith(b"HTTP/1.1 400 ")
+        pipelined = _raw_exchange(web.host_addr(0), server.port, b"GET / HTTP/1.1\r\n\r\n"
+                                  b"GET /robots.txt HTTP/1.1\r\nConnection: close\r\n\r\n")
+        assert pipelined.count(b"HTTP/1.1 200 OK") == 2
+        assert pipelined.endswith(web.respond(web.netloc(0), "/robots.txt").body)
 
     requests = serverlog.load(str(log))
     kept_alive = [r for r in requests if r.host == web.netloc(1)]
@@ -307,14 +341,16 @@ def test_live_server_serves_and_logs(tmp_path: Path, capsys: pytest.CaptureFixtu
         ("/p/2.html", 200, "testbot/1.0", None), ("/p/2.html", 304, "testbot/1.0", etag)]
     assert len({r.conn for r in kept_alive}) == 1
     assert all(r.start <= r.end for r in requests) and all(r.ims is None for r in requests)
-    assert all(a.end <= b.start for a, b in zip(kept_alive, kept_alive[1:]))
+    assert all(a.end <= b.start for a, b in zip(kept_alive, kept_alive[1:], strict=False))
     host2 = [r for r in requests if r.host == web.netloc(2)]
     assert [(r.path, r.status) for r in host2] == [("/", 200), ("/missing/1.html", 404)]
     assert host2[0].ua.startswith("Python-urllib/")
     host0 = [(r.path, r.status) for r in requests if r.host == web.netloc(0)]
     assert host0 == [("", 400), ("/", 200), ("/robots.txt", 200)]
 
-    assert main(["check", "--log", str(log), "--hosts", "3", "--pages", "5", "--port", "0", "--max-depth", "1"]) == 0
+    check = ["check", "--log", str(log), "--hosts", "3", "--pages", "5", "--port", "0",
+             "--max-depth", "1"]
+    assert main(check) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["requests"] == len(requests) == 9 and report["hosts"] == 3
     assert report["robots_first_violations"] == 2 and report["duplicate_fetches"] == 1

@@ -1,0 +1,84 @@
+"""Link extraction on the real database and Redis: new URLs queued once, depths kept shortest."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from crawlapp.context import Context
+from crawlapp.db import repository
+from crawlapp.db.engine import upgrade
+from crawlapp.pipeline.linking import enqueue_new, plan_links
+from crawlapp.settings import load_settings
+from crawlapp.urls import url_hash
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def make_ctx(tmp_path: Path, redis_url: str, **extra: str) -> Context:
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+                              "CRAWL_SHARDS": "2", "CRAWL_MAX_DEPTH": "3", **extra})
+    upgrade(settings)
+    return Context(settings)
+
+
+def page(url: str, depth: int, links: list[str], status: str = "fetched") -> dict[str, object]:
+    return {"url": url, "url_hash": url_hash(url), "depth": depth, "status": status,
+            "links": [[link, "", False] for link in links]}
+
+
+def queued_members(ctx: Context) -> list[str]:
+    members = []
+    for key in ctx.redis.scan_iter(match="*:q:*"):
+        members += [m.decode() for m in ctx.redis.zrange(key, 0, -1)]
+    return sorted(members)
+
+
+def extract(ctx: Context, pages: list[dict[str, object]]) -> int:
+    rows, edges, _ = plan_links(pages, ctx.settings.max_depth, NOW)
+    return enqueue_new(ctx, rows, edges)
+
+
+def test_links_are_queued_once_and_too_deep_ones_are_recorded(tmp_path: Path,
+                                                              redis_url: str) -> None:
+    ctx = make_ctx(tmp_path, redis_url)
+    assert extract(ctx, [page("http://a.com/", 0, ["http://a.com/1", "http://b.com/"])]) == 2
+    assert extract(ctx, [page("http://b.com/", 1, ["http://a.com/1"])]) == 0
+    assert queued_members(ctx) == ["1\thttp://a.com/1", "1\thttp://b.com/"]
+    extract(ctx, [page("http://a.com/deep", 3, ["http://a.com/too-deep"])])
+    with ctx.sessions() as s:
+        assert repository.status_counts(s)["too_deep"] == 1
+    assert "4\thttp://a.com/too-deep" not in queued_members(ctx)
+
+
+def test_a_shorter_path_lowers_depth_and_unlocks_pages_beyond_the_limit(tmp_path: Path,
+                                                                        redis_url: str) -> None:
+    ctx = make_ctx(tmp_path, redis_url)
+    # A long path finds /x at depth 3 (the limit): its link /y is too deep (4).
+    extract(ctx, [page("http://a.com/p2", 2, ["http://a.com/x"])])
+    extract(ctx, [page("http://a.com/x", 3, ["http://a.com/y"])])
+    with ctx.sessions.begin() as s:  # /x was fetched meanwhile
+        repository.record_fetches(s, [{"url_hash": url_hash("http://a.com/x"),
+                                       "status": "fetched", "last_fetched_at": NOW}])
+    assert "4\thttp://a.com/y" not in queued_members(ctx)
+    # A shorter path finds /x at depth 1: /y is now at depth 2 and gets queued.
+    extract(ctx, [page("http://a.com/", 0, ["http://a.com/x", "http://a.com/q"])])
+    extract(ctx, [page("http://a.com/q", 1, ["http://a.com/p2"])])
+    members = queued_members(ctx)
+    assert "2\thttp://a.com/y" in members
+    assert [m for m in members if m.endswith("/p2")] == ["2\thttp://a.com/p2"]  # not lowered
+    with ctx.sessions() as s:
+        row = repository.get_url(s, url_hash("http://a.com/y"))
+        assert row is not None and (row.depth, row.status) == (2, "queued")
+
+
+def test_a_waiting_url_moves_to_its_new_depth_without_a_second_entry(tmp_path: Path,
+                                                                      redis_url: str) -> None:
+    ctx = make_ctx(tmp_path, redis_url)
+    extract(ctx, [page("http://a.com/far", 3, ["http://b.com/z"])])  # too deep
+    extract(ctx, [page("http://a.com/mid", 2, ["http://b.com/z"])])  # depth 3: queued
+    extract(ctx, [page("http://a.com/", 0, ["http://b.com/z"])])     # depth 1: moved
+    assert [m for m in queued_members(ctx) if m.endswith("b.com/z")] == ["1\thttp://b.com/z"]
+    assert ctx.frontier.stats(time.time())[0].urls_queued + \
+        ctx.frontier.stats(time.time())[1].urls_queued == 1
