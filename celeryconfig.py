@@ -11,8 +11,9 @@ FETCH_QUEUES = tuple(f"fetch.{shard}" for shard in range(_settings.shards))
 
 broker_url = _settings.broker_url
 broker_connection_retry_on_startup = True
-# Unacknowledged messages of a worker that vanished come back after this many seconds.
-broker_transport_options = {"visibility_timeout": 900}
+# Unacknowledged messages of a worker that vanished come back after this many seconds
+# (a task of a worker process killed under a live worker comes back at once).
+broker_transport_options = {"visibility_timeout": 600}
 
 task_serializer = "msgpack"
 accept_content = ["msgpack", "json"]

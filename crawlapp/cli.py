@@ -202,7 +202,80 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
     _emit(data, as_json, "\n".join(f"{k:>16}: {v}" for k, v in data.items()))
 
 
-@cli.command(hidden=False)
+@cli.group()
+def frontier() -> None:
+    """The frontier: host states, pausing, rebuilding."""
+
+
+@frontier.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def frontier_stats(as_json: bool) -> None:
+    """Hosts ready, waiting, leased and parked, URLs queued per shard.
+
+    Example: crawlctl frontier stats --json
+    """
+    from dataclasses import asdict
+
+    ctx = _context()
+    now = time.time()
+    shards = ctx.frontier.stats(now)
+    parked = ctx.frontier.parked()
+    data = {
+        "shards": [asdict(s) for s in shards],
+        "totals": {k: sum(getattr(s, k) for s in shards) for k in (
+            "hosts_ready", "hosts_waiting", "hosts_leased", "hosts_parked", "urls_queued")},
+        "parked": {host: {"until": until if until != float("inf") else None, "reason": why}
+                   for host, (until, why) in parked.items()},
+        "batches_in_flight": ctx.frontier.batches_in_flight(now),
+    }
+    lines = [" ".join(f"{k}={v}" for k, v in data["totals"].items()),
+             *(f"shard {s.shard}: ready={s.hosts_ready} waiting={s.hosts_waiting} "
+               f"leased={s.hosts_leased} parked={s.hosts_parked} urls={s.urls_queued}"
+               for s in shards),
+             *(f"parked {host}: {info['reason']}" for host, info in data["parked"].items())]
+    _emit(data, as_json, "\n".join(lines))
+
+
+def _host_arg(host: str) -> str:
+    from crawlapp.urls import host_of
+
+    value = host.strip()
+    canonical = canonicalize(value if "://" in value else f"http://{value}/")
+    return host_of(canonical)
+
+
+@frontier.command("pause")
+@click.argument("host")
+def frontier_pause(host: str) -> None:
+    """Stop fetching from HOST (its URLs stay queued).  Example: crawlctl frontier pause example.com"""
+    name = _host_arg(host)
+    _context().frontier.pause(name)
+    click.echo(f"paused {name}")
+
+
+@frontier.command("resume")
+@click.argument("host")
+def frontier_resume(host: str) -> None:
+    """Fetch from a paused or parked HOST again.  Example: crawlctl frontier resume example.com"""
+    name = _host_arg(host)
+    if not _context().frontier.resume(name, time.time()):
+        raise click.ClickException(f"{name} was neither paused nor parked")
+    click.echo(f"resumed {name}")
+
+
+@frontier.command("rebuild")
+def frontier_rebuild() -> None:
+    """Restore the frontier and caches from the database after Redis lost them.
+
+    Example: crawlctl frontier rebuild
+    """
+    from crawlapp.rebuild import rebuild
+
+    restored = rebuild(_context(), lambda n: click.echo(f"  {n} URLs queued", err=True))
+    click.echo(", ".join(f"{k}={v}" for k, v in restored.items()))
+
+
+@cli.command()
 def dispatcher() -> None:
     """Lease ready hosts and send fetch batches until stopped (one or more per fleet)."""
     from crawlapp import dispatcher as dispatching

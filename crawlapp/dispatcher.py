@@ -10,10 +10,11 @@ from collections.abc import Callable
 
 from crawlapp.context import Context
 from crawlapp.frontier import Lease
+from crawlapp.rebuild import ensure_frontier
 
 log = logging.getLogger(__name__)
 SendBatch = Callable[[int, str, list[Lease]], None]
-BATCH_DEADLINE = 1800.0  # a batch not finished by then no longer keeps the crawl busy
+ALIVE_CHECK_SECONDS = 2.0  # how often the dispatcher checks that Redis still has the frontier
 
 
 def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
@@ -32,7 +33,9 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
         settings.max_leased_per_shard, settings.dispatch_lookahead, due_by)
     for shard, batch in leases.items():
         batch_id = uuid.uuid4().hex
-        ctx.frontier.track_batch(batch_id, now + BATCH_DEADLINE)
+        # In flight until its leases would expire; each stage extends it when it starts.
+        ctx.frontier.track_batch(batch_id, max(lease.not_before for lease in batch)
+                                 + settings.lease_seconds)
         send(shard, batch_id, batch)
     return max(map(len, leases.values()), default=0), next_ready
 
@@ -46,8 +49,15 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
     at its host's own time (the fetch task waits for each lease's not_before).
     """
     interval = ctx.settings.dispatch_interval
+    checked = 0.0
     while not stop.is_set():
         try:
+            if time.monotonic() - checked > ALIVE_CHECK_SECONDS:
+                checked = time.monotonic()
+                restored = ensure_frontier(ctx)
+                if restored is not None:
+                    log.warning("Redis had lost the frontier; rebuilt from the database: %s",
+                                restored)
             largest, _ = dispatch_once(ctx, send, due_within=2 * interval)
         except Exception:  # a Redis or broker hiccup must not end the dispatcher
             log.exception("dispatch failed; retrying")

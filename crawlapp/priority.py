@@ -1,15 +1,23 @@
-"""Priority of a URL in [0, 1]: higher is fetched first within its host."""
+"""Priority of a URL in [0, 1], and its place in its host's queue.
+
+score  = seed priority * 0.8 ** depth: each hop from a seed keeps 80 % of the score.
+queue  = (1 - score) + hours waited: the lowest value is fetched first, so within a host
+         the best URL goes first, and a URL that has waited an hour beats any newer one
+         (ageing: a low score never waits forever).
+"""
 
 from __future__ import annotations
 
 DEPTH_DECAY = 0.8
+AGEING_SECONDS = 3600.0
+_EPOCH = 1_700_000_000.0  # keeps queue values small enough for exact float arithmetic
 
 
 def depth_priority(depth: int, seed_priority: float = 1.0) -> float:
-    """A URL's score from its distance to the seed: each hop keeps 80 % of the score."""
+    """A URL's score from its distance to the seed."""
     return round(max(0.0, min(1.0, seed_priority)) * DEPTH_DECAY ** max(depth, 0), 4)
 
 
-def queue_score(priority: float) -> float:
-    """The frontier's sort key: lower pops first, so the best URL has the lowest score."""
-    return round(1.0 - priority, 4)
+def queue_score(priority: float, queued_at: float) -> float:
+    """The frontier's sort key: lower pops first."""
+    return round((1.0 - priority) + (queued_at - _EPOCH) / AGEING_SECONDS, 6)

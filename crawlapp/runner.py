@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import signal
 import subprocess
@@ -12,8 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawlapp.context import Context
+from crawlapp.rebuild import is_alive
 
+log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
+MAX_RESTARTS = 5
 IDLE_CHECKS = 3  # consecutive idle readings, half a second apart, before a crawl is done
 
 
@@ -46,22 +50,38 @@ def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
 
 @dataclass
 class Fleet:
-    """The child processes of one `crawlctl crawl`."""
+    """The child processes of one `crawlctl crawl`; a child that dies is started again."""
 
     log_dir: Path
+    commands: dict[str, list[str]] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    restarts: list[float] = field(default_factory=list)
 
     def start(self, commands: dict[str, list[str]]) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        for name, cmd in commands.items():
-            log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
-            self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+        self.commands.update(commands)
+        for name in commands:
+            self._spawn(name)
+
+    def _spawn(self, name: str) -> None:
+        with open(self.log_dir / f"{name}.log", "ab") as log:
+            self.procs[name] = subprocess.Popen(self.commands[name], stdout=log,
+                                                stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL,
                                                 preexec_fn=_die_with_parent)
-            log.close()
 
-    def dead(self) -> list[str]:
-        return [name for name, proc in self.procs.items() if proc.poll() is not None]
+    def supervise(self) -> None:
+        """Restart children that exited; give up after MAX_RESTARTS within a minute."""
+        for name, proc in list(self.procs.items()):
+            if proc.poll() is None:
+                continue
+            now = time.monotonic()
+            self.restarts = [t for t in self.restarts if now - t < 60] + [now]
+            if len(self.restarts) > MAX_RESTARTS:
+                raise RuntimeError(f"{name} keeps exiting (status {proc.returncode}); "
+                                   f"see {self.log_dir / (name + '.log')}")
+            log.warning("%s exited with status %s; starting it again", name, proc.returncode)
+            self._spawn(name)
 
     def stop(self, timeout: float = 20.0) -> None:
         """SIGTERM every child (warm shutdown), then SIGKILL what is still there."""
@@ -78,19 +98,17 @@ class Fleet:
 
 
 def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.5) -> None:
-    """Block until the frontier is empty and no batch is in flight, for IDLE_CHECKS readings."""
+    """Block until the frontier is empty and no batch is in flight, for IDLE_CHECKS readings
+    (a Redis that lost the frontier is not idle: the dispatcher rebuilds it first)."""
     idle_for = 0
     while idle_for < IDLE_CHECKS:
         time.sleep(poll)
-        dead = fleet.dead()
-        if dead:
-            raise RuntimeError(f"{', '.join(dead)} exited; see {fleet.log_dir}")
-        idle_for = idle_for + 1 if ctx.frontier.is_idle(time.time()) else 0
+        fleet.supervise()
+        idle = is_alive(ctx) and ctx.frontier.is_idle(time.time())
+        idle_for = idle_for + 1 if idle else 0
 
 
 def wait_forever(fleet: Fleet, poll: float = 1.0) -> None:
     while True:
         time.sleep(poll)
-        dead = fleet.dead()
-        if dead:
-            raise RuntimeError(f"{', '.join(dead)} exited; see {fleet.log_dir}")
+        fleet.supervise()

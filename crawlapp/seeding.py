@@ -6,11 +6,13 @@ from datetime import UTC, datetime
 
 from crawlapp.context import Context
 from crawlapp.pipeline.linking import enqueue_new, url_row
+from crawlapp.rebuild import ensure_frontier
 
 
 def add_seeds(ctx: Context, urls: list[str]) -> int:
     """Insert and queue the seeds not known yet (a known URL moves to depth 0); returns how
     many were new."""
+    ensure_frontier(ctx)
     now = datetime.now(UTC)
     rows = {row["url_hash"]: row for row in (url_row(u, 0, ctx.settings.max_depth, now)
                                              for u in urls)}

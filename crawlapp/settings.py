@@ -10,6 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TypeVar
 
+from crawlapp.politeness import Backoff
+
 T = TypeVar("T")
 
 DEFAULT_USER_AGENT = "crawlapp/0.1 (+https://github.com/crawlapp/crawlapp; crawler@crawlapp.invalid)"
@@ -47,6 +49,12 @@ class Settings:
     fetch_concurrency: int
     dispatch_interval: float
     dispatch_lookahead: float
+    max_backoff: float
+    max_retry_after: float
+    park_after: int
+    park_seconds: float
+    max_retries: int
+    max_pages_per_host: int
 
     @property
     def product_token(self) -> str:
@@ -56,6 +64,11 @@ class Settings:
     @property
     def blob_dir(self) -> Path:
         return self.data_dir / "blobs"
+
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(self.max_backoff, self.max_retry_after, self.park_after,
+                       self.park_seconds, self.max_retries)
 
 
 def _parse(env: Mapping[str, str], name: str, default: T, convert: Callable[[str], T]) -> T:
@@ -146,6 +159,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         fetch_concurrency=_parse(env, "CRAWL_FETCH_CONCURRENCY", 32, _bounded(int, 1, 1024)),
         dispatch_interval=_parse(env, "CRAWL_DISPATCH_INTERVAL", 0.25, _bounded(float, 0.01, 60)),
         dispatch_lookahead=_parse(env, "CRAWL_DISPATCH_LOOKAHEAD", 1.0, _bounded(float, 0, 60)),
+        max_backoff=_parse(env, "CRAWL_MAX_BACKOFF", 300.0, _bounded(float, 0, 86400)),
+        max_retry_after=_parse(env, "CRAWL_MAX_RETRY_AFTER", 3600.0, _bounded(float, 0, 86400)),
+        park_after=_parse(env, "CRAWL_PARK_AFTER", 8, _bounded(int, 1, 1000)),
+        park_seconds=_parse(env, "CRAWL_PARK_SECONDS", 600.0, _bounded(float, 1, 7 * 86400)),
+        max_retries=_parse(env, "CRAWL_MAX_RETRIES", 2, _bounded(int, 0, 100)),
+        max_pages_per_host=_parse(env, "CRAWL_MAX_PAGES_PER_HOST", 100_000,
+                                  _bounded(int, 1, 1 << 40)),
     )
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")

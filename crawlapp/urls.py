@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
@@ -9,6 +10,7 @@ import mmh3
 from w3lib.url import canonicalize_url
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
+_BAD_HOST = re.compile(r"[\s<>\"'`{}|\\^%/?#@]")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 TRACKING_PARAMS = frozenset({
     "fbclid", "gclid", "msclkid", "dclid", "yclid", "mc_eid", "mc_cid", "_ga", "igshid",
@@ -54,6 +56,8 @@ def canonicalize(url: str, base: str | None = None, *, max_length: int = 2048,
         raise URLRejected(f"scheme_{scheme or 'missing'}"[:32], url)
     if not host:
         raise URLRejected("no_host", url)
+    if _BAD_HOST.search(host):
+        raise URLRejected("bad_host", url)
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != DEFAULT_PORTS[scheme]:
         netloc = f"{netloc}:{port}"

@@ -12,5 +12,5 @@ def send_batch(shard: int, batch_id: str, leases: list[Lease]) -> None:
     """fetch on queue fetch.<shard>, then parse, dedup, store and extract_links."""
     chain(
         fetch.si(batch_id, [lease.to_wire() for lease in leases]).set(queue=f"fetch.{shard}"),
-        parse.s(), dedup.s(), store.s(), extract_links.s(batch_id),
+        parse.s(batch_id), dedup.s(batch_id), store.s(batch_id), extract_links.s(batch_id),
     ).apply_async()

@@ -1,7 +1,13 @@
-"""The five chained stages: fetch, parse, dedup, store, extract_links. Each takes a batch."""
+"""The five chained stages: fetch, parse, dedup, store, extract_links. Each takes a batch.
+
+Every stage marks its batch as in flight for another lease period when it starts, so a
+batch whose worker died stops holding up `crawl --until-idle` once its leases expire (its
+URLs are back in the frontier by then, or its message is redelivered).
+"""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
@@ -10,7 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sqlalchemy.exc import OperationalError
 
 from crawlapp.celery_app import app
-from crawlapp.context import get_context
+from crawlapp.context import Context, get_context
 from crawlapp.frontier import Lease
 from crawlapp.pipeline import counters
 from crawlapp.pipeline.dedup import dedup_pages
@@ -26,34 +32,42 @@ RETRY = {"autoretry_for": (redis.ConnectionError, redis.TimeoutError, Operationa
          "retry_backoff": 2, "retry_backoff_max": 60, "max_retries": 20}
 
 
+def _started(batch_id: str) -> Context:
+    ctx = get_context()
+    ctx.frontier.track_batch(batch_id, time.time() + ctx.settings.lease_seconds)
+    return ctx
+
+
 @app.task(name="crawl.fetch")
 def fetch(batch_id: str, leases: list[list[Any]]) -> list[Page]:
-    pages = fetch_batch(get_context(), [Lease.from_wire(raw) for raw in leases])
-    counters.bump(get_context(), Counter(p["status"] for p in pages), "pages:")
+    ctx = _started(batch_id)
+    pages, retried = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
+    counts = Counter(p["status"] for p in pages)
+    counters.bump(ctx, {f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
     return pages
 
 
 @app.task(name="crawl.parse", **RETRY)
-def parse(pages: list[Page]) -> list[Page]:
-    ctx = get_context()
+def parse(pages: list[Page], batch_id: str) -> list[Page]:
+    ctx = _started(batch_id)
     parsed, rejected = parse_pages(pages, ctx.settings)
     counters.bump(ctx, rejected, "rejected:")
     return parsed
 
 
 @app.task(name="crawl.dedup", **RETRY)
-def dedup(pages: list[Page]) -> list[Page]:
-    return dedup_pages(get_context(), pages)
+def dedup(pages: list[Page], batch_id: str) -> list[Page]:
+    return dedup_pages(_started(batch_id), pages)
 
 
 @app.task(name="crawl.store", **RETRY)
-def store(pages: list[Page]) -> list[Page]:
-    return store_pages(get_context(), pages)
+def store(pages: list[Page], batch_id: str) -> list[Page]:
+    return store_pages(_started(batch_id), pages)
 
 
 @app.task(name="crawl.extract_links", **RETRY)
 def extract_links(pages: list[Page], batch_id: str) -> int:
-    ctx = get_context()
+    ctx = _started(batch_id)
     added, refused = extract_links_stage(ctx, pages)
     counters.bump(ctx, refused, "refused:")
     ctx.frontier.finish_batch(batch_id)

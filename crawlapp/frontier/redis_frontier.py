@@ -50,11 +50,14 @@ class Lease:
 
 @dataclass(frozen=True)
 class Release:
-    """How a lease ends: the host's next allowed time, and whether its URL goes back."""
+    """How a lease ends: the host's next allowed time, whether its URL goes back, the
+    host's failures in a row, and why it is parked (if it is)."""
 
     lease: Lease
     next_time: float
     requeue: bool = False
+    failures: int = 0
+    park_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class ShardStats:
     hosts_waiting: int
     hosts_ready: int
     hosts_leased: int
+    hosts_parked: int
     urls_queued: int
 
 
@@ -77,6 +81,8 @@ class RedisFrontier:
         self._dispatch = client.register_script(scripts.DISPATCH)
         self._renew = client.register_script(scripts.RENEW)
         self._release = client.register_script(scripts.RELEASE)
+        self._pause = client.register_script(scripts.PAUSE)
+        self._resume = client.register_script(scripts.RESUME)
         self.batches_key = f"{prefix}:batches"
 
     def key(self, shard: int) -> str:
@@ -93,7 +99,8 @@ class RedisFrontier:
             replaces = ("" if item.replaces_depth is None
                         else f"{item.replaces_depth}\t{item.url}")
             by_shard[shard_of(host, self.shards)] += [
-                host, f"{item.depth}\t{item.url}", str(queue_score(item.priority)), replaces]
+                host, f"{item.depth}\t{item.url}", str(queue_score(item.priority, now)),
+                replaces]
         if not by_shard:
             return 0
         pipe = self.client.pipeline(transaction=False)
@@ -130,8 +137,9 @@ class RedisFrontier:
                 leases[shard] = got
         return leases, next_ready
 
-    def renew(self, leases: list[Lease], now: float, lease_seconds: float) -> list[bool]:
-        """Extend each lease still held; False for a lease that expired and was handed back."""
+    def renew(self, leases: list[Lease], now: float, lease_seconds: float) -> list[int | None]:
+        """Extend each lease still held and return its host's failures in a row; None for a
+        lease that expired and was handed back."""
         by_shard: dict[int, list[int]] = defaultdict(list)
         for i, lease in enumerate(leases):
             by_shard[lease.shard].append(i)
@@ -141,10 +149,10 @@ class RedisFrontier:
             for i in idx:
                 args += [leases[i].host, leases[i].token]
             self._renew(args=args, client=pipe)
-        held = [False] * len(leases)
+        held: list[int | None] = [None] * len(leases)
         for idx, reply in zip(by_shard.values(), pipe.execute(), strict=True):
-            for i, flag in zip(idx, reply, strict=True):
-                held[i] = bool(flag)
+            for i, failures in zip(idx, reply, strict=True):
+                held[i] = None if int(failures) < 0 else int(failures)
         return held
 
     def release(self, releases: Iterable[Release]) -> int:
@@ -152,7 +160,8 @@ class RedisFrontier:
         by_shard: dict[int, list[object]] = defaultdict(list)
         for rel in releases:
             by_shard[rel.lease.shard] += [rel.lease.host, rel.lease.token, rel.next_time,
-                                          "1" if rel.requeue else "0"]
+                                          "1" if rel.requeue else "0", rel.failures,
+                                          rel.park_reason or ""]
         if not by_shard:
             return 0
         pipe = self.client.pipeline(transaction=False)
@@ -167,14 +176,35 @@ class RedisFrontier:
             pipe.zcard(f"{k}:ready")
             pipe.zcount(f"{k}:ready", "-inf", now)
             pipe.zcard(f"{k}:leases")
+            pipe.zcard(f"{k}:parked")
             pipe.get(f"{k}:queued")
         raw = pipe.execute()
         out = []
         for shard in range(self.shards):
-            ready, ready_now, leased, queued = raw[4 * shard: 4 * shard + 4]
+            ready, ready_now, leased, parked, queued = raw[5 * shard: 5 * shard + 5]
             out.append(ShardStats(shard, int(ready) - int(ready_now), int(ready_now), int(leased),
-                                  int(queued or 0)))
+                                  int(parked), int(queued or 0)))
         return out
+
+    def parked(self) -> dict[str, tuple[float, str]]:
+        """Every parked or paused host: (time it comes back, reason)."""
+        pipe = self.client.pipeline(transaction=False)
+        for shard in range(self.shards):
+            pipe.zrange(f"{self.key(shard)}:parked", 0, -1, withscores=True)
+            pipe.hgetall(f"{self.key(shard)}:why")
+        raw = pipe.execute()
+        out: dict[str, tuple[float, str]] = {}
+        for until, why in zip(raw[::2], raw[1::2], strict=True):
+            for host, score in until:
+                out[host.decode()] = (float(score), why.get(host, b"").decode())
+        return out
+
+    def pause(self, host: str, reason: str = "paused") -> None:
+        self._pause(args=[self.key(shard_of(host, self.shards)), host, reason])
+
+    def resume(self, host: str, now: float) -> bool:
+        """Resume a paused or parked host; False if it was neither."""
+        return bool(self._resume(args=[self.key(shard_of(host, self.shards)), host, now]))
 
     def track_batch(self, batch_id: str, deadline: float) -> None:
         """Record a fetch batch in flight until the last stage finishes it (or the deadline)."""
@@ -187,7 +217,8 @@ class RedisFrontier:
         return int(self.client.zcount(self.batches_key, now, "+inf"))
 
     def is_idle(self, now: float) -> bool:
-        """Nothing queued, nothing leased and no batch in the pipeline."""
+        """No host ready, waiting or leased, and no batch in the pipeline (parked hosts keep
+        their URLs for later and do not count)."""
         if self.batches_in_flight(now):
             return False
         return all(s.hosts_waiting + s.hosts_ready + s.hosts_leased == 0 for s in self.stats(now))

@@ -13,6 +13,7 @@ from crawlapp.frontier import Lease
 from crawlapp.frontier.redis_frontier import Release
 from crawlapp.pipeline import robots_cache
 from crawlapp.pipeline.pages import Page, apply_fetch, blocked, page_for
+from crawlapp.politeness import host_next, is_transient
 from crawlapp.robots import MAX_ROBOTS_BYTES, RobotsPolicy, decode_robots, effective_delay
 from crawlapp.urls import origin_of
 
@@ -44,33 +45,49 @@ def plan_batch(leases: list[Lease], policies: dict[str, RobotsPolicy | None],
     return plan
 
 
-def _robots_policy(status: int | None, error: str | None, body: bytes) -> RobotsPolicy:
-    if error or status is None:
+def _robots_policy(result: Fetched) -> RobotsPolicy:
+    if result.error or result.status is None:
         return RobotsPolicy(0)
-    if 300 <= status < 400:
+    if 300 <= result.status < 400:
         return RobotsPolicy(404)  # redirects of robots.txt are not followed yet: allow all
-    return RobotsPolicy(status, decode_robots(body) if 200 <= status < 300 else "")
+    body = decode_robots(result.body) if 200 <= result.status < 300 else ""
+    return RobotsPolicy(result.status, body)
 
 
 async def _fetch_all(fetcher: Fetcher, plan: Plan
-                     ) -> tuple[list[tuple[Lease, RobotsPolicy, float]], list[tuple[Lease, Fetched]]]:
+                     ) -> tuple[list[Fetched], list[Fetched]]:
+    """Every request of the batch at once, each starting no earlier than its lease allows."""
     robots_calls = [start_at(lease.not_before, fetcher.get(origin_of(lease.url) + "/robots.txt",
                                                            max_bytes=MAX_ROBOTS_BYTES))
                     for lease in plan.robots]
     page_calls = [start_at(lease.not_before, fetcher.get(lease.url)) for lease in plan.pages]
     results = await asyncio.gather(*robots_calls, *page_calls)
-    robots = [(lease, _robots_policy(r.status, r.error, r.body), r.ended)
-              for lease, r in zip(plan.robots, results[:len(plan.robots)], strict=True)]
-    pages = list(zip(plan.pages, results[len(plan.robots):], strict=True))
-    return robots, pages
+    return results[:len(plan.robots)], results[len(plan.robots):]
 
 
-def fetch_batch(ctx: Context, leases: list[Lease]) -> list[Page]:
-    """Fetch one batch; every held lease is released, with the host's next allowed time."""
+def _retry_counts(ctx: Context, retried: list[Lease], succeeded: list[Lease]) -> list[int]:
+    """Bump the retry count of transiently failed URLs, forget it for the others."""
+    if not retried and not succeeded:
+        return []
+    key = ctx.key("retries")
+    pipe = ctx.redis.pipeline(transaction=False)
+    for lease in retried:
+        pipe.hincrby(key, lease.url, 1)
+    if succeeded:
+        pipe.hdel(key, *[lease.url for lease in succeeded])
+    return [int(n) for n in pipe.execute()[:len(retried)]]
+
+
+def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
+    """Fetch one batch; every held lease is released with the host's next allowed time.
+
+    Returns the page records and how many URLs went back to the frontier to be retried.
+    """
     settings = ctx.settings
     ua = settings.product_token
-    held_flags = ctx.frontier.renew(leases, time.time(), settings.lease_seconds)
-    held = [lease for lease, ok in zip(leases, held_flags, strict=True) if ok]
+    failures = ctx.frontier.renew(leases, time.time(), settings.lease_seconds)
+    held = [lease for lease, f in zip(leases, failures, strict=True) if f is not None]
+    fails_of = {lease.host: f for lease, f in zip(leases, failures, strict=True) if f is not None}
     if len(held) < len(leases):
         log.warning("%d lease(s) expired before the batch ran; their URLs were requeued",
                     len(leases) - len(held))
@@ -78,22 +95,36 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> list[Page]:
     plan = plan_batch(held, policies, ua)
     robots, fetched = run_in_thread_loop(settings, lambda f: _fetch_all(f, plan))
 
-    def delay(policy: RobotsPolicy | None) -> float:
-        crawl_delay = policy.crawl_delay(ua) if policy else None
-        return effective_delay(crawl_delay, settings.default_delay, settings.max_crawl_delay)
-
-    learned = {origin_of(lease.url): policy for lease, policy, _ in robots}
+    learned = {origin_of(lease.url): _robots_policy(r) for lease, r in zip(plan.robots, robots,
+                                                                          strict=True)}
     robots_cache.save(ctx, learned, ua)
-    releases = [Release(lease, ended + delay(policy), requeue=True)
-                for lease, policy, ended in robots]
+    policies.update(learned)
+
+    def release(lease: Lease, result: Fetched, requeue: bool) -> Release:
+        policy = policies.get(origin_of(lease.url))
+        delay = effective_delay(policy.crawl_delay(ua) if policy else None,
+                                settings.default_delay, settings.max_crawl_delay)
+        nxt = host_next(result.ended, delay, result.status, result.error,
+                        result.headers.get("retry-after"), fails_of[lease.host], settings.backoff)
+        return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason)
+
+    releases = [release(lease, r, True) for lease, r in zip(plan.robots, robots, strict=True)]
     pages: list[Page] = []
     now = time.time()
     for lease, reason in plan.refused:
         pages.append(blocked(page_for(lease), reason, now))
-        releases.append(Release(lease, max(now, lease.not_before)))
-    for lease, result in fetched:
-        pages.append(apply_fetch(page_for(lease), result))
-        policy = policies.get(origin_of(lease.url))
-        releases.append(Release(lease, result.ended + delay(policy)))
+        releases.append(Release(lease, max(now, lease.not_before), failures=fails_of[lease.host]))
+    transient = [(lease, r) for lease, r in zip(plan.pages, fetched, strict=True)
+                 if is_transient(r.status, r.error)]
+    counts = _retry_counts(ctx, [lease for lease, _ in transient],
+                           [lease for lease, r in zip(plan.pages, fetched, strict=True)
+                            if not is_transient(r.status, r.error)])
+    retry = {lease.url for (lease, _), n in zip(transient, counts, strict=True)
+             if n <= settings.max_retries}
+    for lease, result in zip(plan.pages, fetched, strict=True):
+        requeue = lease.url in retry
+        releases.append(release(lease, result, requeue))
+        if not requeue:
+            pages.append(apply_fetch(page_for(lease), result))
     ctx.frontier.release(releases)
-    return pages
+    return pages, len(retry)

@@ -61,19 +61,46 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime
     return rows, list(edges.values()), refused
 
 
+def _within_budget(ctx: Context, session: Session, candidates: list[QueuedURL]
+                   ) -> list[QueuedURL]:
+    """Count newly queued URLs per host; those past CRAWL_MAX_PAGES_PER_HOST become
+    'over_budget' instead of queued."""
+    per_host = Counter(host_of(item.url) for item in candidates)
+    if not per_host:
+        return candidates
+    pipe = ctx.redis.pipeline(transaction=False)
+    for host, n in per_host.items():
+        pipe.hincrby(ctx.key("hostcount"), host, n)
+    totals = dict(zip(per_host, pipe.execute(), strict=True))
+    room = {host: ctx.settings.max_pages_per_host - (int(totals[host]) - n)
+            for host, n in per_host.items()}
+    kept: list[QueuedURL] = []
+    over: list[str] = []
+    for item in candidates:
+        host = host_of(item.url)
+        if room[host] > 0:
+            room[host] -= 1
+            kept.append(item)
+        else:
+            over.append(url_hash(item.url))
+    repository.set_status(session, over, "over_budget")
+    return kept
+
+
 def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[int, Rows]:
     """Insert new rows, lower known depths; queue what must be; return the next wave of rows."""
     max_depth = ctx.settings.max_depth
     new = repository.add_urls(session, list(rows.values()))
     lowered = repository.lower_depths(
         session, [row for h, row in rows.items() if h not in new])
-    queue = [QueuedURL(rows[h]["url"], rows[h]["depth"], rows[h]["priority"])
+    fresh = [QueuedURL(rows[h]["url"], rows[h]["depth"], rows[h]["priority"])
              for h in new if rows[h]["status"] == "queued"]
     unblocked = [item for item in lowered
                  if item.status == "too_deep" and item.new_depth <= max_depth]
     repository.set_status(session, [item.url_hash for item in unblocked], "queued")
-    queue += [QueuedURL(item.url, item.new_depth, depth_priority(item.new_depth))
+    fresh += [QueuedURL(item.url, item.new_depth, depth_priority(item.new_depth))
               for item in unblocked]
+    queue = _within_budget(ctx, session, fresh)
     queue += [QueuedURL(item.url, item.new_depth, depth_priority(item.new_depth),
                         replaces_depth=item.old_depth)
               for item in lowered if item.status == "queued"]

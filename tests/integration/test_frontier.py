@@ -56,10 +56,10 @@ def test_expired_lease_returns_its_url_and_a_stale_release_is_ignored(redis_url:
     f = frontier(redis_url, shards=1)
     f.add([QueuedURL("http://a.com/x", 0, 1.0)], NOW)
     (first,), _ = lease_all(f, NOW, lease=10)
-    assert f.renew([first], NOW + 5, 10) == [True]
+    assert f.renew([first], NOW + 5, 10) == [0]
     (second,), _ = lease_all(f, NOW + 16, lease=10)  # the lease ran out at NOW + 15
     assert second.url == first.url and second.token != first.token
-    assert f.renew([first], NOW + 16, 10) == [False]
+    assert f.renew([first], NOW + 16, 10) == [None]
     assert f.release([Release(first, NOW + 100)]) == 0
     assert f.release([Release(second, NOW + 17)]) == 1
     assert f.is_idle(NOW + 20)
@@ -84,3 +84,37 @@ def test_idle_waits_for_batches_in_flight(redis_url: str) -> None:
     assert f.is_idle(NOW + 61)  # a batch past its deadline no longer holds the crawl
     f.finish_batch("b1")
     assert f.batches_in_flight(NOW) == 0
+
+
+def test_failures_park_a_host_until_its_time_and_are_reported(redis_url: str) -> None:
+    f = frontier(redis_url, shards=1)
+    f.add([QueuedURL(f"http://a.com/{i}", 1, 0.5) for i in range(2)], NOW)
+    (lease,), _ = lease_all(f, NOW)
+    f.release([Release(lease, NOW + 600, requeue=True, failures=8, park_reason="8 failures")])
+    assert f.parked() == {"a.com": (NOW + 600, "8 failures")}
+    assert f.is_idle(NOW + 1)  # parked hosts keep their URLs for later
+    f.add([QueuedURL("http://a.com/new", 1, 0.5)], NOW + 2)
+    assert lease_all(f, NOW + 599)[0] == []
+    (back,), _ = lease_all(f, NOW + 600)
+    assert back.host == "a.com" and f.renew([back], NOW + 600, 60) == [8]
+    f.release([Release(back, NOW + 601)])  # a success clears the failure count
+    (again,), _ = lease_all(f, NOW + 601)
+    assert f.renew([again], NOW + 601, 60) == [0]
+
+
+def test_pause_and_resume_an_idle_a_ready_and_a_leased_host(redis_url: str) -> None:
+    f = frontier(redis_url, shards=1)
+    f.add([QueuedURL("http://a.com/1", 1, 0.5), QueuedURL("http://b.com/1", 1, 0.5)], NOW)
+    (lease_a,), _ = lease_all(f, NOW, max_hosts=1)
+    f.pause("a.com")
+    f.pause("b.com")
+    f.pause("c.com")
+    f.release([Release(lease_a, NOW + 1, requeue=True)])
+    assert set(f.parked()) == {"a.com", "b.com", "c.com"}
+    assert lease_all(f, NOW + 10)[0] == []
+    f.add([QueuedURL("http://c.com/1", 1, 0.5)], NOW + 10)
+    assert lease_all(f, NOW + 11)[0] == []
+    assert f.resume("a.com", NOW + 20) and f.resume("c.com", NOW + 20)
+    assert not f.resume("nothing.com", NOW + 20)
+    leases, _ = lease_all(f, NOW + 20)
+    assert sorted(lease.host for lease in leases) == ["a.com", "c.com"]

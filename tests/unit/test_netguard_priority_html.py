@@ -26,9 +26,16 @@ def test_allowed_networks_exempt_their_addresses_only() -> None:
 
 
 def test_priority_decays_with_depth_and_orders_the_queue() -> None:
+    now = 1_800_000_000.0
     assert depth_priority(0) == 1.0
     assert depth_priority(1) > depth_priority(2) > 0
-    assert queue_score(depth_priority(0)) < queue_score(depth_priority(3))
+    assert queue_score(depth_priority(0), now) < queue_score(depth_priority(3), now)
+
+
+def test_ageing_lets_a_low_score_overtake_newer_better_ones() -> None:
+    now = 1_800_000_000.0
+    assert queue_score(0.1, now) < queue_score(1.0, now + 3600)
+    assert queue_score(0.1, now) > queue_score(1.0, now + 60)
 
 
 def test_links_titles_base_and_nofollow() -> None:

@@ -1,0 +1,74 @@
+"""When may a host be asked again after a request? Pure: times are passed in.
+
+- Success: the end of the request plus the host's delay.
+- 429 or 503 with Retry-After: at least that long (seconds or an HTTP date), capped.
+- 5xx, timeouts, connection and protocol errors: exponential backoff per host,
+  delay * 2**failures, capped; after `park_after` failures in a row the host is parked.
+A URL that failed transiently goes back to its host's queue, at most `max_retries` times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+TRANSIENT_ERRORS = frozenset({"timeout", "connect", "protocol"})
+
+
+@dataclass(frozen=True)
+class Backoff:
+    max_backoff: float = 300.0
+    max_retry_after: float = 3600.0
+    park_after: int = 8
+    park_seconds: float = 600.0
+    max_retries: int = 2
+
+
+@dataclass(frozen=True)
+class HostNext:
+    """What one request means for its host: next allowed time, failures in a row, parking."""
+
+    next_time: float
+    failures: int
+    park_reason: str | None = None
+
+
+def is_transient(status: int | None, error: str | None) -> bool:
+    """A failure that says nothing about the URL itself: worth trying again later."""
+    if error is not None:
+        return error in TRANSIENT_ERRORS
+    return status in TRANSIENT_STATUSES
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def host_next(end: float, delay: float, status: int | None, error: str | None,
+              retry_after: str | None, failures: int, policy: Backoff) -> HostNext:
+    """The host's next allowed time after a request that ended at `end`."""
+    if not is_transient(status, error):
+        return HostNext(end + delay, 0)
+    failures += 1
+    wait = min(delay * 2 ** failures, policy.max_backoff)
+    if status in (429, 503):
+        asked = parse_retry_after(retry_after, end)
+        if asked is not None:
+            wait = max(wait, min(asked, policy.max_retry_after))
+    if failures >= policy.park_after:
+        reason = f"{failures} failures in a row, last: {error or status}"
+        return HostNext(end + max(wait, policy.park_seconds), failures, reason)
+    return HostNext(end + max(wait, delay), failures)

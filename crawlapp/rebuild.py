@@ -1,0 +1,108 @@
+"""Rebuilding Redis state from the database after Redis lost it.
+
+What comes back from where:
+- frontier: every URL row whose status is 'queued' (URLs in flight when Redis was lost are
+  still 'queued' in the database, since a row changes only once its page is stored);
+- per-host URL counts (the pages-per-host budget): counted from the URL rows;
+- exact-content claims: the content hash of every stored original;
+- robots.txt cache: the hosts table, for what is left of each answer's 24 hours.
+Running it on a frontier that still holds its data queues nothing twice, except that a URL
+being fetched at that moment may be fetched once more.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import msgpack
+from sqlalchemy import func, select
+
+from crawlapp.context import Context
+from crawlapp.db.models import Host, Url
+from crawlapp.frontier import QueuedURL
+
+CHUNK = 5000
+
+
+def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
+    queued = 0
+    last_id = 0
+    while True:
+        with ctx.sessions() as session:
+            rows = session.execute(
+                select(Url.id, Url.url, Url.depth, Url.priority)
+                .where(Url.status == "queued", Url.id > last_id).order_by(Url.id).limit(CHUNK)
+            ).all()
+        if not rows:
+            return queued
+        last_id = rows[-1].id
+        ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority) for r in rows], time.time())
+        queued += len(rows)
+        progress(queued)
+
+
+def _host_counts(ctx: Context) -> int:
+    with ctx.sessions() as session:
+        rows = session.execute(
+            select(Url.host, func.count()).where(Url.status.not_in(("too_deep", "over_budget")))
+            .group_by(Url.host)).all()
+    if rows:
+        ctx.redis.hset(ctx.key("hostcount"), mapping={host: int(n) for host, n in rows})
+    return len(rows)
+
+
+def _content_claims(ctx: Context) -> int:
+    with ctx.sessions() as session:
+        rows = session.execute(
+            select(Url.content_hash, Url.url_hash)
+            .where(Url.content_hash.is_not(None), Url.content_dedup.is_(False))).all()
+    pipe = ctx.redis.pipeline(transaction=False)
+    for content_hash, owner in rows:
+        pipe.set(ctx.key("content", content_hash), owner, nx=True)
+    pipe.execute()
+    return len(rows)
+
+
+def _robots(ctx: Context) -> int:
+    now = datetime.now(UTC)
+    with ctx.sessions() as session:
+        hosts = session.execute(select(Host)).scalars().all()
+    pipe = ctx.redis.pipeline(transaction=False)
+    restored = 0
+    for host in hosts:
+        if host.robots_fetched_at is None or host.robots_status is None:
+            continue
+        fetched = host.robots_fetched_at.replace(tzinfo=host.robots_fetched_at.tzinfo or UTC)
+        left = ctx.settings.robots_ttl - int((now - fetched).total_seconds())
+        if left > 0 and 200 <= host.robots_status < 500:
+            pipe.set(ctx.key("robots", host.origin),
+                     msgpack.packb([host.robots_status, host.robots_body or ""]), ex=left)
+            restored += 1
+    pipe.execute()
+    return restored
+
+
+def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None) -> dict[str, int]:
+    """Restore the frontier and caches from the database; returns what was restored."""
+    restored = {"urls_queued": _requeue(ctx, progress), "hosts_counted": _host_counts(ctx),
+                "content_claims": _content_claims(ctx), "robots_cached": _robots(ctx)}
+    mark_alive(ctx)
+    return restored
+
+
+def mark_alive(ctx: Context) -> None:
+    """Note in Redis that its frontier is complete (a restarted Redis has no such note)."""
+    ctx.redis.set(ctx.key("frontier", "alive"), str(time.time()))
+
+
+def is_alive(ctx: Context) -> bool:
+    return bool(ctx.redis.exists(ctx.key("frontier", "alive")))
+
+
+def ensure_frontier(ctx: Context) -> dict[str, int] | None:
+    """Rebuild from the database if Redis lost the frontier; returns what was restored."""
+    if is_alive(ctx):
+        return None
+    return rebuild(ctx)
