@@ -13,6 +13,7 @@ being fetched at that moment may be fetched once more.
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -22,23 +23,45 @@ from sqlalchemy import func, select
 from crawlapp.context import Context
 from crawlapp.db.models import Host, Url
 from crawlapp.frontier import QueuedURL
+from crawlapp.robots import effective_delay
+from crawlapp.urls import host_of
 
 CHUNK = 5000
 
 
+def _host_delays(ctx: Context) -> dict[str, float]:
+    """Each host's delay from its recorded robots.txt Crawl-delay (default for the rest)."""
+    settings = ctx.settings
+    with ctx.sessions() as session:
+        rows = session.execute(select(Host.origin, Host.crawl_delay)
+                               .where(Host.crawl_delay.is_not(None))).all()
+    return {host_of(origin + "/"): effective_delay(delay, settings.default_delay,
+                                                   settings.max_crawl_delay)
+            for origin, delay in rows}
+
+
 def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
+    """Queue every 'queued' row again. The hosts' last request times are gone with Redis,
+    so each host waits its delay from the last moment a lease handed out before the loss
+    may still start a request (now + the dispatch lookahead)."""
+    delays = _host_delays(ctx)
     queued = 0
     last_id = 0
     while True:
         with ctx.sessions() as session:
             rows = session.execute(
-                select(Url.id, Url.url, Url.depth, Url.priority)
+                select(Url.id, Url.url, Url.host, Url.depth, Url.priority)
                 .where(Url.status == "queued", Url.id > last_id).order_by(Url.id).limit(CHUNK)
             ).all()
         if not rows:
             return queued
         last_id = rows[-1].id
-        ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority) for r in rows], time.time())
+        by_delay: dict[float, list[QueuedURL]] = defaultdict(list)
+        for r in rows:
+            by_delay[delays.get(r.host, ctx.settings.default_delay)].append(
+                QueuedURL(r.url, r.depth, r.priority))
+        for delay, items in by_delay.items():
+            ctx.frontier.add(items, time.time() + ctx.settings.dispatch_lookahead + delay)
         queued += len(rows)
         progress(queued)
 

@@ -91,6 +91,8 @@ class RedisFrontier:
     def add(self, urls: Iterable[QueuedURL], now: float) -> int:
         """Queue URLs under their hosts; returns how many were not queued already.
 
+        `now` is the time of queueing: a host made ready here is not fetched before it.
+
         A URL with `replaces_depth` moves to its new depth if it is still waiting.
         """
         by_shard: dict[int, list[str]] = defaultdict(list)

@@ -1,0 +1,58 @@
+"""Running `crawlctl` as a user would, for the end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CRAWLCTL = [sys.executable, "-m", "crawlapp.cli"]
+
+
+def crawlctl(env: dict[str, str], *args: str, timeout: float = 240
+             ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CRAWLCTL, *args], env={**os.environ, **env}, text=True,
+                          capture_output=True, timeout=timeout, check=False)
+
+
+def start_crawl(env: dict[str, str], seeds: Path, out: Path) -> subprocess.Popen[bytes]:
+    """`crawlctl crawl --seeds FILE --until-idle` in the background, output to `out`."""
+    with open(out, "wb") as fh:
+        return subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds), "--until-idle"],
+                                env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT)
+
+
+def children(pid: int) -> dict[int, str]:
+    """Direct children of `pid` with their command lines."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out[int(entry.name)] = cmdline
+    return out
+
+
+def wait_for_child(pid: int, needle: str, timeout: float = 30) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child, cmdline in children(pid).items():
+            if needle in cmdline:
+                return child
+        time.sleep(0.1)
+    raise AssertionError(f"no child of {pid} runs {needle!r}")
+
+
+def kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
