@@ -203,6 +203,30 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
 
 
 @cli.group()
+def export() -> None:
+    """Export stored pages."""
+
+
+@export.command("warc")
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
+              help="The .warc.gz file to write.")
+@click.option("--since", type=click.DateTime(), help="Only pages fetched at or after this time.")
+@click.option("--host", "host", help="Only pages of this host.")
+def export_warc(out: Path, since: Any, host: str | None) -> None:
+    """Write stored pages as WARC/1.1 request and response records (gzip per record).
+
+    Example: crawlctl export warc --host example.com --out example.warc.gz
+    """
+    from crawlapp.exporting import export_warc as export_pages
+
+    ctx = _context()
+    with open(out, "wb") as fh:
+        written = export_pages(ctx, fh, since=since, host=_host_arg(host) if host else None,
+                               progress=lambda n: click.echo(f"  {n} pages", err=True))
+    click.echo(f"{written} pages written to {out}")
+
+
+@cli.group()
 def frontier() -> None:
     """The frontier: host states, pausing, rebuilding."""
 

@@ -11,6 +11,7 @@ from lxml import etree
 
 _CHARSET_RE = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.I)
 _LINK_TAGS = ("a", "area")
+_INVISIBLE = ("script", "style", "noscript", "template")
 
 
 @dataclass
@@ -26,6 +27,17 @@ class ParsedPage:
     links: list[Link] = field(default_factory=list)
     base: str | None = None
     meta_nofollow: bool = False
+    text: str = ""
+
+
+def text_of(root: etree._Element) -> str:
+    """The lower-cased visible text under `root`: scripts, styles and comments dropped.
+
+    Strips those elements from the tree, so call it after everything else is read.
+    """
+    etree.strip_elements(root, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction,
+                         with_tail=False)
+    return " ".join(" ".join(root.itertext()).split()).lower()
 
 
 def header_charset(content_type: str | None) -> str | None:
@@ -58,7 +70,8 @@ def is_html(content_type: str | None) -> bool:
 
 
 def parse_html(body: bytes, content_type: str | None, max_links: int = 1000) -> ParsedPage:
-    """Title, <base href>, meta robots nofollow and the <a>/<area> links of a page, unresolved."""
+    """Title, <base href>, meta robots nofollow, the <a>/<area> links (unresolved) and the
+    visible text of a page."""
     text = decode_body(body, content_type)
     if not text.strip():
         return ParsedPage()
@@ -85,4 +98,5 @@ def parse_html(body: bytes, content_type: str | None, max_links: int = 1000) -> 
         page.links.append(Link(href.strip(), anchor, "nofollow" in rel))
         if len(page.links) >= max_links:
             break
+    page.text = text_of(root)
     return page

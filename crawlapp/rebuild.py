@@ -5,6 +5,7 @@ What comes back from where:
   still 'queued' in the database, since a row changes only once its page is stored);
 - per-host URL counts (the pages-per-host budget): counted from the URL rows;
 - exact-content claims: the content hash of every stored original;
+- the SimHash band index: the fingerprint of every original;
 - robots.txt cache: the hosts table, for what is left of each answer's 24 hours.
 Running it on a frontier that still holds its data queues nothing twice, except that a URL
 being fetched at that moment may be fetched once more.
@@ -23,7 +24,9 @@ from sqlalchemy import func, select
 from crawlapp.context import Context
 from crawlapp.db.models import Host, Url
 from crawlapp.frontier import QueuedURL
+from crawlapp.pipeline.dedup import band_keys
 from crawlapp.robots import effective_delay
+from crawlapp.simhash import from_signed
 from crawlapp.urls import host_of
 
 CHUNK = 5000
@@ -88,6 +91,27 @@ def _content_claims(ctx: Context) -> int:
     return len(rows)
 
 
+def _bands(ctx: Context) -> int:
+    """File every original's SimHash fingerprint under its band values again."""
+    last_id, filed = 0, 0
+    while True:
+        with ctx.sessions() as session:
+            rows = session.execute(
+                select(Url.id, Url.url_hash, Url.simhash)
+                .where(Url.simhash.is_not(None), Url.content_dedup.is_(False), Url.id > last_id)
+                .order_by(Url.id).limit(CHUNK)).all()
+        if not rows:
+            return filed
+        last_id = rows[-1].id
+        pipe = ctx.redis.pipeline(transaction=False)
+        for row in rows:
+            fingerprint = from_signed(row.simhash)
+            for key in band_keys(ctx, fingerprint):
+                pipe.sadd(key, f"{fingerprint:016x}{row.url_hash}")
+        pipe.execute()
+        filed += len(rows)
+
+
 def _robots(ctx: Context) -> int:
     now = datetime.now(UTC)
     with ctx.sessions() as session:
@@ -110,7 +134,8 @@ def _robots(ctx: Context) -> int:
 def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None) -> dict[str, int]:
     """Restore the frontier and caches from the database; returns what was restored."""
     restored = {"urls_queued": _requeue(ctx, progress), "hosts_counted": _host_counts(ctx),
-                "content_claims": _content_claims(ctx), "robots_cached": _robots(ctx)}
+                "content_claims": _content_claims(ctx), "fingerprints": _bands(ctx),
+                "robots_cached": _robots(ctx)}
     mark_alive(ctx)
     return restored
 

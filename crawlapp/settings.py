@@ -55,6 +55,7 @@ class Settings:
     park_seconds: float
     max_retries: int
     max_pages_per_host: int
+    near_duplicate_bits: int
 
     @property
     def product_token(self) -> str:
@@ -166,6 +167,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_retries=_parse(env, "CRAWL_MAX_RETRIES", 2, _bounded(int, 0, 100)),
         max_pages_per_host=_parse(env, "CRAWL_MAX_PAGES_PER_HOST", 100_000,
                                   _bounded(int, 1, 1 << 40)),
+        near_duplicate_bits=_parse(env, "CRAWL_NEAR_DUPLICATE_BITS", 3, _bounded(int, 0, 3)),
     )
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")

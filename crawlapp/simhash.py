@@ -23,7 +23,7 @@ import mmh3
 import numpy as np
 from lxml import etree
 
-from crawlapp.html import decode_body
+from crawlapp.html import decode_body, text_of
 
 BITS = 64
 MASK = (1 << BITS) - 1
@@ -31,22 +31,22 @@ MAX_DISTANCE = 3
 BAND_COUNT = 4
 
 _WORD_RE = re.compile(r"\w+")
-_INVISIBLE = ("script", "style", "noscript", "template")
+# WHATWG MIME sniffing's "binary data bytes": control characters that text never contains.
+_BINARY_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+_SNIFF_CHARS = 1024
 _PARSER = lxml.html.HTMLParser(encoding="utf-8")
 
 
 def visible_text(html: bytes | str, content_type: str | None = None) -> str:
-    """The lower-cased, whitespace-collapsed text a reader sees; "" for anything unparseable."""
+    """The lower-cased, whitespace-collapsed text a reader sees; "" for binary or unparseable."""
     text = decode_body(html, content_type) if isinstance(html, bytes) else html
-    if not text.strip():
+    if not text.strip() or _BINARY_RE.search(text, 0, _SNIFF_CHARS):
         return ""
     try:
         root = lxml.html.document_fromstring(text.encode("utf-8", "replace"), parser=_PARSER)
     except (etree.ParserError, ValueError):
         return ""
-    etree.strip_elements(root, *_INVISIBLE, etree.Comment, etree.ProcessingInstruction,
-                         with_tail=False)
-    return " ".join(" ".join(root.itertext()).split()).lower()
+    return text_of(root)
 
 
 def tokens(text: str) -> list[str]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urljoin, urlsplit, urlunsplit
 
 import mmh3
 from w3lib.url import canonicalize_url
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
-_BAD_HOST = re.compile(r"[\s<>\"'`{}|\\^%/?#@]")
+_BAD_HOST = re.compile(r"[\s\x00-\x1f\x7f<>\"'`{}|\\^%/?#@]")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 TRACKING_PARAMS = frozenset({
     "fbclid", "gclid", "msclkid", "dclid", "yclid", "mc_eid", "mc_cid", "_ga", "igshid",
@@ -44,13 +44,15 @@ def canonicalize(url: str, base: str | None = None, *, max_length: int = 2048,
     if not raw:
         raise URLRejected("empty", url)
     if base is not None:
-        raw = urljoin(base, raw)
+        raw = _resolve(base, raw)
     try:
         parts = urlsplit(raw)
         host = (parts.hostname or "").rstrip(".")
         port = parts.port
     except ValueError:
         raise URLRejected("malformed", url) from None
+    if port == 0:
+        raise URLRejected("malformed", url)
     scheme = parts.scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
         raise URLRejected(f"scheme_{scheme or 'missing'}"[:32], url)
@@ -61,20 +63,26 @@ def canonicalize(url: str, base: str | None = None, *, max_length: int = 2048,
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != DEFAULT_PORTS[scheme]:
         netloc = f"{netloc}:{port}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        kept = [(k, v) for k, v in pairs if not _is_tracking(k, drop_params)]
-        if len(kept) != len(pairs):
-            query = urlencode(kept)
+    query = "&".join(part for part in parts.query.split("&")
+                     if part and not _is_tracking(unquote_plus(part.split("=", 1)[0]),
+                                                  drop_params))
     rebuilt = urlunsplit((scheme, netloc, parts.path or "/", query, ""))
     try:
         canonical = canonicalize_url(rebuilt)
     except (ValueError, UnicodeError):
         raise URLRejected("malformed", url) from None
+    if not urlsplit(canonical).netloc.isascii():
+        raise URLRejected("bad_host", url)  # IDNA could not encode it
     if len(canonical) > max_length:
         raise URLRejected("too_long", url)
     return canonical
+
+
+def _resolve(base: str, ref: str) -> str:
+    """urljoin, except that a reference of only "?" drops the base's query (RFC 3986 5.2.2)."""
+    if ref.startswith("?") and len(ref.split("#", 1)[0]) == 1:
+        return urlunsplit(urlsplit(base)._replace(query="", fragment=""))
+    return urljoin(base, ref)
 
 
 def host_of(url: str) -> str:

@@ -89,8 +89,8 @@ def hashes_with_status(session: Session, hashes: Sequence[str], status: str) -> 
 
 # The columns a fetch result writes onto its URL row.
 FETCH_COLUMNS = ("status", "last_fetched_at", "http_status", "content_type", "content_length",
-                 "content_hash", "content_dedup", "duplicate_of", "storage_key", "title",
-                 "etag", "last_modified", "last_error")
+                 "content_hash", "simhash", "content_dedup", "duplicate_of", "storage_key",
+                 "title", "etag", "last_modified", "last_error")
 
 
 def record_fetches(session: Session, rows: Sequence[dict[str, Any]]) -> None:

@@ -14,6 +14,23 @@ from crawlapp.priority import queue_score
 from crawlapp.urls import host_of, shard_of
 
 
+_SCHEMES = {"http": "h", "https": "s"}
+_SCHEME_OF = {v: k for k, v in _SCHEMES.items()}
+
+
+def encode_member(depth: int, url: str) -> str:
+    """A host queue's member: "depth<TAB><h|s>path?query". The host is the queue's own
+    name, so it is not repeated; most members then fit Redis' compact listpack encoding."""
+    scheme, rest = url.split("://", 1)
+    slash = rest.find("/")
+    return f"{depth}\t{_SCHEMES[scheme]}{rest[slash:] if slash >= 0 else '/'}"
+
+
+def decode_member(host: str, member: str) -> tuple[int, str]:
+    depth, rest = member.split("\t", 1)
+    return int(depth), f"{_SCHEME_OF[rest[0]]}://{host}{rest[1:]}"
+
+
 @dataclass(frozen=True)
 class QueuedURL:
     """A URL to queue; `replaces_depth` is set when it is queued already at that depth."""
@@ -99,9 +116,9 @@ class RedisFrontier:
         for item in urls:
             host = host_of(item.url)
             replaces = ("" if item.replaces_depth is None
-                        else f"{item.replaces_depth}\t{item.url}")
+                        else encode_member(item.replaces_depth, item.url))
             by_shard[shard_of(host, self.shards)] += [
-                host, f"{item.depth}\t{item.url}", str(queue_score(item.priority, now)),
+                host, encode_member(item.depth, item.url), str(queue_score(item.priority, now)),
                 replaces]
         if not by_shard:
             return 0
@@ -133,8 +150,8 @@ class RedisFrontier:
             got = []
             for i in range(1, len(reply), 4):
                 host, tok, member, not_before = (v.decode() for v in reply[i:i + 4])
-                depth, url = member.split("\t", 1)
-                got.append(Lease(shard, host, tok, url, int(depth), float(not_before)))
+                depth, url = decode_member(host, member)
+                got.append(Lease(shard, host, tok, url, depth, float(not_before)))
             if got:
                 leases[shard] = got
         return leases, next_ready

@@ -12,7 +12,8 @@ Key layout of shard s (prefix P; the `{P:s}` hash tag keeps a shard on one clust
   {P:s}:fails   HASH host -> failures in a row (absent after a success)
   {P:s}:q:HOST  ZSET member -> score, the host's URLs; lowest score pops first
   {P:s}:queued  STRING number of URLs waiting in the shard's host queues
-A member is "depth\\turl". A host with URLs is in exactly one of ready, leases, parked.
+A member is "depth\\t<h|s>path?query" (see encode_member). A host with URLs is in exactly
+one of ready, leases, parked.
 """
 
 # KEYS: none (every key is built from ARGV[1], the shard's key prefix "{P:s}")

@@ -8,6 +8,7 @@ from collections import Counter
 from crawlapp.html import is_html, parse_html
 from crawlapp.pipeline.pages import Page
 from crawlapp.settings import Settings
+from crawlapp.simhash import simhash
 from crawlapp.urls import URLRejected, canonicalize
 
 
@@ -31,6 +32,7 @@ def parse_page(page: Page, settings: Settings, rejected: Counter[str]) -> Page:
     parsed = parse_html(gzip.decompress(page["body_gz"]), page.get("content_type"),
                         settings.max_links_per_page)
     page["title"] = parsed.title
+    page["simhash"] = simhash(parsed.text) if parsed.text else None
     if parsed.meta_nofollow or _nofollow_header(page.get("x_robots")):
         return page
     base = page["url"]

@@ -16,6 +16,7 @@ import pytest
 from crawlapp.testweb.server import start_in_background
 from crawlapp.testweb.serverlog import fetched_urls, load, summary
 from crawlapp.testweb.site import Web, WebSpec
+from crawlapp.warc import read_records
 from tests.conftest import crawl_env
 
 pytestmark = pytest.mark.e2e
@@ -67,6 +68,15 @@ def test_embedded_default_crawls_every_page_politely(tmp_path: Path, redis_url: 
     assert page["status"] == "fetched" and page["http_status"] == 200
     assert page["storage_key"].startswith("bodies/") and "<html" in page["body"].lower()
     assert (tmp_path / "var" / "blobs" / page["storage_key"]).exists()
+
+    warc = tmp_path / "crawl.warc.gz"
+    exported = crawlctl(env, "export", "warc", "--out", str(warc))
+    assert exported.returncode == 0, exported.stderr
+    records = {r["url"]: r for r in read_records(warc)}
+    assert set(records) == web.expected_pages(MAX_DEPTH)
+    assert records[page_url]["status"] == 200
+    assert records[page_url]["body"].decode() == page["body"]
+    assert records[page_url]["headers"]["ETag"] == page["etag"]
 
 
 def test_postgres_and_s3_backends(tmp_path: Path, redis_url: str, pg_url: str,

@@ -9,6 +9,7 @@ from pathlib import Path
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.db.engine import upgrade
+from crawlapp.frontier.redis_frontier import decode_member
 from crawlapp.pipeline.linking import enqueue_new, plan_links
 from crawlapp.settings import load_settings
 from crawlapp.urls import url_hash
@@ -29,9 +30,13 @@ def page(url: str, depth: int, links: list[str], status: str = "fetched") -> dic
 
 
 def queued_members(ctx: Context) -> list[str]:
+    """Queued URLs as "depth<TAB>url"."""
     members = []
     for key in ctx.redis.scan_iter(match="*:q:*"):
-        members += [m.decode() for m in ctx.redis.zrange(key, 0, -1)]
+        host = key.decode().split(":q:", 1)[1]
+        for member in ctx.redis.zrange(key, 0, -1):
+            depth, url = decode_member(host, member.decode())
+            members.append(f"{depth}\t{url}")
     return sorted(members)
 
 

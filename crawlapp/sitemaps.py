@@ -1,0 +1,157 @@
+"""Sitemaps (sitemaps.org 0.9): parse a urlset or a sitemap index, safely. Pure: no I/O."""
+
+from __future__ import annotations
+
+import io
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from lxml import etree
+
+MAX_URLS = 50_000
+MAX_BYTES = 50 * 1024 * 1024
+GZIP_MAGIC = b"\x1f\x8b"
+# root element -> (entry element, SitemapResult field its <loc> values go to)
+ROOTS = {"urlset": ("url", "urls"), "sitemapindex": ("sitemap", "sitemaps")}
+
+
+@dataclass
+class SitemapResult:
+    """The page URLs of a urlset, the sitemap URLs of an index, and reason codes for problems.
+
+    `errors` holds one code per problem: "too_large", "too_many_urls", "not_xml",
+    "gzip_error", "not_sitemap", and one "cross_host" or "bad_loc" per dropped <loc>.
+    """
+
+    urls: list[str] = field(default_factory=list)
+    sitemaps: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _gunzip(data: bytes, max_bytes: int) -> tuple[bytes, list[str]]:
+    """At most max_bytes (> 0) of a gzip stream, never more, whatever it would expand to."""
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        xml = inflater.decompress(data, max_bytes)
+        more = inflater.decompress(inflater.unconsumed_tail, 1)
+    except zlib.error:
+        return b"", ["gzip_error"]
+    if more:
+        return xml, ["too_large"]
+    return xml, [] if inflater.eof else ["gzip_error"]  # not eof: a truncated stream
+
+
+def _xml_bytes(data: bytes, max_bytes: int) -> tuple[bytes, list[str]]:
+    """The XML to parse: decompressed when gzip, cut at max_bytes ("too_large")."""
+    if data[:2] == GZIP_MAGIC:
+        return _gunzip(data, max_bytes)
+    if len(data) > max_bytes:
+        return data[:max_bytes], ["too_large"]
+    return data, []
+
+
+def _host(url: str) -> str | None:
+    """The lower-case, IDNA-encoded host of an http(s) URL; None for anything else."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").rstrip(".")
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        return None
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host
+
+
+def _local_name(element: etree._Element) -> str:
+    tag = element.tag
+    return tag.rpartition("}")[2] if isinstance(tag, str) else ""
+
+
+def _loc_problem(loc: str, base_host: str | None) -> str | None:
+    """Why a <loc> is dropped: "bad_loc" when not an http(s) URL, "cross_host" off the host."""
+    host = _host(loc)
+    if host is None:
+        return "bad_loc"
+    return None if host == base_host else "cross_host"
+
+
+def _release(element: etree._Element) -> None:
+    """Free a finished entry and the siblings before it, so memory stays flat."""
+    element.clear(keep_tail=True)
+    parent = element.getparent()
+    while parent is not None and element.getprevious() is not None:
+        del parent[0]
+
+
+def _entry_locs(events: etree.iterparse, entry: str) -> Iterator[str]:
+    """The <loc> text of each `entry` element, freeing each entry once it is done."""
+    for event, element in events:
+        if event != "end":
+            continue
+        name = _local_name(element)
+        if name == entry:
+            _release(element)
+        elif name == "loc" and _local_name(element.getparent()) == entry:
+            yield (element.text or "").strip()  # not <image:loc> inside <image:image>
+
+
+def _collect(xml: bytes, base_url: str, max_urls: int, result: SitemapResult) -> None:
+    """Fill `result` from the XML; raises XMLSyntaxError, keeping what came before."""
+    events = etree.iterparse(io.BytesIO(xml), events=("start", "end"), resolve_entities=False,
+                             no_network=True, huge_tree=False, load_dtd=False)
+    first = next(events, None)
+    root = ROOTS.get(_local_name(first[1]) if first else "")
+    if root is None:
+        result.errors.append("not_sitemap")
+        return
+    entry, target = root
+    kept: list[str] = getattr(result, target)
+    base_host = _host(base_url)
+    for count, loc in enumerate(_entry_locs(events, entry), start=1):
+        if count > max_urls:
+            result.errors.append("too_many_urls")
+            return
+        problem = _loc_problem(loc, base_host)
+        if problem:
+            result.errors.append(problem)
+        else:
+            kept.append(loc)
+
+
+def parse_sitemap(data: bytes, base_url: str, max_urls: int = MAX_URLS,
+                  max_bytes: int = MAX_BYTES) -> SitemapResult:
+    """Parse a sitemap (plain or gzip) fetched from `base_url`; never raises.
+
+    Keeps the http(s) <loc> values on the host of `base_url`; stops after max_urls entries
+    or max_bytes of (decompressed) XML, keeping what was parsed up to there. Entities are
+    not expanded and no DTD or network resource is loaded (no XXE, no billion laughs).
+    """
+    result = SitemapResult()
+    xml, result.errors = _xml_bytes(data, max_bytes)
+    try:
+        _collect(xml, base_url, max_urls, result)
+    except etree.XMLSyntaxError:
+        if "too_large" not in result.errors and "gzip_error" not in result.errors:
+            result.errors.append("not_xml")
+    return result
+
+
+def sitemap_urls_from_robots(robots_body: str) -> list[str]:
+    """The URLs of the `Sitemap:` lines of a robots.txt (key in any case), in order, once each."""
+    found: dict[str, None] = {}
+    for line in robots_body.splitlines():
+        key, colon, value = line.partition(":")
+        url = value.split("#", 1)[0].strip()
+        if colon and key.strip().lstrip("\ufeff").lower() == "sitemap" and url:
+            found[url] = None
+    return list(found)
+
+
+def default_sitemap(origin: str) -> str:
+    """Where a sitemap is looked for when robots.txt names none: origin/sitemap.xml."""
+    return origin.rstrip("/") + "/sitemap.xml"

@@ -1,0 +1,196 @@
+"""Spider-trap rules: each returns None (fine) or a short reason code. Pure: no I/O."""
+
+from __future__ import annotations
+
+import re
+from calendar import monthrange
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import MAXYEAR, MINYEAR, date
+from urllib.parse import parse_qsl
+
+# RFC 3986, appendix B: splits any string, never fails.
+_URI = re.compile(r"^(?:[^:/?#]+:)?(?://[^/?#]*)?([^?#]*)(?:\?([^#]*))?", re.S)
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+_HEX = re.compile(r"(?<![0-9a-z])(?=[a-f]*[0-9])(?=[0-9]*[a-f])[0-9a-f]{8,}(?![0-9a-z])", re.I)
+_DIGITS = re.compile(r"[0-9]+")
+_DATE = re.compile(r"(?<![0-9])([0-9]{4})([/-])([0-9]{1,2})(?:\2([0-9]{1,2}))?(?![0-9])")
+_COMPACT_DATE = re.compile(r"(?<![0-9])([0-9]{4})([0-9]{2})([0-9]{2})(?![0-9])")
+_DATE_KEY = re.compile(r"(?i:(?:^|[^a-z])date)|[a-z]Date")  # date, start_date, eventDate
+_PATH_SESSION = re.compile(
+    r";(?:jsessionid|phpsessid|sessionid|sid)="           # /page;jsessionid=...
+    r"|/(?:sid|sessionid|session|sess)/[0-9a-f]{8,}(?:/|$)"  # /sid/<hex>/
+    r"|/\((?:[a-z]\([a-z0-9_-]*\))+\)(?:/|$)",            # ASP.NET cookieless /(S(...))/
+    re.I,
+)
+SESSION_KEYS = frozenset({
+    "sid", "sessid", "sessionid", "session_id", "phpsessid", "jsessionid", "aspsessionid",
+    "cfid", "cftoken",
+})
+YEAR_KEYS = frozenset({"year", "yr", "y"})
+MONTH_KEYS = frozenset({"month", "mon", "mo", "m"})
+DAY_KEYS = frozenset({"day", "d"})
+
+
+def _path_and_query(url: str) -> tuple[str, str]:
+    match = _URI.match(url)
+    assert match is not None  # the pattern matches every string
+    return match.group(1), match.group(2) or ""
+
+
+def _query_pairs(query: str) -> list[tuple[str, str]]:
+    return parse_qsl(query, keep_blank_values=True)
+
+
+def url_pattern(url: str) -> str:
+    """The shape of a URL: its path with ids abstracted, plus its sorted query keys.
+
+    A uuid or a run of 8+ hex characters holding both a digit and a letter becomes `<h>`,
+    any other run of digits `<n>`; query values are dropped:
+    `http://a.com/cal/2024/05/page?id=3&b=1` -> `/cal/<n>/<n>/page?b&id`.
+    """
+    path, query = _path_and_query(url)
+    path = _DIGITS.sub("<n>", _HEX.sub("<h>", _UUID.sub("<h>", path or "/")))
+    keys = sorted({part.split("=", 1)[0] for part in query.split("&")} - {""})
+    return f"{path}?{'&'.join(keys)}" if keys else path
+
+
+def _repeats(segments: list[str], start: int, width: int) -> int:
+    """How many times segments[start:start+width] occurs back to back from `start`."""
+    run = segments[start:start + width]
+    count = 1
+    while segments[start + count * width:start + (count + 1) * width] == run:
+        count += 1
+    return count
+
+
+def repeating_segments(path: str, max_repeats: int = 2) -> str | None:
+    """'repeating_path' when a segment, or a run of 2-3, occurs > `max_repeats` times in a row."""
+    segments = [segment for segment in path.split("/") if segment]
+    for width in (1, 2, 3):
+        for start in range(len(segments) - width * (max_repeats + 1) + 1):
+            if _repeats(segments, start, width) > max_repeats:
+                return "repeating_path"
+    return None
+
+
+def _period(year: str, month: str | None = None, day: str | None = None
+            ) -> tuple[date, date] | None:
+    """The first and last day of a year, month or day given as digits; None when not a date."""
+    try:
+        y = int(year)
+        if month is None:
+            return date(y, 1, 1), date(y, 12, 31)
+        m = int(month)
+        if day is None:
+            return date(y, m, 1), date(y, m, monthrange(y, m)[1])
+        return date(y, m, int(day)), date(y, m, int(day))
+    except ValueError:
+        return None
+
+
+def _shift_years(day: date, years: int) -> date:
+    """`day` moved by whole years (Feb 29 may become Feb 28), clamped to date.min/date.max."""
+    year = day.year + years
+    if not MINYEAR <= year <= MAXYEAR:
+        return date.min if year < MINYEAR else date.max
+    return day.replace(year=year, day=min(day.day, monthrange(year, day.month)[1]))
+
+
+def _text_periods(text: str) -> list[tuple[date, date]]:
+    periods = (_period(m.group(1), m.group(3), m.group(4)) for m in _DATE.finditer(text))
+    return [period for period in periods if period is not None]
+
+
+def _compact_periods(pairs: list[tuple[str, str]]) -> list[tuple[date, date]]:
+    """Dates written yyyymmdd under a key naming a date (`?date=20240501`)."""
+    periods = (_period(*m.groups()) for key, value in pairs if _DATE_KEY.search(key)
+               for m in _COMPACT_DATE.finditer(value))
+    return [period for period in periods if period is not None]
+
+
+def _fields_period(pairs: list[tuple[str, str]]) -> tuple[date, date] | None:
+    """The period named by `?year=` with optional `&month=` and `&day=`."""
+    fields = {key.lower(): value.strip() for key, value in pairs}
+    year = next((fields[key] for key in YEAR_KEYS if key in fields), "")
+    if not re.fullmatch(r"[0-9]{4}", year):
+        return None
+    month = next((fields[key] for key in MONTH_KEYS if fields.get(key, "").isdigit()), None)
+    day = next((fields[key] for key in DAY_KEYS if fields.get(key, "").isdigit()), None)
+    return _period(year, month, day if month else None) or _period(year)
+
+
+def _query_periods(query: str) -> list[tuple[date, date]]:
+    pairs = _query_pairs(query)
+    field_period = _fields_period(pairs)
+    return ([p for _, value in pairs for p in _text_periods(value)] + _compact_periods(pairs)
+            + ([field_period] if field_period else []))
+
+
+def calendar(url: str, today: date, max_years: int = 1) -> str | None:
+    """'calendar' when the path or query names a date over `max_years` years from `today`."""
+    path, query = _path_and_query(url)
+    earliest, latest = _shift_years(today, -max_years), _shift_years(today, max_years)
+    for first, last in _text_periods(path) + _query_periods(query):
+        if last < earliest or first > latest:
+            return "calendar"
+    return None
+
+
+def session_id(url: str) -> str | None:
+    """'session_id' for a session id in the path (;jsessionid=, /sid/<hex>/, /(S(..))/) or query."""
+    path, query = _path_and_query(url)
+    if _PATH_SESSION.search(path):
+        return "session_id"
+    if any(key.lower() in SESSION_KEYS for key, _ in _query_pairs(query)):
+        return "session_id"
+    return None
+
+
+def path_depth(url: str, max_segments: int = 12) -> str | None:
+    """'path_too_deep' when the path has more than `max_segments` non-empty segments."""
+    path, _ = _path_and_query(url)
+    depth = sum(1 for segment in path.split("/") if segment)
+    return "path_too_deep" if depth > max_segments else None
+
+
+def url_length(url: str, max_length: int = 2048) -> str | None:
+    return "too_long" if len(url) > max_length else None
+
+
+class PatternBudget:
+    """The per-host, per-pattern cap, as pure logic over counts kept elsewhere.
+
+    The counts mapping is keyed `f"{host} {pattern}"` (see `key`): a canonical host holds no
+    space, so the first space splits the two. Whoever stores the counts (e.g. a Redis hash)
+    increments that key once per URL admitted with `url_pattern(url)` on `host`.
+    """
+
+    @staticmethod
+    def key(host: str, pattern: str) -> str:
+        return f"{host} {pattern}"
+
+    @staticmethod
+    def check(host: str, pattern: str, counts: Mapping[str, int], cap: int) -> str | None:
+        """'pattern_cap' once `cap` URLs of this pattern were admitted on this host."""
+        return "pattern_cap" if counts.get(PatternBudget.key(host, pattern), 0) >= cap else None
+
+
+@dataclass(frozen=True)
+class TrapRules:
+    """The trap limits; `refusal` runs the stateless rules, `pattern_cap` is for PatternBudget."""
+
+    max_repeats: int = 2
+    max_years: int = 1
+    max_segments: int = 12
+    max_length: int = 2048
+    pattern_cap: int = 200
+
+    def refusal(self, url: str, today: date) -> str | None:
+        """The first reason among length, repeating path, depth, session id and calendar."""
+        path, _ = _path_and_query(url)
+        return (url_length(url, self.max_length)
+                or repeating_segments(path, self.max_repeats)
+                or path_depth(url, self.max_segments)
+                or session_id(url)
+                or calendar(url, today, self.max_years))

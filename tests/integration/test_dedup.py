@@ -1,0 +1,63 @@
+"""Content dedup on the real Redis: exact and near copies, and two workers racing."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from crawlapp.context import Context
+from crawlapp.pipeline.dedup import dedup_pages
+from crawlapp.settings import load_settings
+from crawlapp.simhash import simhash
+from crawlapp.urls import url_hash
+
+ARTICLE = " ".join(f"word{i % 97} token{i % 89} term{i % 83}" for i in range(400))
+
+
+def make_ctx(tmp_path: Path, redis_url: str) -> Context:
+    return Context(load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url}))
+
+
+def page(url: str, text: str, content_hash: str) -> dict[str, object]:
+    return {"url": url, "url_hash": url_hash(url), "content_hash": content_hash,
+            "simhash": simhash(text), "body_gz": b"..."}
+
+
+def test_exact_and_near_copies_point_to_the_first(tmp_path: Path, redis_url: str) -> None:
+    ctx = make_ctx(tmp_path, redis_url)
+    edited = ARTICLE.replace("word5 token5", "word5 changed", 1)
+    first, exact, near = dedup_pages(ctx, [
+        page("http://a.com/1", ARTICLE, "aa" * 32),
+        page("http://b.com/1", ARTICLE, "aa" * 32),
+        page("http://c.com/1", edited, "cc" * 32),
+    ])
+    assert not first.get("content_dedup") and "body_gz" in first
+    assert exact["duplicate_of"] == first["url_hash"] and "body_gz" not in exact
+    assert near["duplicate_of"] == first["url_hash"] and near["near_duplicate"]
+    other = dedup_pages(ctx, [page("http://d.com/1", "something else " * 50, "dd" * 32)])[0]
+    assert not other.get("content_dedup")
+    again = dedup_pages(ctx, [page("http://a.com/1", ARTICLE, "aa" * 32)])[0]
+    assert not again.get("content_dedup")  # a redelivered original stays the original
+
+
+def test_two_workers_racing_on_near_copies_yield_one_original(tmp_path: Path,
+                                                              redis_url: str) -> None:
+    ctx = make_ctx(tmp_path, redis_url)
+    copies = [page(f"http://m{i}.com/a", ARTICLE + f" byline{i}", f"{i:02x}" * 32)
+              for i in range(8)]
+    results: list[dict[str, object]] = []
+    barrier = threading.Barrier(8)
+
+    def work(p: dict[str, object]) -> None:
+        barrier.wait()
+        results.extend(dedup_pages(Context(ctx.settings), [p]))
+
+    threads = [threading.Thread(target=work, args=(p,)) for p in copies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    originals = [p for p in results if not p.get("content_dedup")]
+    assert len(originals) == 1
+    assert {p["duplicate_of"] for p in results if p.get("content_dedup")} == {
+        originals[0]["url_hash"]}
