@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
 
 MAX_ROBOTS_BYTES = 500 * 1024
+MAX_REDIRECTS = 5
 
 
 @dataclass(frozen=True)
@@ -16,6 +18,8 @@ class RobotsPolicy:
 
     `status` is the HTTP status of the robots.txt fetch, or 0 when it could not be fetched
     (timeout, connection error): then, like a 5xx, everything is disallowed for now.
+    A 3xx is a redirect still being followed: `body` is then "hops<TAB>next URL", and
+    nothing is fetched from the origin until the chain ends.
     """
 
     status: int
@@ -23,12 +27,21 @@ class RobotsPolicy:
 
     @property
     def mode(self) -> str:
-        """'rules' for a 2xx, 'allow_all' for a 4xx, 'disallow_all' for a 5xx or no answer."""
+        """'rules' for a 2xx, 'allow_all' for a 4xx, 'redirect' while following a 3xx,
+        'disallow_all' for a 5xx or no answer."""
         if 200 <= self.status < 300:
             return "rules"
+        if 300 <= self.status < 400:
+            return "redirect"
         if 400 <= self.status < 500:
             return "allow_all"
         return "disallow_all"
+
+    @property
+    def redirect(self) -> tuple[int, str]:
+        """(hops so far, URL to fetch next) of a redirect being followed."""
+        hops, url = self.body.split("\t", 1)
+        return int(hops), url
 
     def allowed(self, url: str, user_agent: str) -> bool:
         mode = self.mode
@@ -44,6 +57,29 @@ class RobotsPolicy:
 
     def sitemaps(self) -> list[str]:
         return list(_parsed(self.body).sitemaps) if self.mode == "rules" else []
+
+
+def robots_url(origin: str, policy: RobotsPolicy | None) -> str:
+    """The URL to fetch for an origin's robots.txt: the file, or the next hop of a redirect."""
+    if policy is not None and policy.mode == "redirect":
+        return policy.redirect[1]
+    return origin + "/robots.txt"
+
+
+def robots_answer(requested: str, status: int | None, error: str | None, body: bytes,
+                  location: str | None, hops: int) -> RobotsPolicy:
+    """The policy a robots.txt response gives. Redirects are followed up to 5 hops on the
+    same host name; past that, or to another host, the file counts as unavailable (4xx:
+    allow all), as RFC 9309 allows."""
+    if error or status is None:
+        return RobotsPolicy(0)
+    if 300 <= status < 400:
+        target = urljoin(requested, location.strip()) if location else ""
+        same_host = urlsplit(target).hostname == urlsplit(requested).hostname
+        if target.startswith(("http://", "https://")) and same_host and hops < MAX_REDIRECTS:
+            return RobotsPolicy(status, f"{hops + 1}\t{target}")
+        return RobotsPolicy(404)
+    return RobotsPolicy(status, decode_robots(body) if 200 <= status < 300 else "")
 
 
 def decode_robots(raw: bytes) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from crawlapp.politeness import Backoff
+from crawlapp.traps import TrapRules
 
 T = TypeVar("T")
 
@@ -56,6 +57,7 @@ class Settings:
     max_retries: int
     max_pages_per_host: int
     near_duplicate_bits: int
+    trap_pattern_cap: int
 
     @property
     def product_token(self) -> str:
@@ -65,6 +67,10 @@ class Settings:
     @property
     def blob_dir(self) -> Path:
         return self.data_dir / "blobs"
+
+    @property
+    def traps(self) -> TrapRules:
+        return TrapRules(max_length=self.max_url_length, pattern_cap=self.trap_pattern_cap)
 
     @property
     def backoff(self) -> Backoff:
@@ -168,6 +174,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_pages_per_host=_parse(env, "CRAWL_MAX_PAGES_PER_HOST", 100_000,
                                   _bounded(int, 1, 1 << 40)),
         near_duplicate_bits=_parse(env, "CRAWL_NEAR_DUPLICATE_BITS", 3, _bounded(int, 0, 3)),
+        trap_pattern_cap=_parse(env, "CRAWL_TRAP_PATTERN_CAP", 5000, _bounded(int, 1, 1 << 40)),
     )
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")

@@ -152,6 +152,16 @@ def sitemap_urls_from_robots(robots_body: str) -> list[str]:
     return list(found)
 
 
+SITEMAP_TYPES = ("application/xml", "text/xml", "application/gzip", "application/x-gzip")
+
+
+def is_sitemap(url: str, content_type: str | None) -> bool:
+    """A response to parse as a sitemap: an XML or gzip type, or a .xml / .xml.gz path."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    path = urlsplit(url).path.lower()
+    return media in SITEMAP_TYPES or path.endswith((".xml", ".xml.gz"))
+
+
 def default_sitemap(origin: str) -> str:
     """Where a sitemap is looked for when robots.txt names none: origin/sitemap.xml."""
     return origin.rstrip("/") + "/sitemap.xml"

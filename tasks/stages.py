@@ -69,6 +69,6 @@ def store(pages: list[Page], batch_id: str) -> list[Page]:
 def extract_links(pages: list[Page], batch_id: str) -> int:
     ctx = _started(batch_id)
     added, refused = extract_links_stage(ctx, pages)
-    counters.bump(ctx, refused, "refused:")
+    counters.bump_refusals(ctx, refused)
     ctx.frontier.finish_batch(batch_id)
     return added

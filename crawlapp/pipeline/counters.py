@@ -18,5 +18,16 @@ def bump(ctx: Context, counts: Mapping[str, int], prefix: str = "") -> None:
     pipe.execute()
 
 
+def bump_refusals(ctx: Context, refused: Mapping[tuple[str, str], int]) -> None:
+    """Count refused links by reason (the counters) and by host (one hash per reason)."""
+    if not refused:
+        return
+    pipe = ctx.redis.pipeline(transaction=False)
+    for (reason, host), n in refused.items():
+        pipe.hincrby(ctx.key("counters"), f"refused:{reason}", n)
+        pipe.hincrby(ctx.key("refused", reason), host, n)
+    pipe.execute()
+
+
 def read(ctx: Context) -> dict[str, int]:
     return {k.decode(): int(v) for k, v in ctx.redis.hgetall(ctx.key("counters")).items()}

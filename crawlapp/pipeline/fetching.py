@@ -12,10 +12,17 @@ from crawlapp.fetch import Fetched, Fetcher, run_in_thread_loop, start_at
 from crawlapp.frontier import Lease
 from crawlapp.frontier.redis_frontier import Release
 from crawlapp.pipeline import robots_cache
-from crawlapp.pipeline.pages import Page, apply_fetch, blocked, page_for
+from crawlapp.pipeline.pages import Page, apply_fetch, blocked, page_for, robots_page
 from crawlapp.politeness import host_next, is_transient
-from crawlapp.robots import MAX_ROBOTS_BYTES, RobotsPolicy, decode_robots, effective_delay
-from crawlapp.urls import origin_of
+from crawlapp.robots import (
+    MAX_ROBOTS_BYTES,
+    RobotsPolicy,
+    effective_delay,
+    robots_answer,
+    robots_url,
+)
+from crawlapp.sitemaps import default_sitemap
+from crawlapp.urls import canonicalize_many, origin_of
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +42,7 @@ def plan_batch(leases: list[Lease], policies: dict[str, RobotsPolicy | None],
     plan = Plan([], [], [])
     for lease in leases:
         policy = policies.get(origin_of(lease.url))
-        if policy is None:
+        if policy is None or policy.mode == "redirect":
             plan.robots.append(lease)
         elif policy.allowed(lease.url, user_agent):
             plan.pages.append(lease)
@@ -45,20 +52,31 @@ def plan_batch(leases: list[Lease], policies: dict[str, RobotsPolicy | None],
     return plan
 
 
-def _robots_policy(result: Fetched) -> RobotsPolicy:
-    if result.error or result.status is None:
-        return RobotsPolicy(0)
-    if 300 <= result.status < 400:
-        return RobotsPolicy(404)  # redirects of robots.txt are not followed yet: allow all
-    body = decode_robots(result.body) if 200 <= result.status < 300 else ""
-    return RobotsPolicy(result.status, body)
+def sitemap_links(origin: str, policy: RobotsPolicy) -> list[str]:
+    """The canonical sitemap URLs a robots.txt names; /sitemap.xml when it names none. Pure."""
+    if policy.mode == "rules":
+        named = policy.sitemaps() or [default_sitemap(origin)]
+    elif policy.mode == "allow_all":
+        named = [default_sitemap(origin)]
+    else:
+        return []
+    links, _ = canonicalize_many(named)
+    return links
 
 
-async def _fetch_all(fetcher: Fetcher, plan: Plan
+def _robots_policy(result: Fetched, before: RobotsPolicy | None) -> RobotsPolicy:
+    hops = before.redirect[0] if before is not None and before.mode == "redirect" else 0
+    return robots_answer(result.url, result.status, result.error, result.body,
+                         result.headers.get("location"), hops)
+
+
+async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None]
                      ) -> tuple[list[Fetched], list[Fetched]]:
     """Every request of the batch at once, each starting no earlier than its lease allows."""
-    robots_calls = [start_at(lease.not_before, fetcher.get(origin_of(lease.url) + "/robots.txt",
-                                                           max_bytes=MAX_ROBOTS_BYTES))
+    robots_calls = [start_at(lease.not_before,
+                             fetcher.get(robots_url(origin_of(lease.url),
+                                                    policies.get(origin_of(lease.url))),
+                                         max_bytes=MAX_ROBOTS_BYTES))
                     for lease in plan.robots]
     page_calls = [start_at(lease.not_before, fetcher.get(lease.url)) for lease in plan.pages]
     results = await asyncio.gather(*robots_calls, *page_calls)
@@ -93,10 +111,10 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
                     len(leases) - len(held))
     policies = robots_cache.load(ctx, {origin_of(lease.url) for lease in held})
     plan = plan_batch(held, policies, ua)
-    robots, fetched = run_in_thread_loop(settings, lambda f: _fetch_all(f, plan))
+    robots, fetched = run_in_thread_loop(settings, lambda f: _fetch_all(f, plan, policies))
 
-    learned = {origin_of(lease.url): _robots_policy(r) for lease, r in zip(plan.robots, robots,
-                                                                          strict=True)}
+    learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
+               for lease, r in zip(plan.robots, robots, strict=True)}
     robots_cache.save(ctx, learned, ua)
     policies.update(learned)
 
@@ -109,7 +127,10 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
         return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason)
 
     releases = [release(lease, r, True) for lease, r in zip(plan.robots, robots, strict=True)]
-    pages: list[Page] = []
+    pages: list[Page] = [robots_page(result.url, lease.host, sitemaps, result.ended)
+                         for lease, result in zip(plan.robots, robots, strict=True)
+                         if (sitemaps := sitemap_links(origin_of(lease.url),
+                                                       learned[origin_of(lease.url)]))]
     now = time.time()
     for lease, reason in plan.refused:
         pages.append(blocked(page_for(lease), reason, now))

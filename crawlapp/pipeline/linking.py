@@ -21,10 +21,12 @@ from crawlapp.db import repository
 from crawlapp.frontier import QueuedURL
 from crawlapp.pipeline.pages import Page
 from crawlapp.priority import depth_priority
+from crawlapp.traps import PatternBudget, TrapRules, url_pattern
 from crawlapp.urls import host_of, url_hash
 
 Rows = dict[str, dict[str, Any]]
-FOLLOWED_STATUSES = {"fetched": 1, "redirected": 0}  # status -> depth added by its links
+# status of a page -> depth its links add (a robots.txt record's sitemaps are at depth 0)
+FOLLOWED_STATUSES = {"fetched": 1, "redirected": 0, "robots": 1}
 
 
 def url_row(url: str, depth: int, max_depth: int, now: datetime) -> dict[str, Any]:
@@ -39,12 +41,13 @@ def _add_row(rows: Rows, row: dict[str, Any]) -> None:
         rows[row["url_hash"]] = row
 
 
-def plan_links(pages: list[Page], max_depth: int, now: datetime
-               ) -> tuple[Rows, list[dict[str, Any]], Counter[str]]:
-    """The URL rows to add (by hash, shallowest depth wins), the edges, and refusals. Pure."""
+def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRules
+               ) -> tuple[Rows, list[dict[str, Any]], Counter[tuple[str, str]]]:
+    """The URL rows to add (by hash, shallowest depth wins), the edges, and the links
+    refused, counted by (reason, host). Pure."""
     rows: Rows = {}
     edges: dict[tuple[str, str], dict[str, Any]] = {}
-    refused: Counter[str] = Counter()
+    refused: Counter[tuple[str, str]] = Counter()
     for page in pages:
         depth = int(page["depth"]) + FOLLOWED_STATUSES.get(page.get("status", ""), 1)
         for target, anchor, nofollow in page.get("links") or ():
@@ -52,38 +55,56 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime
             edges.setdefault((page["url_hash"], row["url_hash"]), {
                 "source_hash": page["url_hash"], "target_hash": row["url_hash"],
                 "anchor": anchor or None, "nofollow": bool(nofollow)})
-            if nofollow:
-                refused["nofollow"] += 1
+            reason = "nofollow" if nofollow else traps.refusal(target, now.date())
+            if reason:
+                refused[(reason, row["host"])] += 1
                 continue
             if row["status"] == "too_deep":
-                refused["too_deep"] += 1
+                refused[("too_deep", row["host"])] += 1
             _add_row(rows, row)
     return rows, list(edges.values()), refused
 
 
+def _room(counts: Counter[str], totals: list[int], cap: int) -> dict[str, int]:
+    """How many of this batch's URLs each key may still admit, from the totals after adding."""
+    return {key: cap - (int(total) - n) for (key, n), total in zip(counts.items(), totals,
+                                                                    strict=True)}
+
+
 def _within_budget(ctx: Context, session: Session, candidates: list[QueuedURL]
                    ) -> list[QueuedURL]:
-    """Count newly queued URLs per host; those past CRAWL_MAX_PAGES_PER_HOST become
-    'over_budget' instead of queued."""
-    per_host = Counter(host_of(item.url) for item in candidates)
-    if not per_host:
+    """Count newly queued URLs per host and per (host, URL pattern) in one round trip.
+
+    URLs past CRAWL_MAX_PAGES_PER_HOST become 'over_budget', and URLs past
+    CRAWL_TRAP_PATTERN_CAP of one pattern on one host become 'trap', instead of queued.
+    """
+    if not candidates:
         return candidates
+    hosts = [host_of(item.url) for item in candidates]
+    patterns = [PatternBudget.key(host, url_pattern(item.url))
+                for host, item in zip(hosts, candidates, strict=True)]
+    per_host, per_pattern = Counter(hosts), Counter(patterns)
     pipe = ctx.redis.pipeline(transaction=False)
     for host, n in per_host.items():
         pipe.hincrby(ctx.key("hostcount"), host, n)
-    totals = dict(zip(per_host, pipe.execute(), strict=True))
-    room = {host: ctx.settings.max_pages_per_host - (int(totals[host]) - n)
-            for host, n in per_host.items()}
+    for pattern, n in per_pattern.items():
+        pipe.hincrby(ctx.key("patterns"), pattern, n)
+    totals = pipe.execute()
+    host_room = _room(per_host, totals[:len(per_host)], ctx.settings.max_pages_per_host)
+    pattern_room = _room(per_pattern, totals[len(per_host):], ctx.settings.trap_pattern_cap)
     kept: list[QueuedURL] = []
-    over: list[str] = []
-    for item in candidates:
-        host = host_of(item.url)
-        if room[host] > 0:
-            room[host] -= 1
-            kept.append(item)
+    refused: dict[str, list[str]] = {"over_budget": [], "trap": []}
+    for host, pattern, item in zip(hosts, patterns, candidates, strict=True):
+        host_room[host] -= 1
+        pattern_room[pattern] -= 1
+        if host_room[host] < 0:
+            refused["over_budget"].append(url_hash(item.url))
+        elif pattern_room[pattern] < 0:
+            refused["trap"].append(url_hash(item.url))
         else:
-            over.append(url_hash(item.url))
-    repository.set_status(session, over, "over_budget")
+            kept.append(item)
+    for status, hashes in refused.items():
+        repository.set_status(session, hashes, status)
     return kept
 
 
@@ -127,7 +148,8 @@ def enqueue_new(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = N
     return added
 
 
-def extract_links(ctx: Context, pages: list[Page]) -> tuple[int, Counter[str]]:
-    """Returns how many new URLs were recorded, and the links refused by reason."""
-    rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC))
+def extract_links(ctx: Context, pages: list[Page]) -> tuple[int, Counter[tuple[str, str]]]:
+    """Returns how many new URLs were recorded, and the links refused by (reason, host)."""
+    rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC),
+                                      ctx.settings.traps)
     return enqueue_new(ctx, rows, edges), refused

@@ -51,6 +51,13 @@ def apply_fetch(page: Page, fetched: Fetched) -> Page:
     return page
 
 
+def robots_page(robots_url: str, host: str, sitemaps: list[str], when: float) -> Page:
+    """A record of a robots.txt file that carries its sitemaps as links, so they are queued
+    (at depth 0, like seeds) by extract_links. It has no URL row of its own."""
+    return {"url": robots_url, "url_hash": url_hash(robots_url), "host": host, "depth": -1,
+            "status": "robots", "fetched_at": when, "links": [[u, "", False] for u in sitemaps]}
+
+
 def blocked(page: Page, reason: str, when: float) -> Page:
     page.update(status="blocked", error=reason, fetched_at=when)
     return page

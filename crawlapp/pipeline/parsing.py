@@ -9,7 +9,8 @@ from crawlapp.html import is_html, parse_html
 from crawlapp.pipeline.pages import Page
 from crawlapp.settings import Settings
 from crawlapp.simhash import simhash
-from crawlapp.urls import URLRejected, canonicalize
+from crawlapp.sitemaps import is_sitemap, parse_sitemap
+from crawlapp.urls import URLRejected, canonicalize, canonicalize_many
 
 
 def _nofollow_header(x_robots: str | None) -> bool:
@@ -27,7 +28,14 @@ def parse_page(page: Page, settings: Settings, rejected: Counter[str]) -> Page:
         except URLRejected as exc:
             rejected[exc.reason] += 1
         return page
-    if page.get("status") != "fetched" or not is_html(page.get("content_type")):
+    if page.get("status") != "fetched":
+        return page
+    if is_sitemap(page["url"], page.get("content_type")):
+        found = parse_sitemap(gzip.decompress(page["body_gz"]), page["url"])
+        page["links"] = [[u, "", False] for u in canonicalize_many(
+            found.sitemaps + found.urls, max_length=settings.max_url_length)[0]]
+        return page
+    if not is_html(page.get("content_type")):
         return page
     parsed = parse_html(gzip.decompress(page["body_gz"]), page.get("content_type"),
                         settings.max_links_per_page)

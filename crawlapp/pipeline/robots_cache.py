@@ -36,7 +36,7 @@ def save(ctx: Context, policies: dict[str, RobotsPolicy], user_agent: str) -> No
         return
     pipe = ctx.redis.pipeline(transaction=False)
     for origin, policy in policies.items():
-        ttl = ctx.settings.robots_ttl if policy.mode != "disallow_all" else FAILURE_TTL
+        ttl = ctx.settings.robots_ttl if policy.mode in ("rules", "allow_all") else FAILURE_TTL
         pipe.set(ctx.key("robots", origin), msgpack.packb([policy.status, policy.body]), ex=ttl)
     pipe.execute()
     now = datetime.now(UTC)

@@ -1,8 +1,15 @@
 """Asyncio HTTP/1.1 server for a generated Web: one listener per host address, all on one port.
 
-Each request is logged as one JSON line (host, path, start, end, status, ua, inm, ims, conn),
+Each request is logged as one JSON line (host, path, start, end, status, ua, inm, ims, conn,
+bytes, gen; and "aborted": true if the client went away before the whole response was sent),
 buffered in memory and appended to the log file every FLUSH_INTERVAL seconds and at shutdown.
-`conn` numbers the connections, so reuse of keep-alive connections shows in the log.
+`conn` numbers the connections, so reuse of keep-alive connections shows in the log; `bytes`
+counts the body bytes sent, `gen` is the content generation that answered.
+
+Streamed responses (Response.stream: big, bomb and drip pages) are sent chunk by chunk, pausing
+where the stream says. The content generation can change while the server runs: on SIGUSR1
+(one generation on) or by writing a number to the --generation-file, which is looked at (stat)
+on every request and read again when it changed.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from email.utils import formatdate
 from http import HTTPStatus
@@ -31,7 +38,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlsplit
 
-from crawlapp.testweb.site import Response, Web, WebSpec, error_response
+from crawlapp.testweb.site import CASE_GROUPS, Response, Web, WebSpec, error_response
 
 logger = logging.getLogger(__name__)
 
@@ -156,11 +163,58 @@ class RequestLog:
             self.flush()
 
 
+class GenerationSwitch:
+    """The content generation in force: the spec's, then bumped by SIGUSR1 or set by a file.
+
+    `path` (optional) is a file holding the generation as a decimal number; it is stat()ed on
+    every call of web() and read again when its mtime, size or inode changed. A missing or
+    unreadable file leaves the generation as it is.
+    """
+
+    def __init__(self, web: Web, path: str | None = None) -> None:
+        self.path = path
+        self.generation = web.spec.generation
+        self._webs = {self.generation: web}
+        self._stamp: tuple[int, int, int] | None = None
+
+    def web(self) -> Web:
+        if self.path is not None:
+            self._check_file(self.path)
+        web = self._webs.get(self.generation)
+        if web is None:
+            web = self._webs[self.generation] = next(iter(self._webs.values())).at_generation(
+                self.generation)
+        return web
+
+    def bump(self) -> None:
+        self.generation += 1
+        logger.info("content generation %d", self.generation)
+
+    def _check_file(self, path: str) -> None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return
+        stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            with open(path, encoding="ascii") as file:
+                generation = int(file.read().strip())
+        except (OSError, ValueError):
+            logger.warning("ignoring unreadable generation file %s", path)
+            return
+        if generation >= 0 and generation != self.generation:
+            self.generation = generation
+            logger.info("content generation %d", generation)
+
+
 class _Connections:
     """Serves the connections of all listeners and logs every request."""
 
-    def __init__(self, web: Web, log: RequestLog) -> None:
-        self.web = web
+    def __init__(self, web: Web, log: RequestLog, switch: GenerationSwitch | None = None) -> None:
+        self.switch = switch or GenerationSwitch(web)
         self.log = log
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -189,6 +243,11 @@ class _Connections:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    @property
+    def web(self) -> Web:
+        """The web of the current generation."""
+        return self.switch.web()
+
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                         netloc: str, conn: int) -> bool:
         """Serve one request; True if the connection stays open for another."""
@@ -207,20 +266,28 @@ class _Connections:
         else:
             response, keep_alive = self._respond(netloc, head), head.keep_alive
             head_only, target, headers = head.method == "HEAD", head.target, head.headers
-        await _send(writer, response, head_only, keep_alive)
-        self.log.add({
-            "host": netloc, "path": target, "start": start, "end": time.time(),
+        sent = [0]
+        record: dict[str, object] = {
+            "host": netloc, "path": target, "start": start, "end": 0.0,
             "status": response.status, "ua": headers.get("user-agent", ""),
             "inm": headers.get("if-none-match"), "ims": headers.get("if-modified-since"),
-            "conn": conn,
-        })
+            "conn": conn, "bytes": 0, "gen": self.switch.generation,
+        }
+        try:
+            await _send(writer, response, head_only, keep_alive, sent)
+        except BaseException:
+            record.update(end=time.time(), bytes=sent[0], aborted=True)
+            self.log.add(record)
+            raise
+        record.update(end=time.time(), bytes=sent[0])
+        self.log.add(record)
         return keep_alive
 
     def _respond(self, netloc: str, head: RequestHead) -> Response:
         if head.method not in ("GET", "HEAD"):
             refusal = error_response(405)
             return Response(405, [*refusal.headers, ("Allow", "GET, HEAD")], refusal.body)
-        return self.web.respond(netloc, head.target, head.headers)
+        return self.switch.web().respond(netloc, head.target, head.headers)
 
 
 def _checked_body_length(head: RequestHead) -> int:
@@ -234,29 +301,45 @@ def _checked_body_length(head: RequestHead) -> int:
 
 
 async def _send(writer: asyncio.StreamWriter, response: Response,
-                head_only: bool, keep_alive: bool) -> None:
+                head_only: bool, keep_alive: bool, sent: list[int]) -> None:
+    """Send the response; sent[0] counts the body bytes written (and drained) so far."""
     lines = [f"HTTP/1.1 {response.status} {HTTPStatus(response.status).phrase}",
              *(f"{name}: {value}" for name, value in response.headers),
              f"Date: {formatdate(usegmt=True)}", f"Server: {SERVER_NAME}",
              f"Connection: {'keep-alive' if keep_alive else 'close'}", "", ""]
     head = "\r\n".join(lines).encode("latin-1")
-    writer.write(head if head_only else head + response.body)
-    await writer.drain()
+    if head_only or response.stream is None:
+        writer.write(head if head_only else head + response.body)
+        await writer.drain()
+        sent[0] = 0 if head_only else len(response.body)
+        return
+    writer.write(head)
+    for item in response.stream():
+        if isinstance(item, bytes):
+            writer.write(item)
+            await writer.drain()
+            sent[0] += len(item)
+        else:
+            await writer.drain()
+            await asyncio.sleep(item)
 
 
 async def serve(web: Web, log_path: str, ready_path: str | None = None,
-                stop: asyncio.Event | None = None, seeds_path: str | None = None) -> None:
+                stop: asyncio.Event | None = None, seeds_path: str | None = None,
+                generation_path: str | None = None) -> None:
     """Serve `web` until `stop` is set or SIGTERM/SIGINT arrives (signals only in the main thread).
 
-    If web.spec.port is 0 a free port is chosen. Once all listeners are up, `seeds_path` gets
-    one seed URL per line and then `ready_path` the port.
+    If web.spec.port is 0 a free port is chosen. Once all listeners are up (one per host, case
+    hosts included), `seeds_path` gets one seed URL per line and then `ready_path` the port.
+    SIGUSR1 moves the content on one generation; so does a new number in `generation_path`.
     """
     stop = stop or asyncio.Event()
-    _raise_fd_limit(web.spec.hosts + 1024)
+    _raise_fd_limit(web.host_count + 1024)
     port, sockets = _bind_sockets(web)
     web = Web(replace(web.spec, port=port))
     log = RequestLog(log_path)
-    connections = _Connections(web, log)
+    switch = GenerationSwitch(web, generation_path)
+    connections = _Connections(web, log, switch)
     servers = [await asyncio.start_server(connections.handle, sock=sock, limit=MAX_LINE)
                for sock in sockets]
     flusher = asyncio.create_task(log.flush_periodically())
@@ -265,7 +348,7 @@ async def serve(web: Web, log_path: str, ready_path: str | None = None,
             _write_atomically(seeds_path, "".join(f"{url}\n" for url in web.seeds()))
         if ready_path:
             _write_atomically(ready_path, f"{port}\n")
-        with _stop_on_signals(stop):
+        with _stop_on_signals(stop, switch.bump):
             await stop.wait()
     finally:
         for server in servers:
@@ -280,7 +363,7 @@ def _bind_sockets(web: Web) -> tuple[int, list[socket.socket]]:
     for _ in range(PORT_ATTEMPTS):
         port, sockets = web.spec.port, []
         try:
-            for i in range(web.spec.hosts):
+            for i in range(web.host_count):
                 sockets.append(_listening_socket(web.host_addr(i), port))
                 port = sockets[-1].getsockname()[1]
             return port, sockets
@@ -289,7 +372,7 @@ def _bind_sockets(web: Web) -> tuple[int, list[socket.socket]]:
                 sock.close()
             if web.spec.port != 0 or error.errno != errno.EADDRINUSE:
                 raise
-    raise OSError(errno.EADDRINUSE, f"no port free on all {web.spec.hosts} addresses")
+    raise OSError(errno.EADDRINUSE, f"no port free on all {web.host_count} addresses")
 
 
 def _listening_socket(address: str, port: int) -> socket.socket:
@@ -313,13 +396,19 @@ def _raise_fd_limit(wanted: int) -> None:
 
 
 @contextlib.contextmanager
-def _stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
-    """Set `stop` on SIGTERM/SIGINT while inside; does nothing outside the main thread."""
+def _stop_on_signals(stop: asyncio.Event,
+                     on_usr1: Callable[[], None] | None = None) -> Iterator[None]:
+    """Set `stop` on SIGTERM/SIGINT (and call `on_usr1` on SIGUSR1) while inside; does nothing
+    outside the main thread."""
     loop = asyncio.get_running_loop()
     installed = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    handlers: list[tuple[signal.Signals, Callable[[], object]]] = [
+        (signal.SIGTERM, stop.set), (signal.SIGINT, stop.set)]
+    if on_usr1 is not None:
+        handlers.append((signal.SIGUSR1, on_usr1))
+    for signum, handler in handlers:
         with contextlib.suppress(RuntimeError, ValueError, NotImplementedError):
-            loop.add_signal_handler(signum, stop.set)
+            loop.add_signal_handler(signum, handler)
             installed.append(signum)
     try:
         yield
@@ -346,18 +435,55 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crawl-delay-every", type=int, default=defaults.crawl_delay_every,
                         help="every Nth host has Crawl-delay: 2 (0 = none)")
     parser.add_argument("--words", type=int, default=defaults.words_per_page, help="words per page")
+    cases = parser.add_argument_group("opt-in cases (see crawlapp/testweb/cases.py)")
+    cases.add_argument("--cases", action="store_true", help="every case group")
+    cases.add_argument("--case", action="append", choices=CASE_GROUPS, default=[],
+                       dest="case_groups", metavar="GROUP",
+                       help=f"one case group (repeatable): {', '.join(CASE_GROUPS)}")
+    cases.add_argument("--vary-validators", action="store_true",
+                       help="normal hosts vary ETag / Last-Modified")
+    cases.add_argument("--generation", type=int, default=defaults.generation,
+                       help="content generation to start at")
+    cases.add_argument("--change-fraction", type=float, default=defaults.change_fraction,
+                       help="share of pages changing per generation")
+    cases.add_argument("--big-page-bytes", type=int, default=defaults.big_page_bytes)
+    cases.add_argument("--bomb-bytes", type=int, default=defaults.bomb_bytes,
+                       help="decompressed size of the gzip bomb")
+    cases.add_argument("--drip-seconds", type=float, default=defaults.drip_seconds)
+
+
+_EXTRA_FIELDS = (("generation", "--generation"), ("change_fraction", "--change-fraction"),
+                 ("big_page_bytes", "--big-page-bytes"), ("bomb_bytes", "--bomb-bytes"),
+                 ("drip_seconds", "--drip-seconds"))
 
 
 def spec_from_args(args: argparse.Namespace) -> WebSpec:
+    groups = set(getattr(args, "case_groups", None) or ())
+    extras = {name: getattr(args, name) for name, _ in _EXTRA_FIELDS if hasattr(args, name)}
     return WebSpec(hosts=args.hosts, pages_per_host=args.pages, port=args.port, seed=args.seed,
-                   crawl_delay_every=args.crawl_delay_every, words_per_page=args.words)
+                   crawl_delay_every=args.crawl_delay_every, words_per_page=args.words,
+                   cases=getattr(args, "cases", False),
+                   vary_validators=getattr(args, "vary_validators", False),
+                   **{f"{group}_cases": True for group in groups}, **extras)
 
 
 def spec_argv(spec: WebSpec) -> list[str]:
     """Command-line arguments that make spec_from_args() return `spec`."""
-    return ["--hosts", str(spec.hosts), "--pages", str(spec.pages_per_host),
+    argv = ["--hosts", str(spec.hosts), "--pages", str(spec.pages_per_host),
             "--port", str(spec.port), "--seed", str(spec.seed),
             "--crawl-delay-every", str(spec.crawl_delay_every), "--words", str(spec.words_per_page)]
+    if spec.cases:
+        argv.append("--cases")
+    for group in CASE_GROUPS:
+        if getattr(spec, f"{group}_cases"):
+            argv += ["--case", group]
+    if spec.vary_validators:
+        argv.append("--vary-validators")
+    defaults = WebSpec()
+    for name, option in _EXTRA_FIELDS:
+        if getattr(spec, name) != getattr(defaults, name):
+            argv += [option, repr(getattr(spec, name))]
+    return argv
 
 
 # --- running the server in another process (for tests, demos, benchmarks) -------------------------
@@ -379,10 +505,17 @@ class BackgroundServer:
     log_path: str
     _stderr: IO[bytes] = field(repr=False)
     _workdir: tempfile.TemporaryDirectory[str] = field(repr=False)
+    generation_path: str = ""
 
     @property
     def port(self) -> int:
         return self.web.spec.port
+
+    def set_generation(self, generation: int) -> None:
+        """Switch the running server to content `generation` (every request after this call
+        returns sees it) and `web` with it."""
+        _write_atomically(self.generation_path, f"{generation}\n")
+        self.web = self.web.at_generation(generation)
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM the server (which flushes its log) and wait for it; kill it if it lingers."""
@@ -407,14 +540,15 @@ def start_in_background(web: Web, log_path: str, timeout: float = 10.0) -> Backg
     """Run `python -m crawlapp.testweb serve` for `web` in a subprocess; return once it is ready."""
     workdir = tempfile.TemporaryDirectory(prefix="testweb-")
     ready = os.path.join(workdir.name, "ready")
+    generation = os.path.join(workdir.name, "generation")
     command = [sys.executable, "-m", "crawlapp.testweb", "serve", *spec_argv(web.spec),
-               "--log", log_path, "--ready", ready]
+               "--log", log_path, "--ready", ready, "--generation-file", generation]
     root = str(Path(__file__).resolve().parents[2])
     python_path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     stderr = tempfile.TemporaryFile()
     process = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": python_path},
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
-    handle = BackgroundServer(process, web, log_path, stderr, workdir)
+    handle = BackgroundServer(process, web, log_path, stderr, workdir, generation)
     deadline = time.monotonic() + timeout
     while not os.path.exists(ready):
         if process.poll() is not None or time.monotonic() > deadline:

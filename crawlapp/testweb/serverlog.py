@@ -1,4 +1,5 @@
-"""Reading the test web's request log and judging a crawl's politeness from it."""
+"""Reading the test web's request log and judging a crawl's politeness (and, for a web with
+cases, its handling of them) from it."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ class Request:
     inm: str | None = None  # If-None-Match
     ims: str | None = None  # If-Modified-Since
     conn: int = 0  # connection number: equal numbers mean one (keep-alive) connection
+    bytes: int = 0  # body bytes sent
+    gen: int = 0  # content generation that answered
+    aborted: bool = False  # the client went away before the whole response was sent
 
     @property
     def url(self) -> str:
@@ -107,4 +111,62 @@ def summary(requests: list[Request], web: Web, default_delay: float,
         "robots_first_violations": len(robots_first_violations(requests)),
         "disallowed_requests": sum(web.disallowed(request.url) for request in requests),
         "duplicate_fetches": sum(1 for count in urls.values() if count > 1),
+    }
+
+
+def never_fetch_violations(requests: Iterable[Request], web: Web) -> list[Request]:
+    """Requests (other than for /robots.txt) that a correct crawler never makes:
+    URLs under one of web.never_fetch()'s prefixes."""
+    prefixes = tuple(web.never_fetch())
+    return [r for r in requests if r.path != ROBOTS_PATH and r.url.startswith(prefixes)]
+
+
+def trap_requests(requests: Iterable[Request], web: Web) -> dict[str, int]:
+    """Number of requests into each trap of web.trap_prefixes()."""
+    counts = dict.fromkeys(web.trap_prefixes(), 0)
+    prefixes = web.trap_prefixes().items()
+    for request in requests:
+        url = request.url
+        for name, prefix in prefixes:
+            if url.startswith(prefix):
+                counts[name] += 1
+    return counts
+
+
+def canonical_fetches(requests: Iterable[Request], web: Web) -> dict[str, int]:
+    """For each canonical URL of web.spelling_groups(): requests for any of its spellings
+    (1 each is right; more means the crawler did not see the spellings are one URL)."""
+    from crawlapp.testweb.cases import canonical_url
+
+    counts = dict.fromkeys(web.spelling_groups(), 0)
+    for request in requests:
+        canonical = canonical_url(request.url)
+        if canonical in counts:
+            counts[canonical] += 1
+    return counts
+
+
+def case_report(requests: list[Request], web: Web, max_depth: int = 5, *,
+                sitemaps: bool = False) -> dict[str, object]:
+    """How a crawl handled the web's cases: never-fetch violations, requests per trap,
+    fetches per canonical page, expected pages missed (sitemap-only pages if `sitemaps`),
+    and what happened on the big, bomb and drip pages (requests, bytes sent, aborted)."""
+    violations = never_fetch_violations(requests, web)
+    expected = web.expected_pages(max_depth, sitemaps=sitemaps)
+    missing = sorted(expected - set(fetched_urls(requests)))
+    heavy = {}
+    cases = web.case_urls()
+    for name in ("big", "bomb", "drip"):
+        if name in cases:
+            hits = [r for r in requests if r.url == cases[name]]
+            heavy[name] = {"requests": len(hits), "bytes": sum(r.bytes for r in hits),
+                           "aborted": sum(r.aborted for r in hits)}
+    return {
+        "never_fetch_violations": {"count": len(violations),
+                                   "first": [r.url for r in violations[:10]]},
+        "trap_requests": trap_requests(requests, web),
+        "canonical_fetches": canonical_fetches(requests, web),
+        "expected_pages": len(expected),
+        "missing": {"count": len(missing), "first": missing[:10]},
+        "heavy": heavy,
     }

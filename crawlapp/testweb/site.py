@@ -3,6 +3,11 @@
 Host i lives at ``127.0.{1 + i // 250}.{1 + i % 250}:port``. Every host has a home page ``/``,
 pages ``/p/<j>.html``, a ``/robots.txt`` disallowing ``/private/`` and a 200 page under
 ``/private/`` that a polite crawler never asks for. Everything is a function of the WebSpec.
+
+Opt-in "case hosts" (WebSpec.cases or the per-group flags, all off by default) come after the
+normal hosts and are linked from host 0's home page; their handlers live in `cases.py`. With the
+default flags the web is exactly the plain one. `generation` (default 0) mutates the text of a
+deterministic subset of pages, for re-crawl tests.
 """
 
 from __future__ import annotations
@@ -13,11 +18,15 @@ import html
 import random
 import re
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from email.utils import formatdate, parsedate_to_datetime
 from http import HTTPStatus
+from typing import TYPE_CHECKING
 from urllib.parse import urldefrag, urljoin, urlsplit
+
+if TYPE_CHECKING:
+    from crawlapp.testweb.cases import Cases
 
 HOSTS_PER_OCTET = 250
 MAX_HOSTS = HOSTS_PER_OCTET * 255
@@ -35,6 +44,25 @@ _ONSETS = ("b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t",
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "io", "ou")
 _CODAS = ("", "", "", "n", "r", "s", "l", "m", "nd", "st", "x")
 
+# Case groups (WebSpec.<group>_cases flags) and the case hosts of each, in host order.
+CASE_GROUPS = ("robots", "heavy", "odd", "link", "trap", "sitemap", "dedup", "recrawl")
+CASE_HOSTS: tuple[tuple[str, str], ...] = (
+    ("robots", "robots-500"), ("robots", "robots-404"), ("robots", "robots-redirect"),
+    ("heavy", "heavy"), ("heavy", "redirects"),
+    ("odd", "odd"),
+    ("link", "links"),
+    ("trap", "traps"),
+    ("sitemap", "sitemap-index"), ("sitemap", "sitemap-plain"),
+    ("dedup", "dedup-0"), ("dedup", "dedup-1"), ("dedup", "dedup-2"), ("dedup", "dedup-3"),
+    ("recrawl", "fresh-both"), ("recrawl", "fresh-etag"), ("recrawl", "fresh-lm"),
+    ("recrawl", "fresh-none"),
+)
+VALIDATORS = ("ETag", "Last-Modified")
+# vary_validators: what normal host i sends, by i % 8
+_VARIED_VALIDATORS: tuple[tuple[str, ...], ...] = (
+    VALIDATORS, VALIDATORS, VALIDATORS, ("ETag",), VALIDATORS, ("Last-Modified",), VALIDATORS, ())
+GENERATION_SECONDS = 86400  # a page changed in generation g is Last-Modified g days later
+
 
 @dataclass(frozen=True)
 class WebSpec:
@@ -46,47 +74,152 @@ class WebSpec:
     seed: int = 1
     crawl_delay_every: int = 10  # host i has "Crawl-delay: 2" when i % N == N - 1; 0 = never
     words_per_page: int = 300
+    # --- opt-in cases (see cases.py); `cases` turns every group on
+    cases: bool = False
+    robots_cases: bool = False  # robots.txt 500 / 404 / 301
+    heavy_cases: bool = False  # 20 MiB page, gzip bomb, drip, redirect loop and chain
+    odd_cases: bool = False  # 10,000 links, deep DOM, bad UTF-8, charset clash, PNG and PDF
+    link_cases: bool = False  # link spellings, <base>, nofollow, canonical, script/comment links
+    trap_cases: bool = False  # calendar, session ids, repeating paths, endless chain
+    sitemap_cases: bool = False  # robots.txt Sitemap: index + gzip child, plain /sitemap.xml
+    dedup_cases: bool = False  # byte-identical mirrors, near-duplicate syndicated article
+    recrawl_cases: bool = False  # hosts sending both, one or none of ETag / Last-Modified
+    vary_validators: bool = False  # normal hosts vary ETag / Last-Modified too (not in `cases`)
+    generation: int = 0  # content generation: > 0 changes the text of some pages
+    change_fraction: float = 0.25  # share of pages whose text changes in each generation
+    big_page_bytes: int = 20 * 1024 * 1024
+    bomb_bytes: int = 1 << 30  # decompressed size of the gzip bomb
+    drip_seconds: float = 10.0  # the drip page sends its 10 drip bytes over this long
 
     def __post_init__(self) -> None:
-        if not 1 <= self.hosts <= MAX_HOSTS:
-            raise ValueError(f"hosts must be in 1..{MAX_HOSTS}")
+        if not 1 <= self.hosts <= MAX_HOSTS - len(self.case_kinds):
+            raise ValueError(f"hosts (with the case hosts) must be in 1..{MAX_HOSTS}")
         if self.pages_per_host < 1:
             raise ValueError("pages_per_host must be >= 1")
         if not 0 <= self.port <= 65535:
             raise ValueError("port must be in 0..65535")
         if self.crawl_delay_every < 0 or self.words_per_page < 0:
             raise ValueError("crawl_delay_every and words_per_page must be >= 0")
+        if self.generation < 0 or not 0.0 <= self.change_fraction <= 1.0:
+            raise ValueError("generation must be >= 0 and change_fraction in [0, 1]")
+        if self.big_page_bytes < 1024 or self.bomb_bytes < 1 or self.drip_seconds < 0:
+            raise ValueError("big_page_bytes >= 1024, bomb_bytes >= 1, drip_seconds >= 0")
+
+    @property
+    def case_groups(self) -> tuple[str, ...]:
+        """The enabled case groups, in CASE_GROUPS order."""
+        return tuple(g for g in CASE_GROUPS if self.cases or getattr(self, f"{g}_cases"))
+
+    @property
+    def case_kinds(self) -> tuple[str, ...]:
+        """The kinds of the enabled case hosts, in host order (after the normal hosts)."""
+        groups = self.case_groups
+        return tuple(kind for group, kind in CASE_HOSTS if group in groups)
+
+
+StreamItem = bytes | float  # body bytes to send, or seconds to pause first
 
 
 @dataclass(frozen=True)
 class Response:
+    """An HTTP response. If `stream` is set the body is not in `body` (which is b"") but comes
+    from the iterator `stream()` returns: bytes to send and floats (seconds to pause), produced
+    lazily, so huge or slow bodies are never held in memory. The generator does no I/O itself."""
+
     status: int
     headers: list[tuple[str, str]]
     body: bytes
+    stream: Callable[[], Iterator[StreamItem]] | None = None
 
     def header(self, name: str) -> str | None:
         """Value of the first header called `name` (case-insensitive), or None."""
         wanted = name.lower()
         return next((value for key, value in self.headers if key.lower() == wanted), None)
 
+    def chunks(self) -> Iterator[bytes]:
+        """The body bytes in order (pauses left out)."""
+        if self.stream is None:
+            yield self.body
+            return
+        for item in self.stream():
+            if isinstance(item, bytes):
+                yield item
+
 
 @dataclass(frozen=True)
 class Link:
     href: str  # as written in the page: absolute URL, absolute path or relative
     text: str
+    rel: str = ""  # the rel attribute; "nofollow" among its tokens: not to be followed
+    target: str | None = None  # the canonical href a correct crawler ends up with (None: href)
+
+    @property
+    def followed(self) -> bool:
+        return not self.rel or "nofollow" not in self.rel.lower().split()
 
 
 @dataclass(frozen=True)
 class Page:
-    """An HTML page before rendering; its body text is generated from `text_key` when rendered."""
+    """An HTML page before rendering; its body text is generated from `text_key` when rendered.
+
+    The optional fields are for the case pages: `base` (a <base href>), raw HTML added to the
+    head or to the end of <main>, a <meta name=robots content=nofollow> (`nofollow`), and how
+    expected_pages() treats the page's links: not at all (`expand` False) or only when asked to
+    walk into traps (`trap`).
+    """
 
     title: str
     text_key: str
     nav: tuple[Link, ...]
     links: tuple[Link, ...]
+    base: str | None = None
+    head_extra: str = ""
+    body_extra: str = ""
+    nofollow: bool = False
+    expand: bool = True
+    trap: bool = False
+
+    def followed_links(self) -> list[Link]:
+        """The links a correct crawler follows."""
+        if self.nofollow:
+            return []
+        return [link for link in self.nav + self.links if link.followed]
 
 
-Handler = Callable[..., Page | Response | None]
+@dataclass(frozen=True)
+class Special:
+    """A page answered with a ready-made response (odd bytes or headers) and known links.
+
+    `html` False: not an HTML page (an image, a PDF), so never among expected_pages().
+    """
+
+    response: Response
+    links: tuple[Link, ...] = ()
+    html: bool = True
+    expand: bool = True
+
+
+@dataclass(frozen=True)
+class RedirectCase:
+    """A redirect case: `chain` are the URLs answering 3xx from `start` on, with `statuses`;
+    `final` the 200 page at the end (None for a loop, whose last hop goes back to `chain[0]`)."""
+
+    name: str
+    start: str
+    chain: tuple[str, ...]
+    statuses: tuple[int, ...]
+    final: str | None
+
+    @property
+    def loop(self) -> bool:
+        return self.final is None
+
+    @property
+    def hops(self) -> int:
+        return len(self.chain)
+
+
+Handler = Callable[..., Page | Special | Response | None]
 _NAV = (Link("/", "Home"), Link("#content", "Skip to content"))
 
 
@@ -121,8 +254,19 @@ class Web:
             (re.compile(r"/p/(0|[1-9][0-9]*)\.html"), self._page),
             (re.compile(r"/private/(.+)"), self._private),
         )
+        self.case_kinds = spec.case_kinds
+        self._cases: Cases | None = None
+        if self.case_kinds:
+            from crawlapp.testweb.cases import Cases
+
+            self._cases = Cases(self)
 
     # --- addresses -------------------------------------------------------------------------
+
+    @property
+    def host_count(self) -> int:
+        """Number of hosts: the normal ones, then the case hosts."""
+        return self.spec.hosts + len(self.case_kinds)
 
     def host_addr(self, i: int) -> str:
         """IP address of host i (never 127.0.0.1)."""
@@ -132,14 +276,14 @@ class Web:
         return f"{self.host_addr(i)}:{self.spec.port}"
 
     def hosts(self) -> list[str]:
-        """Netlocs ("127.0.1.1:8080") of all hosts, by index."""
-        return [self.netloc(i) for i in range(self.spec.hosts)]
+        """Netlocs ("127.0.1.1:8080") of all hosts, by index (case hosts included)."""
+        return [self.netloc(i) for i in range(self.host_count)]
 
     def base_url(self, i: int) -> str:
         return f"http://{self.netloc(i)}"
 
     def seeds(self) -> list[str]:
-        """Home page URL of every host."""
+        """Home page URL of every normal host (case hosts are reached by links from host 0)."""
         return [self.base_url(i) + "/" for i in range(self.spec.hosts)]
 
     def host_index(self, netloc: str) -> int | None:
@@ -151,29 +295,60 @@ class Web:
         if third > 255 or fourth > HOSTS_PER_OCTET:
             return None
         i = (third - 1) * HOSTS_PER_OCTET + fourth - 1
-        return i if i < self.spec.hosts else None
+        return i if i < self.host_count else None
+
+    def case_host(self, kind: str) -> int | None:
+        """Index of the case host of `kind` ("robots-500", "links", ...), None if not enabled."""
+        try:
+            return self.spec.hosts + self.case_kinds.index(kind)
+        except ValueError:
+            return None
+
+    def case_kind(self, i: int) -> str | None:
+        """The kind of host i if it is a case host."""
+        k = i - self.spec.hosts
+        return self.case_kinds[k] if 0 <= k < len(self.case_kinds) else None
+
+    def case_hosts(self) -> dict[str, str]:
+        """Netloc of every enabled case host, by kind."""
+        return {kind: self.netloc(self.spec.hosts + k) for k, kind in enumerate(self.case_kinds)}
 
     # --- politeness ------------------------------------------------------------------------
 
     def crawl_delay(self, i: int) -> float | None:
         """The Crawl-delay in host i's robots.txt, if any."""
+        if i >= self.spec.hosts:
+            return None
         every = self.spec.crawl_delay_every
         return CRAWL_DELAY if every > 0 and i % every == every - 1 else None
 
     def robots_txt(self, i: int) -> str:
+        """The robots.txt rules of host i (for a case host: the rules in effect, see cases.py)."""
+        if self._cases is not None and i >= self.spec.hosts:
+            return self._cases.robots_txt(i)
         lines = ["User-agent: *", *(f"Disallow: {prefix}" for prefix in DISALLOW)]
         delay = self.crawl_delay(i)
         if delay is not None:
             lines.append(f"Crawl-delay: {delay:g}")
         return "\n".join(lines) + "\n"
 
+    def disallow_prefixes(self, i: int) -> tuple[str, ...]:
+        """Path prefixes host i's robots.txt disallows for every agent ("/" = everything)."""
+        if self._cases is not None and i >= self.spec.hosts:
+            return self._cases.disallow(i)
+        return DISALLOW
+
     def disallowed(self, url: str) -> bool:
-        """True if the robots.txt of the URL's host disallows it for every user agent."""
+        """True if the robots.txt of the URL's host disallows it for every user agent.
+
+        /robots.txt itself is never disallowed; a robots.txt answering 5xx disallows the rest.
+        """
         parts = urlsplit(url)
-        if self.host_index(parts.netloc) is None:
+        i = self.host_index(parts.netloc)
+        if i is None:
             return False
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        return target.startswith(DISALLOW)
+        return target != "/robots.txt" and target.startswith(self.disallow_prefixes(i))
 
     def delay_for(self, netloc: str, default_delay: float) -> float:
         """Minimum gap between requests to `netloc`: max(default, the host's Crawl-delay)."""
@@ -195,68 +370,107 @@ class Web:
             return error_response(404)
         path = path_and_query.split("?", 1)[0].split("#", 1)[0]
         result = self._resolve(i, path)
-        response = self._render(i, result) if isinstance(result, Page) else result
+        if isinstance(result, Page):
+            response = self._render(i, result)
+        elif isinstance(result, Special):
+            response = result.response
+        else:
+            response = result
         if response.status == 200 and _not_modified(response, request_headers or {}):
-            validators = [(k, v) for k, v in response.headers if k in ("ETag", "Last-Modified")]
+            validators = [(k, v) for k, v in response.headers if k in VALIDATORS]
             return Response(304, validators, b"")
         return response
 
     def outlinks(self, url: str) -> list[str] | None:
-        """Absolute, defragmented link targets of the HTML page at `url`; None if no 200 page."""
+        """Absolute, defragmented targets of the links a correct crawler follows on the HTML page
+        at `url` (rel=nofollow and meta-robots-nofollow links left out, <base href> applied,
+        spelling variants in their canonical form); None if `url` is no 200 HTML page."""
         parts = urlsplit(url)
         i = self.host_index(parts.netloc) if parts.scheme == "http" else None
         page = self._resolve(i, parts.path or "/") if i is not None else None
-        if not isinstance(page, Page):
+        if isinstance(page, Page):
+            base = urljoin(url, page.base) if page.base else url
+            links: Iterable[Link] = page.followed_links()
+        elif isinstance(page, Special) and page.html:
+            base, links = url, page.links
+        else:
             return None
-        return [urldefrag(urljoin(url, link.href)).url for link in page.nav + page.links]
+        return [urldefrag(urljoin(base, link.target or link.href)).url for link in links]
 
-    def expected_pages(self, max_depth: int) -> set[str]:
+    def expected_pages(self, max_depth: int, *, sitemaps: bool = False,
+                       traps: bool = False) -> set[str]:
         """URLs of the 200 HTML pages that a robots-obeying crawl from seeds() reaches.
 
         Seeds have depth 0, each followed link adds 1; only URLs of depth <= max_depth are fetched.
+        Links are followed as outlinks() gives them (canonical form, no nofollow). Case pages
+        that a crawler may legitimately skip are left out: non-HTML resources, the 20 MiB page,
+        the gzip bomb, the drip, redirect targets, the targets of the 10,000-link page and the
+        pages inside traps (only each trap's first page counts, unless `traps`, which walks
+        them like any page). With `sitemaps`, the pages listed in a host's sitemaps count too,
+        at one more than the depth of the first page reached on that host.
         """
         depth = {(i, "/"): 0 for i in range(self.spec.hosts)}
         queue = deque(depth)
         pages: set[str] = set()
+        seen_hosts: set[int] = set()
         while queue and max_depth >= 0:
             node = queue.popleft()
-            links = self._node_links(*node)
+            links = self._node_links(*node, traps=traps)
             if links is None:
                 continue
             pages.add(self.base_url(node[0]) + node[1])
             if depth[node] == max_depth:
                 continue
+            if sitemaps and self._cases is not None and node[0] not in seen_hosts:
+                seen_hosts.add(node[0])
+                links = links + [(node[0], path) for path in self._cases.sitemap_paths(node[0])]
             for link in links:
                 if link not in depth:
                     depth[link] = depth[node] + 1
                     queue.append(link)
         return pages
 
-    def _node_links(self, i: int, target: str) -> list[tuple[int, str]] | None:
+    def _node_links(self, i: int, target: str,
+                    traps: bool = False) -> list[tuple[int, str]] | None:
         """Allowed links of the page `target` on host i as (host, path+query); None if no 200 page.
 
         A fast equivalent of outlinks() + disallowed() for expected_pages().
         """
         page = self._resolve(i, target.split("?", 1)[0])
-        if not isinstance(page, Page):
+        if isinstance(page, Page):
+            if not page.expand or (page.trap and not traps):
+                return []
+            base = target if page.base is None else _join(target, page.base)[1]
+            links: Iterable[Link] = page.followed_links()
+        elif isinstance(page, Special) and page.html:
+            if not page.expand:
+                return []
+            base, links = target, page.links
+        else:
             return None
         nodes = []
-        for link in page.nav + page.links:
-            netloc, path = _join(target, link.href)
+        for link in links:
+            netloc, path = _join(base, link.target or link.href)
             host = i if not netloc else self.host_index(netloc)
-            if host is not None and not path.startswith(DISALLOW):
+            if host is not None and (path == "/robots.txt"
+                                     or not path.startswith(self.disallow_prefixes(host))):
                 nodes.append((host, path))
         return nodes
 
-    def _resolve(self, i: int, path: str) -> Page | Response:
+    def _resolve(self, i: int, path: str) -> Page | Special | Response:
         """Dispatch `path` on host i to the first route whose handler accepts it."""
-        for pattern, handler in self._routes:
+        routes = self._routes if i < self.spec.hosts else self._case_routes(i)
+        for pattern, handler in routes:
             match = pattern.fullmatch(path)
             if match is not None:
                 result = handler(i, *match.groups())
                 if result is not None:
                     return result
         return error_response(404)
+
+    def _case_routes(self, i: int) -> tuple[tuple[re.Pattern[str], Handler], ...]:
+        assert self._cases is not None
+        return self._cases.routes(i)
 
     def _robots(self, i: int) -> Response:
         return self._ok(i, TEXT_TYPE, self.robots_txt(i).encode())
@@ -267,6 +481,9 @@ class Web:
         neighbours = dict.fromkeys(h for h in ((i + 1) % hosts, (i * 7 + 3) % hosts) if h != i)
         links += [Link(self.base_url(h) + "/", f"Host {h}") for h in neighbours]
         links.append(Link("/private/secret.html", "Staff only"))
+        if i == 0:
+            links += [Link(f"http://{netloc}/", f"Case {kind}")
+                      for kind, netloc in self.case_hosts().items()]
         return Page(f"Host {i} home", f"{i}:home", _NAV, tuple(links))
 
     def _page(self, i: int, number: str) -> Page | None:
@@ -289,30 +506,136 @@ class Web:
         return Page(f"Host {i} private {name}", f"{i}:private:{name}", _NAV, ())
 
     def _render(self, i: int, page: Page) -> Response:
-        rng = random.Random(f"{self.spec.seed}:{page.text_key}")
+        version = self.version(page.text_key)
+        key = page.text_key if version == 0 else f"{page.text_key}@{version}"
+        rng = random.Random(f"{self.spec.seed}:{key}")
         words = rng.choices(vocabulary(), k=self.spec.words_per_page)
         paragraphs = "".join(f"<p>{_sentence(words[k:k + PARAGRAPH_WORDS])}</p>\n"
                              for k in range(0, len(words), PARAGRAPH_WORDS))
         nav = " ".join(_anchor(link) for link in page.nav)
         items = "".join(f"<li>{_anchor(link)}</li>\n" for link in page.links)
         title = html.escape(page.title)
+        head = page.head_extra
+        if page.base is not None:
+            head = f"<base href=\"{html.escape(page.base)}\">{head}"
+        if page.nofollow:
+            head += "<meta name=\"robots\" content=\"nofollow\">"
         document = (
             "<!DOCTYPE html>\n<html lang=\"en\">\n"
-            f"<head><meta charset=\"utf-8\"><title>{title}</title></head>\n<body>\n"
+            f"<head><meta charset=\"utf-8\"><title>{title}</title>{head}</head>\n<body>\n"
             f"<nav>{nav}</nav>\n<main id=\"content\">\n<h1>{title}</h1>\n{paragraphs}"
-            f"<ul>\n{items}</ul>\n</main>\n"
+            f"<ul>\n{items}</ul>\n{page.body_extra}</main>\n"
             f"<footer><p>Generated test web, host {i}.</p></footer>\n</body>\n</html>\n"
         )
-        return self._ok(i, HTML_TYPE, document.encode())
+        return self._ok(i, HTML_TYPE, document.encode(), version)
 
-    def _ok(self, i: int, content_type: str, body: bytes) -> Response:
-        """A 200 response with validators (ETag from the body, a fixed per-host Last-Modified)."""
-        return Response(200, [
-            ("Content-Type", content_type),
-            ("Content-Length", str(len(body))),
-            ("ETag", f"\"{hashlib.blake2b(body, digest_size=8).hexdigest()}\""),
-            ("Last-Modified", formatdate(LAST_MODIFIED_EPOCH + i * 3600, usegmt=True)),
-        ], body)
+    def _ok(self, i: int, content_type: str, body: bytes, version: int = 0) -> Response:
+        """A 200 response with the host's validators: ETag from the body, a fixed per-host
+        Last-Modified (moved on by `version` days for a page changed in generation `version`)."""
+        headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
+        sent = self._validators(i)
+        if "ETag" in sent:
+            headers.append(("ETag", f"\"{hashlib.blake2b(body, digest_size=8).hexdigest()}\""))
+        if "Last-Modified" in sent:
+            modified = LAST_MODIFIED_EPOCH + i * 3600 + version * GENERATION_SECONDS
+            headers.append(("Last-Modified", formatdate(modified, usegmt=True)))
+        return Response(200, headers, body)
+
+    def _validators(self, i: int) -> tuple[str, ...]:
+        if i >= self.spec.hosts:
+            kind = self.case_kind(i) or ""
+            return {"fresh-etag": ("ETag",), "fresh-lm": ("Last-Modified",),
+                    "fresh-none": ()}.get(kind, VALIDATORS)
+        return _VARIED_VALIDATORS[i % 8] if self.spec.vary_validators else VALIDATORS
+
+    def validators(self, netloc: str) -> tuple[str, ...]:
+        """Which of ETag and Last-Modified the host at `netloc` sends with its 200 responses."""
+        i = self.host_index(netloc)
+        return () if i is None else self._validators(i)
+
+    # --- generations (re-crawl) --------------------------------------------------------------
+
+    def at_generation(self, generation: int) -> Web:
+        """This web at another content generation (same pages and links, some texts changed)."""
+        return Web(replace(self.spec, generation=generation))
+
+    def version(self, text_key: str, generation: int | None = None) -> int:
+        """The last generation <= `generation` (default: the spec's) in which the text of the
+        page with `text_key` changed; 0 if it never did. Pages change independently, each with
+        probability change_fraction per generation."""
+        generation = self.spec.generation if generation is None else generation
+        if generation == 0 or self.spec.change_fraction == 0.0:
+            return 0
+        return _version(self.spec.seed, self.spec.change_fraction, text_key, generation)
+
+    def changed_pages(self, since: int, max_depth: int = 5, *,
+                      sitemaps: bool = False) -> set[str]:
+        """The expected_pages() whose body at this generation differs from generation `since`.
+
+        Only the text (and so ETag and Last-Modified) changes; links stay the same, so
+        expected_pages() is the same in every generation. Case pages with fixed bytes
+        (mirrors, syndicated articles, odd encodings) never change.
+        """
+        changed = set()
+        for url in self.expected_pages(max_depth, sitemaps=sitemaps):
+            parts = urlsplit(url)
+            i = self.host_index(parts.netloc)
+            page = self._resolve(i, parts.path) if i is not None else None
+            if isinstance(page, Page) and (self.version(page.text_key)
+                                           != self.version(page.text_key, since)):
+                changed.add(url)
+        return changed
+
+    # --- case expectations (empty for a web without cases) -----------------------------------
+
+    def never_fetch(self) -> list[str]:
+        """URL prefixes that a correct crawler never requests: every robots.txt-disallowed
+        prefix of every host (all of the host whose robots.txt answers 500), nofollow-only and
+        meta-nofollow targets, links only inside <script> or comments, and the URLs that
+        ignoring <base href> produces. /robots.txt itself is exempt (serverlog.fetched_urls()
+        leaves it out); the sitemap files are not covered by any prefix."""
+        prefixes = [self.base_url(i) + prefix
+                    for i in range(self.host_count) for prefix in self.disallow_prefixes(i)]
+        if self._cases is not None:
+            prefixes += self._cases.never_fetch()
+        return prefixes
+
+    def never_fetch_violations(self, urls: Iterable[str]) -> list[str]:
+        """The URLs (other than /robots.txt) that start with a never_fetch() prefix."""
+        prefixes = tuple(self.never_fetch())
+        return [url for url in urls
+                if url.startswith(prefixes) and urlsplit(url).path != "/robots.txt"]
+
+    def trap_prefixes(self) -> dict[str, str]:
+        """URL prefix of each crawler trap, by name (calendar, session, repeat, deep)."""
+        return self._cases.trap_prefixes() if self._cases is not None else {}
+
+    def redirect_cases(self) -> list[RedirectCase]:
+        """The redirect cases: loop, 8-hop chain, a single move, the robots.txt redirect."""
+        return self._cases.redirect_cases() if self._cases is not None else []
+
+    def sitemap_pages(self) -> set[str]:
+        """Pages that only sitemaps list (nothing links to them)."""
+        return self._cases.sitemap_pages() if self._cases is not None else set()
+
+    def spelling_groups(self) -> dict[str, list[str]]:
+        """Canonical URL -> the hrefs spelling it on the links host's /spellings.html."""
+        return self._cases.spelling_groups() if self._cases is not None else {}
+
+    def canonical_links(self) -> dict[str, str]:
+        """Page URL -> the URL its <link rel=canonical> names."""
+        return self._cases.canonical_links() if self._cases is not None else {}
+
+    def duplicate_groups(self) -> dict[str, list[list[str]]]:
+        """{"exact": groups of URLs with byte-identical bodies, "near": clusters of URLs with
+        near-identical text}, among the 200 HTML pages; every other page's text is distinct."""
+        if self._cases is None:
+            return {"exact": [], "near": []}
+        return self._cases.duplicate_groups()
+
+    def case_urls(self) -> dict[str, str]:
+        """URL of the entry page of every case, by name ("big", "bomb", "spellings", ...)."""
+        return self._cases.case_urls() if self._cases is not None else {}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -323,6 +646,15 @@ def _join(target: str, href: str) -> tuple[str, str]:
     return netloc, parts.path + (f"?{parts.query}" if parts.query else "")
 
 
+@functools.lru_cache(maxsize=65536)
+def _version(seed: int, fraction: float, text_key: str, generation: int) -> int:
+    for g in range(generation, 0, -1):
+        digest = hashlib.blake2b(f"{seed}:{text_key}:{g}".encode(), digest_size=8).digest()
+        if int.from_bytes(digest, "big") < fraction * 2**64:
+            return g
+    return 0
+
+
 def _sibling_link(j: int, k: int, text: str) -> Link:
     """A link from page j to page k, written absolute, bare-relative or parent-relative by j."""
     forms = (f"/p/{k}.html", f"{k}.html", f"../p/{k}.html")
@@ -330,7 +662,8 @@ def _sibling_link(j: int, k: int, text: str) -> Link:
 
 
 def _anchor(link: Link) -> str:
-    return f"<a href=\"{html.escape(link.href)}\">{html.escape(link.text)}</a>"
+    rel = f" rel=\"{html.escape(link.rel)}\"" if link.rel else ""
+    return f"<a href=\"{html.escape(link.href)}\"{rel}>{html.escape(link.text)}</a>"
 
 
 def _sentence(words: list[str]) -> str:

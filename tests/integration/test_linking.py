@@ -41,7 +41,7 @@ def queued_members(ctx: Context) -> list[str]:
 
 
 def extract(ctx: Context, pages: list[dict[str, object]]) -> int:
-    rows, edges, _ = plan_links(pages, ctx.settings.max_depth, NOW)
+    rows, edges, _ = plan_links(pages, ctx.settings.max_depth, NOW, ctx.settings.traps)
     return enqueue_new(ctx, rows, edges)
 
 
@@ -87,3 +87,18 @@ def test_a_waiting_url_moves_to_its_new_depth_without_a_second_entry(tmp_path: P
     assert [m for m in queued_members(ctx) if m.endswith("b.com/z")] == ["1\thttp://b.com/z"]
     assert ctx.frontier.stats(time.time())[0].urls_queued + \
         ctx.frontier.stats(time.time())[1].urls_queued == 1
+
+
+def test_traps_are_refused_and_patterns_capped_per_host(tmp_path: Path, redis_url: str) -> None:
+    ctx = make_ctx(tmp_path, redis_url, CRAWL_TRAP_PATTERN_CAP="3", CRAWL_MAX_DEPTH="9")
+    rows, edges, refused = plan_links(
+        [page("http://a.com/", 0, ["http://a.com/cal/1999/01/01", "http://a.com/r/x/y/x/y/x/y",
+                                   "http://a.com/ok"])],
+        ctx.settings.max_depth, NOW, ctx.settings.traps)
+    assert set(refused) == {("calendar", "a.com"), ("repeating_path", "a.com")}
+    assert [row["url"] for row in rows.values()] == ["http://a.com/ok"]
+    assert len(edges) == 3  # edges are recorded even for refused links
+    extract(ctx, [page("http://a.com/list", 0, [f"http://a.com/item/{i}" for i in range(5)]
+                       + ["http://b.com/item/1"])])
+    with ctx.sessions() as s:
+        assert repository.status_counts(s) == {"queued": 4, "trap": 2}

@@ -43,3 +43,22 @@ def test_bom_and_crlf_are_handled() -> None:
 
 def test_only_the_first_500_kib_are_read() -> None:
     assert len(decode_robots(b"#" * (600 * 1024))) == 500 * 1024
+
+
+def test_redirects_are_followed_on_the_same_host_up_to_five_hops() -> None:
+    from crawlapp.robots import robots_answer, robots_url
+
+    first = robots_answer("http://h.com/robots.txt", 301, None, b"", "/robots-real.txt", 0)
+    assert first.mode == "redirect" and not first.allowed("http://h.com/x", UA)
+    assert robots_url("http://h.com", first) == "http://h.com/robots-real.txt"
+    assert robots_url("http://h.com", None) == "http://h.com/robots.txt"
+    final = robots_answer("http://h.com/robots-real.txt", 200, None,
+                          b"User-agent: *\nDisallow: /blocked/", None, first.redirect[0])
+    assert not final.allowed("http://h.com/blocked/x", UA)
+    https = robots_answer("http://h.com/robots.txt", 301, None, b"", "https://h.com/robots.txt", 0)
+    assert https.redirect == (1, "https://h.com/robots.txt")
+    too_many = robots_answer("http://h.com/r5", 302, None, b"", "/r6", 5)
+    assert too_many.mode == "allow_all"
+    elsewhere = robots_answer("http://h.com/robots.txt", 302, None, b"", "http://other.com/r", 0)
+    assert elsewhere.mode == "allow_all"
+    assert robots_answer("http://h.com/robots.txt", 302, None, b"", None, 0).mode == "allow_all"

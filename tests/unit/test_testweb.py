@@ -91,7 +91,7 @@ def test_host_addresses_and_urls() -> None:
 def test_spec_is_validated() -> None:
     for bad in ({"hosts": 0}, {"pages_per_host": 0}, {"port": 70000}, {"words_per_page": -1}):
         with pytest.raises(ValueError):
-            WebSpec(**bad)
+            WebSpec(**bad)  # type: ignore[arg-type]
 
 
 def test_responses_are_deterministic_and_page_texts_distinct() -> None:
@@ -340,6 +340,10 @@ def test_live_server_serves_and_logs(tmp_path: Path, capsys: pytest.CaptureFixtu
         ("/robots.txt", 200, "testbot/1.0", None), ("/p/2.html", 200, "testbot/1.0", None),
         ("/p/2.html", 200, "testbot/1.0", None), ("/p/2.html", 304, "testbot/1.0", etag)]
     assert len({r.conn for r in kept_alive}) == 1
+    page_bytes = len(web.respond(web.netloc(1), "/p/2.html").body)
+    assert [r.bytes for r in kept_alive] == [
+        len(web.respond(web.netloc(1), "/robots.txt").body), page_bytes, 0, 0]  # HEAD, 304
+    assert {(r.gen, r.aborted) for r in requests} == {(0, False)}
     assert all(r.start <= r.end for r in requests) and all(r.ims is None for r in requests)
     assert all(a.end <= b.start for a, b in zip(kept_alive, kept_alive[1:], strict=False))
     host2 = [r for r in requests if r.host == web.netloc(2)]
