@@ -38,6 +38,7 @@ task_routes = {
     "crawl.store": {"queue": "store"},
     "crawl.extract_links": {"queue": "links"},
     "crawl.dispatch": {"queue": "control"},
+    "crawl.recrawl": {"queue": "control"},
     # crawl.fetch goes to fetch.<mmh3(host) % CRAWL_SHARDS>, chosen when a batch is dispatched.
 }
 
@@ -45,5 +46,7 @@ beat_schedule = {
     # The dispatcher process keeps the fetch queues fed; this tick is the safety net.
     "dispatch-ready-hosts": {"task": "crawl.dispatch", "schedule": 1.0,
                              "options": {"expires": 5}},
+    # Pages whose next crawl time has come go back into the frontier.
+    "recrawl-due-pages": {"task": "crawl.recrawl", "schedule": 5.0, "options": {"expires": 10}},
 }
 beat_schedule_filename = str(_settings.data_dir / "celerybeat-schedule")

@@ -82,7 +82,7 @@ def _read_seed_file(path: Path) -> list[str]:
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as exc:
-        raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="--seeds")
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="--seeds") from None
     urls, problems = read_seeds(lines, get_settings().max_url_length)
     for problem in problems:
         click.echo(f"{path}:{problem.line}: skipped ({problem.reason}): {problem.text}", err=True)
@@ -165,6 +165,8 @@ def stats(as_json: bool) -> None:
     lines.append(f"{'frontier':>18}: " + ", ".join(
         f"{k}={v}" for k, v in data["frontier"].items() if k != "shards"))
     lines.append(f"{'queues':>18}: " + ", ".join(f"{k}={v}" for k, v in data["queues"].items()))
+    lines.append(f"{'recrawl':>18}: " + ", ".join(
+        f"{tier}={v['pages']} ({v['overdue']} overdue)" for tier, v in data["recrawl"].items()))
     _emit(data, as_json, "\n".join(lines))
 
 
@@ -192,7 +194,8 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
         data = {col: getattr(row, col) for col in (
             "url", "url_hash", "host", "depth", "status", "priority", "http_status",
             "content_type", "content_length", "content_hash", "content_dedup", "duplicate_of",
-            "storage_key", "title", "etag", "last_modified", "discovered_at",
+            "storage_key", "title", "etag", "last_modified", "redirect_to", "redirect_hops",
+            "discovered_at",
             "last_fetched_at", "next_crawl_at", "fail_count", "last_error")}
         data["simhash"] = f"{row.simhash & (2**64 - 1):016x}" if row.simhash is not None else None
         data["outbound_links"] = repository.outbound_links(session, row.url_hash)
@@ -200,6 +203,39 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
         data["body"] = gzip.decompress(ctx.blobs.get(data["storage_key"])).decode(
             "utf-8", errors="replace")
     _emit(data, as_json, "\n".join(f"{k:>16}: {v}" for k, v in data.items()))
+
+
+@cli.command()
+@click.argument("urls", nargs=-1)
+@click.option("--host", "host", help="Every page of this host.")
+@click.option("--all", "all_", is_flag=True, help="Every page.")
+@click.option("--now", is_flag=True, help="Due now, instead of at each page's next time.")
+def recrawl(urls: tuple[str, ...], host: str | None, all_: bool, now: bool) -> None:
+    """Make pages due for a fetch again (a running crawl's beat picks them up).
+
+    Example: crawlctl recrawl --host example.com --now
+    """
+    from sqlalchemy import select
+
+    from crawlapp import recrawl_sets
+    from crawlapp.db.models import Url
+
+    if bool(urls) + bool(host) + all_ != 1:
+        raise click.UsageError("give URLs, or --host HOST, or --all")
+    ctx = _context()
+    hashes: list[str] | None = None
+    if urls:
+        hashes = [url_hash(canonicalize(u, max_length=ctx.settings.max_url_length)) for u in urls]
+    elif host:
+        with ctx.sessions() as session:
+            hashes = list(session.scalars(select(Url.url_hash).where(Url.host == _host_arg(host))))
+    if now:
+        moved = recrawl_sets.make_due(ctx, hashes, time.time())
+    else:
+        from crawlapp.rebuild import restore_recrawls
+
+        moved = restore_recrawls(ctx, hashes)
+    click.echo(f"{moved} page(s) due {'now' if now else 'at their next crawl time'}")
 
 
 @cli.group()

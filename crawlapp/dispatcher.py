@@ -9,8 +9,11 @@ import uuid
 from collections.abc import Callable
 
 from crawlapp.context import Context
-from crawlapp.frontier import Lease
+from crawlapp.db import repository
+from crawlapp.frontier import Lease, QueuedURL
+from crawlapp.priority import depth_priority
 from crawlapp.rebuild import ensure_frontier
+from crawlapp.urls import url_hash
 
 log = logging.getLogger(__name__)
 SendBatch = Callable[[int, str, list[Lease]], None]
@@ -35,9 +38,25 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
         batch_id = uuid.uuid4().hex
         # In flight until its leases would expire; each stage extends it when it starts.
         ctx.frontier.track_batch(batch_id, max(lease.not_before for lease in batch)
-                                 + settings.lease_seconds)
+                                 + settings.lease_seconds, batch)
         send(shard, batch_id, batch)
     return max(map(len, leases.values()), default=0), next_ready
+
+
+def recover_lost_batches(ctx: Context, now: float) -> int:
+    """Queue again the URLs of batches lost with a worker that are still 'queued' in the
+    database (not stored yet), then forget those batches. Returns how many URLs."""
+    lost = ctx.frontier.expired_batches(now)
+    if not lost:
+        return 0
+    pairs = {url: depth for batch in lost.values() for url, depth in batch}
+    with ctx.sessions() as session:
+        waiting = repository.hashes_with_status(session, [url_hash(u) for u in pairs], "queued")
+    ctx.frontier.add([QueuedURL(u, d, depth_priority(d)) for u, d in pairs.items()
+                      if url_hash(u) in waiting], now)
+    for batch_id in lost:
+        ctx.frontier.finish_batch(batch_id)
+    return len(waiting)
 
 
 def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
@@ -58,6 +77,9 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
                 if restored is not None:
                     log.warning("Redis had lost the frontier; rebuilt from the database: %s",
                                 restored)
+                recovered = recover_lost_batches(ctx, time.time())
+                if recovered:
+                    log.warning("%d URL(s) of lost batches queued again", recovered)
             largest, _ = dispatch_once(ctx, send, due_within=2 * interval)
         except Exception:  # a Redis or broker hiccup must not end the dispatcher
             log.exception("dispatch failed; retrying")

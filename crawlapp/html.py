@@ -12,6 +12,7 @@ from lxml import etree
 _CHARSET_RE = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.I)
 _LINK_TAGS = ("a", "area")
 _INVISIBLE = ("script", "style", "noscript", "template")
+_BOILERPLATE = ("nav", "header", "footer", "aside")
 
 
 @dataclass
@@ -19,6 +20,7 @@ class Link:
     url: str
     anchor: str
     nofollow: bool
+    boilerplate: bool = False  # inside <nav>, <header>, <footer> or <aside>
 
 
 @dataclass
@@ -89,13 +91,16 @@ def parse_html(body: bytes, content_type: str | None, max_links: int = 1000) -> 
     for meta in root.iterfind(".//meta[@name]"):
         if meta.get("name", "").lower() == "robots":
             page.meta_nofollow = "nofollow" in meta.get("content", "").lower()
+    # The set holds the elements themselves: lxml then hands out the same proxy objects.
+    boilerplate = {a for box in root.iter(_BOILERPLATE) for a in box.iter(_LINK_TAGS)}
     for element in root.iter(_LINK_TAGS):
         href = element.get("href")
         if href is None or not href.strip():
             continue
         rel = (element.get("rel") or "").lower().split()
         anchor = " ".join(element.text_content().split())[:256]
-        page.links.append(Link(href.strip(), anchor, "nofollow" in rel))
+        page.links.append(Link(href.strip(), anchor, "nofollow" in rel,
+                               element in boilerplate))
         if len(page.links) >= max_links:
             break
     page.text = text_of(root)

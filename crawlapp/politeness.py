@@ -4,7 +4,11 @@
 - 429 or 503 with Retry-After: at least that long (seconds or an HTTP date), capped.
 - 5xx, timeouts, connection and protocol errors: exponential backoff per host,
   delay * 2**failures, capped; after `park_after` failures in a row the host is parked.
-A URL that failed transiently goes back to its host's queue, at most `max_retries` times.
+- A response the crawler abandoned (timeout, too large, broken): `abort_grace` more, since
+  the server may still be sending it and would see the next request overlap it.
+A URL whose server was overloaded or unreachable (429, 5xx, connection refused) goes back
+to its host's queue, at most `max_retries` times; a timeout is not retried (the server was
+slow for that URL, and another try would cost the host another full timeout).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from email.utils import parsedate_to_datetime
 
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 TRANSIENT_ERRORS = frozenset({"timeout", "connect", "protocol"})
+ABANDONED_ERRORS = frozenset({"timeout", "protocol", "too_large"})
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,7 @@ class Backoff:
     park_after: int = 8
     park_seconds: float = 600.0
     max_retries: int = 2
+    abort_grace: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,11 @@ def is_transient(status: int | None, error: str | None) -> bool:
     if error is not None:
         return error in TRANSIENT_ERRORS
     return status in TRANSIENT_STATUSES
+
+
+def is_retryable(status: int | None, error: str | None) -> bool:
+    """A failed URL worth queueing again."""
+    return status in TRANSIENT_STATUSES if error is None else error == "connect"
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
@@ -60,6 +71,8 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
 def host_next(end: float, delay: float, status: int | None, error: str | None,
               retry_after: str | None, failures: int, policy: Backoff) -> HostNext:
     """The host's next allowed time after a request that ended at `end`."""
+    if error in ABANDONED_ERRORS:
+        end += policy.abort_grace
     if not is_transient(status, error):
         return HostNext(end + delay, 0)
     failures += 1

@@ -6,6 +6,7 @@ What comes back from where:
 - per-host URL counts (the pages-per-host budget): counted from the URL rows;
 - exact-content claims: the content hash of every stored original;
 - the SimHash band index: the fingerprint of every original;
+- the re-crawl tiers: every page's next_crawl_at;
 - robots.txt cache: the hosts table, for what is left of each answer's 24 hours.
 Running it on a frontier that still holds its data queues nothing twice, except that a URL
 being fetched at that moment may be fetched once more.
@@ -17,14 +18,17 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import msgpack
 from sqlalchemy import func, select
 
+from crawlapp import recrawl_sets
 from crawlapp.context import Context
 from crawlapp.db.models import Host, Url
 from crawlapp.frontier import QueuedURL
 from crawlapp.pipeline.dedup import band_keys
+from crawlapp.recrawl import tier_of
 from crawlapp.robots import effective_delay
 from crawlapp.simhash import from_signed
 from crawlapp.urls import host_of
@@ -112,6 +116,39 @@ def _bands(ctx: Context) -> int:
         filed += len(rows)
 
 
+def _schedule_rows(ctx: Context, rows: list[Any]) -> None:
+    recrawl_sets.schedule(ctx, [
+        (r.url_hash,
+         tier_of((r.next_crawl_at - (r.last_fetched_at or r.next_crawl_at)).total_seconds()),
+         r.next_crawl_at.replace(tzinfo=r.next_crawl_at.tzinfo or UTC).timestamp())
+        for r in rows])
+
+
+def restore_recrawls(ctx: Context, hashes: list[str] | None = None) -> int:
+    """Pages with a next crawl time (those of `hashes`, or all) back in their tier."""
+    query = (select(Url.id, Url.url_hash, Url.last_fetched_at, Url.next_crawl_at)
+             .where(Url.next_crawl_at.is_not(None), Url.status != "queued"))
+    scheduled = 0
+    if hashes is not None:
+        for start in range(0, len(hashes), CHUNK):
+            with ctx.sessions() as session:
+                rows = session.execute(
+                    query.where(Url.url_hash.in_(hashes[start:start + CHUNK]))).all()
+            _schedule_rows(ctx, list(rows))
+            scheduled += len(rows)
+        return scheduled
+    last_id = 0
+    while True:
+        with ctx.sessions() as session:
+            rows = session.execute(
+                query.where(Url.id > last_id).order_by(Url.id).limit(CHUNK)).all()
+        if not rows:
+            return scheduled
+        last_id = rows[-1].id
+        _schedule_rows(ctx, list(rows))
+        scheduled += len(rows)
+
+
 def _robots(ctx: Context) -> int:
     now = datetime.now(UTC)
     with ctx.sessions() as session:
@@ -135,7 +172,7 @@ def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None) -> d
     """Restore the frontier and caches from the database; returns what was restored."""
     restored = {"urls_queued": _requeue(ctx, progress), "hosts_counted": _host_counts(ctx),
                 "content_claims": _content_claims(ctx), "fingerprints": _bands(ctx),
-                "robots_cached": _robots(ctx)}
+                "recrawls": restore_recrawls(ctx), "robots_cached": _robots(ctx)}
     mark_alive(ctx)
     return restored
 

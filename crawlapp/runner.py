@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crawlapp import recrawl_sets
 from crawlapp.context import Context
 from crawlapp.rebuild import is_alive
 
@@ -98,13 +99,16 @@ class Fleet:
 
 
 def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.5) -> None:
-    """Block until the frontier is empty and no batch is in flight, for IDLE_CHECKS readings
-    (a Redis that lost the frontier is not idle: the dispatcher rebuilds it first)."""
+    """Block until the frontier is empty, no batch is in flight and no re-crawl is due, for
+    IDLE_CHECKS readings (a Redis that lost the frontier is not idle: the dispatcher
+    rebuilds it first)."""
     idle_for = 0
     while idle_for < IDLE_CHECKS:
         time.sleep(poll)
         fleet.supervise()
-        idle = is_alive(ctx) and ctx.frontier.is_idle(time.time())
+        now = time.time()
+        idle = (is_alive(ctx) and ctx.frontier.is_idle(now)
+                and recrawl_sets.pending(ctx, now) == 0)
         idle_for = idle_for + 1 if idle else 0
 
 

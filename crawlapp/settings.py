@@ -58,6 +58,7 @@ class Settings:
     max_pages_per_host: int
     near_duplicate_bits: int
     trap_pattern_cap: int
+    max_redirects: int
 
     @property
     def product_token(self) -> str:
@@ -175,6 +176,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                                   _bounded(int, 1, 1 << 40)),
         near_duplicate_bits=_parse(env, "CRAWL_NEAR_DUPLICATE_BITS", 3, _bounded(int, 0, 3)),
         trap_pattern_cap=_parse(env, "CRAWL_TRAP_PATTERN_CAP", 5000, _bounded(int, 1, 1 << 40)),
+        max_redirects=_parse(env, "CRAWL_MAX_REDIRECTS", 5, _bounded(int, 0, 20)),
     )
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")

@@ -6,6 +6,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from crawlapp import recrawl_sets
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.pipeline import counters
@@ -61,6 +62,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
             "shards": [asdict(s) for s in shards],
         },
         "counters": counts,
+        "recrawl": recrawl_sets.stats(ctx, now),
     }
     if with_queues:
         from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES

@@ -10,6 +10,7 @@ import mmh3
 from w3lib.url import canonicalize_url
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
+_PATH_PARAM = re.compile(r";([^/;=?#]+)=[^/;?#]*")  # ";jsessionid=..." inside a path
 _BAD_HOST = re.compile(r"[\s\x00-\x1f\x7f<>\"'`{}|\\^%/?#@]")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 TRACKING_PARAMS = frozenset({
@@ -37,8 +38,8 @@ def canonicalize(url: str, base: str | None = None, *, max_length: int = 2048,
     """Return the canonical form of `url` (resolved against `base`), or raise URLRejected.
 
     Lower-case scheme and host, IDNA host, no default port, no fragment, no user info,
-    dot segments resolved, percent-encoding normalised, tracking parameters dropped and
-    the query sorted.
+    dot segments resolved, percent-encoding normalised, tracking and session parameters
+    dropped (from the query, and `;jsessionid=...`-style from the path) and the query sorted.
     """
     raw = url.strip()
     if not raw:
@@ -66,7 +67,9 @@ def canonicalize(url: str, base: str | None = None, *, max_length: int = 2048,
     query = "&".join(part for part in parts.query.split("&")
                      if part and not _is_tracking(unquote_plus(part.split("=", 1)[0]),
                                                   drop_params))
-    rebuilt = urlunsplit((scheme, netloc, parts.path or "/", query, ""))
+    path = _PATH_PARAM.sub(lambda m: "" if _is_tracking(m.group(1), drop_params) else m.group(0),
+                           parts.path)
+    rebuilt = urlunsplit((scheme, netloc, path or "/", query, ""))
     try:
         canonical = canonicalize_url(rebuilt)
     except (ValueError, UnicodeError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from crawlapp.celery_app import app
 from crawlapp.context import get_context
 from crawlapp.dispatcher import dispatch_once
+from crawlapp.pipeline.recrawling import drain
 from tasks.chain import send_batch
 
 
@@ -13,3 +14,9 @@ def dispatch() -> int:
     """Safety net for the dispatcher process: lease ready hosts and send their batches."""
     largest, _ = dispatch_once(get_context(), send_batch)
     return largest
+
+
+@app.task(name="crawl.recrawl")
+def recrawl() -> int:
+    """Queue the pages whose next crawl time has come (claimed atomically, crash-safe)."""
+    return drain(get_context())

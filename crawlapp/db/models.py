@@ -49,6 +49,8 @@ class Url(Base):
     duplicate_of: Mapped[str | None] = mapped_column(String(32))
     storage_key: Mapped[str | None] = mapped_column(String(128))
     title: Mapped[str | None] = mapped_column(Text)
+    redirect_to: Mapped[str | None] = mapped_column(Text)
+    redirect_hops: Mapped[int | None] = mapped_column(SmallInteger)
     fail_count: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
 

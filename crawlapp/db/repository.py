@@ -90,20 +90,57 @@ def hashes_with_status(session: Session, hashes: Sequence[str], status: str) -> 
 # The columns a fetch result writes onto its URL row.
 FETCH_COLUMNS = ("status", "last_fetched_at", "http_status", "content_type", "content_length",
                  "content_hash", "simhash", "content_dedup", "duplicate_of", "storage_key",
-                 "title", "etag", "last_modified", "last_error")
+                 "title", "etag", "last_modified", "last_error", "redirect_to", "redirect_hops",
+                 "next_crawl_at")
+# The columns a 304 Not Modified writes: the stored content stays as it was.
+NOT_MODIFIED_COLUMNS = ("status", "last_fetched_at", "http_status", "next_crawl_at")
 
 
-def record_fetches(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
+                   columns: Sequence[str] = FETCH_COLUMNS) -> None:
     """Write fetch outcomes onto their URL rows (one executemany); failures bump fail_count."""
     if not rows:
         return
-    values = {col: bindparam(f"v_{col}") for col in FETCH_COLUMNS}
+    values = {col: bindparam(f"v_{col}") for col in columns}
     stmt = (update(Url).where(Url.url_hash == bindparam("v_url_hash"))
             .values(**values, fail_count=Url.fail_count + bindparam("v_failed")))
-    params = [{f"v_{k}": row.get(k) for k in (*FETCH_COLUMNS, "url_hash")}
-              | {"v_content_dedup": bool(row.get("content_dedup")),
-                 "v_failed": int(row.get("status") == "failed")} for row in rows]
+    params = [{f"v_{k}": row.get(k) for k in (*columns, "url_hash")}
+              | ({"v_content_dedup": bool(row.get("content_dedup"))}
+                 if "content_dedup" in columns else {})
+              | {"v_failed": int(row.get("status") == "failed")} for row in rows]
     session.connection().execute(stmt, params)
+
+
+@dataclass(frozen=True)
+class Previous:
+    """What the last fetch of a URL found, for the re-crawl schedule."""
+
+    content_hash: str | None
+    last_fetched_at: datetime | None
+    next_crawl_at: datetime | None
+
+    @property
+    def interval(self) -> float | None:
+        if self.last_fetched_at is None or self.next_crawl_at is None:
+            return None
+        return (self.next_crawl_at - self.last_fetched_at).total_seconds()
+
+
+def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previous]:
+    found: dict[str, Previous] = {}
+    for chunk in _chunks(hashes):
+        for h, content, last, nxt in session.execute(
+                select(Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at)
+                .where(Url.url_hash.in_(chunk))):
+            found[h] = Previous(content, last, nxt)
+    return found
+
+
+def urls_by_hash(session: Session, hashes: Sequence[str]) -> list[Url]:
+    rows: list[Url] = []
+    for chunk in _chunks(hashes):
+        rows += session.scalars(select(Url).where(Url.url_hash.in_(chunk)))
+    return rows
 
 
 def add_links(session: Session, edges: Sequence[dict[str, Any]]) -> None:

@@ -7,12 +7,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import msgpack
 import redis
 
 from crawlapp.frontier import scripts
 from crawlapp.priority import queue_score
 from crawlapp.urls import host_of, shard_of
-
 
 _SCHEMES = {"http": "h", "https": "s"}
 _SCHEME_OF = {v: k for k, v in _SCHEMES.items()}
@@ -225,19 +225,43 @@ class RedisFrontier:
         """Resume a paused or parked host; False if it was neither."""
         return bool(self._resume(args=[self.key(shard_of(host, self.shards)), host, now]))
 
-    def track_batch(self, batch_id: str, deadline: float) -> None:
-        """Record a fetch batch in flight until the last stage finishes it (or the deadline)."""
-        self.client.zadd(self.batches_key, {batch_id: deadline})
+    def track_batch(self, batch_id: str, deadline: float, leases: list[Lease] | None = None
+                    ) -> None:
+        """Record a fetch batch in flight until the last stage finishes it, and its URLs.
+
+        Each stage extends the deadline when it starts; a batch past its deadline was lost
+        with a worker (after its leases ended), and `expired_batches` hands its URLs back.
+        """
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zadd(self.batches_key, {batch_id: deadline})
+        if leases is not None:
+            pipe.set(f"{self.batches_key}:{batch_id}",
+                     msgpack.packb([[lease.url, lease.depth] for lease in leases]))
+        pipe.execute()
 
     def finish_batch(self, batch_id: str) -> None:
-        self.client.zrem(self.batches_key, batch_id)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zrem(self.batches_key, batch_id)
+        pipe.delete(f"{self.batches_key}:{batch_id}")
+        pipe.execute()
 
     def batches_in_flight(self, now: float) -> int:
-        return int(self.client.zcount(self.batches_key, now, "+inf"))
+        """Batches in the pipeline, including lost ones not yet handed back."""
+        return int(self.client.zcard(self.batches_key))
+
+    def expired_batches(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
+        """Batches past their deadline, with their (url, depth) pairs."""
+        ids = [i.decode() for i in self.client.zrangebyscore(self.batches_key, "-inf", now,
+                                                             start=0, num=limit)]
+        if not ids:
+            return {}
+        raw = self.client.mget([f"{self.batches_key}:{i}" for i in ids])
+        return {i: [(str(u), int(d)) for u, d in msgpack.unpackb(v)] if v else []
+                for i, v in zip(ids, raw, strict=True)}
 
     def is_idle(self, now: float) -> bool:
-        """No host ready, waiting or leased, and no batch in the pipeline (parked hosts keep
-        their URLs for later and do not count)."""
+        """No host ready, waiting or leased, and no batch in the pipeline, lost ones included
+        (parked hosts keep their URLs for later and do not count)."""
         if self.batches_in_flight(now):
             return False
         return all(s.hosts_waiting + s.hosts_ready + s.hosts_leased == 0 for s in self.stats(now))

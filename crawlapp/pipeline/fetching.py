@@ -13,7 +13,8 @@ from crawlapp.frontier import Lease
 from crawlapp.frontier.redis_frontier import Release
 from crawlapp.pipeline import robots_cache
 from crawlapp.pipeline.pages import Page, apply_fetch, blocked, page_for, robots_page
-from crawlapp.politeness import host_next, is_transient
+from crawlapp.politeness import host_next, is_retryable
+from crawlapp.recrawl import conditional_headers
 from crawlapp.robots import (
     MAX_ROBOTS_BYTES,
     RobotsPolicy,
@@ -70,7 +71,8 @@ def _robots_policy(result: Fetched, before: RobotsPolicy | None) -> RobotsPolicy
                          result.headers.get("location"), hops)
 
 
-async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None]
+async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
+                     validators: dict[str, dict[str, str]]
                      ) -> tuple[list[Fetched], list[Fetched]]:
     """Every request of the batch at once, each starting no earlier than its lease allows."""
     robots_calls = [start_at(lease.not_before,
@@ -78,22 +80,37 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
                                                     policies.get(origin_of(lease.url))),
                                          max_bytes=MAX_ROBOTS_BYTES))
                     for lease in plan.robots]
-    page_calls = [start_at(lease.not_before, fetcher.get(lease.url)) for lease in plan.pages]
+    page_calls = [start_at(lease.not_before, fetcher.get(lease.url, validators.get(lease.url)))
+                  for lease in plan.pages]
     results = await asyncio.gather(*robots_calls, *page_calls)
     return results[:len(plan.robots)], results[len(plan.robots):]
 
 
-def _retry_counts(ctx: Context, retried: list[Lease], succeeded: list[Lease]) -> list[int]:
-    """Bump the retry count of transiently failed URLs, forget it for the others."""
-    if not retried and not succeeded:
+def _retry_counts(ctx: Context, retried: list[Lease], done: list[Lease]) -> list[int]:
+    """Bump the retry count of transiently failed URLs; forget the retries and conditional-GET
+    validators of the others."""
+    if not retried and not done:
         return []
-    key = ctx.key("retries")
     pipe = ctx.redis.pipeline(transaction=False)
     for lease in retried:
-        pipe.hincrby(key, lease.url, 1)
-    if succeeded:
-        pipe.hdel(key, *[lease.url for lease in succeeded])
+        pipe.hincrby(ctx.key("retries"), lease.url, 1)
+    if done:
+        pipe.hdel(ctx.key("retries"), *[lease.url for lease in done])
+        pipe.hdel(ctx.key("validators"), *[lease.url for lease in done])
     return [int(n) for n in pipe.execute()[:len(retried)]]
+
+
+def _url_state(ctx: Context, urls: list[str]) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
+    """How many redirects led to each URL, and the validators a re-crawl sends with it."""
+    if not urls:
+        return {}, {}
+    pipe = ctx.redis.pipeline(transaction=False)
+    pipe.hmget(ctx.key("hops"), urls)
+    pipe.hmget(ctx.key("validators"), urls)
+    hops, validators = pipe.execute()
+    return ({url: int(n or 0) for url, n in zip(urls, hops, strict=True)},
+            {url: conditional_headers(v.decode()) for url, v in zip(urls, validators, strict=True)
+             if v})
 
 
 def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
@@ -111,7 +128,9 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
                     len(leases) - len(held))
     policies = robots_cache.load(ctx, {origin_of(lease.url) for lease in held})
     plan = plan_batch(held, policies, ua)
-    robots, fetched = run_in_thread_loop(settings, lambda f: _fetch_all(f, plan, policies))
+    hops, validators = _url_state(ctx, [lease.url for lease in plan.pages])
+    robots, fetched = run_in_thread_loop(
+        settings, lambda f: _fetch_all(f, plan, policies, validators))
 
     learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
                for lease, r in zip(plan.robots, robots, strict=True)}
@@ -136,16 +155,16 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
         pages.append(blocked(page_for(lease), reason, now))
         releases.append(Release(lease, max(now, lease.not_before), failures=fails_of[lease.host]))
     transient = [(lease, r) for lease, r in zip(plan.pages, fetched, strict=True)
-                 if is_transient(r.status, r.error)]
+                 if is_retryable(r.status, r.error)]
     counts = _retry_counts(ctx, [lease for lease, _ in transient],
                            [lease for lease, r in zip(plan.pages, fetched, strict=True)
-                            if not is_transient(r.status, r.error)])
+                            if not is_retryable(r.status, r.error)])
     retry = {lease.url for (lease, _), n in zip(transient, counts, strict=True)
              if n <= settings.max_retries}
     for lease, result in zip(plan.pages, fetched, strict=True):
         requeue = lease.url in retry
         releases.append(release(lease, result, requeue))
         if not requeue:
-            pages.append(apply_fetch(page_for(lease), result))
+            pages.append(apply_fetch(page_for(lease), result) | {"redirect_hops": hops[lease.url]})
     ctx.frontier.release(releases)
     return pages, len(retry)

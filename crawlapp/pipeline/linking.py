@@ -20,7 +20,7 @@ from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.frontier import QueuedURL
 from crawlapp.pipeline.pages import Page
-from crawlapp.priority import depth_priority
+from crawlapp.priority import depth_priority, link_priority
 from crawlapp.traps import PatternBudget, TrapRules, url_pattern
 from crawlapp.urls import host_of, url_hash
 
@@ -29,9 +29,11 @@ Rows = dict[str, dict[str, Any]]
 FOLLOWED_STATUSES = {"fetched": 1, "redirected": 0, "robots": 1}
 
 
-def url_row(url: str, depth: int, max_depth: int, now: datetime) -> dict[str, Any]:
+def url_row(url: str, depth: int, max_depth: int, now: datetime,
+            priority: float | None = None) -> dict[str, Any]:
     return {"url_hash": url_hash(url), "url": url, "host": host_of(url), "depth": depth,
-            "priority": depth_priority(depth), "discovered_at": now,
+            "priority": depth_priority(depth) if priority is None else priority,
+            "discovered_at": now,
             "status": "queued" if depth <= max_depth else "too_deep"}
 
 
@@ -50,8 +52,9 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
     refused: Counter[tuple[str, str]] = Counter()
     for page in pages:
         depth = int(page["depth"]) + FOLLOWED_STATUSES.get(page.get("status", ""), 1)
-        for target, anchor, nofollow in page.get("links") or ():
-            row = url_row(target, depth, max_depth, now)
+        for target, anchor, nofollow, *context in page.get("links") or ():
+            boilerplate = bool(context and context[0])
+            row = url_row(target, depth, max_depth, now, link_priority(depth, boilerplate, anchor))
             edges.setdefault((page["url_hash"], row["url_hash"]), {
                 "source_hash": page["url_hash"], "target_hash": row["url_hash"],
                 "anchor": anchor or None, "nofollow": bool(nofollow)})
@@ -148,8 +151,17 @@ def enqueue_new(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = N
     return added
 
 
+def _record_hops(ctx: Context, pages: list[Page]) -> None:
+    """A redirect's target remembers how many hops led to it (the parse stage stops a chain)."""
+    hops = {page["links"][0][0]: int(page.get("redirect_hops") or 0) + 1 for page in pages
+            if page.get("status") == "redirected" and page.get("links")}
+    if hops:
+        ctx.redis.hset(ctx.key("hops"), mapping=hops)
+
+
 def extract_links(ctx: Context, pages: list[Page]) -> tuple[int, Counter[tuple[str, str]]]:
     """Returns how many new URLs were recorded, and the links refused by (reason, host)."""
     rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC),
                                       ctx.settings.traps)
+    _record_hops(ctx, pages)
     return enqueue_new(ctx, rows, edges), refused

@@ -3,8 +3,8 @@
 Keys: url, url_hash, host, depth, priority, status ('fetched', 'redirected', 'failed',
 'blocked'), http_status, error, fetched_at (UNIX time), content_type, etag, last_modified,
 location, x_robots, content_hash, content_length, body_gz (gzip bytes, until stored),
-title, links ([url, anchor, nofollow] lists, canonical), content_dedup, duplicate_of,
-storage_key.
+not_modified (a 304), redirect_hops, simhash, title, links ([url, anchor, nofollow,
+boilerplate] lists, canonical), content_dedup, duplicate_of, storage_key, next_crawl_at.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def page_for(lease: Lease) -> Page:
 def status_of(fetched: Fetched) -> str:
     if fetched.error or fetched.status is None:
         return "failed"
-    if 200 <= fetched.status < 300:
+    if 200 <= fetched.status < 300 or fetched.status == 304:
         return "fetched"
     if 300 <= fetched.status < 400:
         return "redirected"
@@ -44,7 +44,9 @@ def apply_fetch(page: Page, fetched: Fetched) -> Page:
                 fetched_at=fetched.ended, content_type=headers.get("content-type"),
                 etag=headers.get("etag"), last_modified=headers.get("last-modified"),
                 location=headers.get("location"), x_robots=headers.get("x-robots-tag"))
-    if page["status"] == "fetched":
+    if fetched.status == 304:
+        page["not_modified"] = True  # a conditional GET: nothing changed, nothing to store
+    elif page["status"] == "fetched":
         page["content_hash"] = hashlib.sha256(fetched.body).hexdigest()
         page["content_length"] = len(fetched.body)
         page["body_gz"] = gzip.compress(fetched.body, compresslevel=GZIP_LEVEL, mtime=0)

@@ -19,16 +19,23 @@ def _nofollow_header(x_robots: str | None) -> bool:
 
 def parse_page(page: Page, settings: Settings, rejected: Counter[str]) -> Page:
     """Add `title` and `links` ([canonical url, anchor, nofollow]) to a fetched HTML page."""
+    if page.get("status") == "robots":
+        return page  # its links are the sitemaps it names, canonical already
     page["links"] = []
     if page.get("status") == "redirected" and page.get("location"):
+        if int(page.get("redirect_hops") or 0) >= settings.max_redirects:
+            page["error"] = f"redirect chain stopped after {settings.max_redirects} hops"
+            rejected["too_many_redirects"] += 1
+            return page
         try:
             target = canonicalize(page["location"], page["url"],
                                   max_length=settings.max_url_length)
             page["links"] = [[target, "", False]]
         except URLRejected as exc:
+            page["error"] = f"redirect to a URL refused: {exc.reason}"
             rejected[exc.reason] += 1
         return page
-    if page.get("status") != "fetched":
+    if page.get("status") != "fetched" or page.get("not_modified"):
         return page
     if is_sitemap(page["url"], page.get("content_type")):
         found = parse_sitemap(gzip.decompress(page["body_gz"]), page["url"])
@@ -58,7 +65,7 @@ def parse_page(page: Page, settings: Settings, rejected: Counter[str]) -> Page:
             continue
         if target not in seen:
             seen.add(target)
-            page["links"].append([target, link.anchor, link.nofollow])
+            page["links"].append([target, link.anchor, link.nofollow, link.boilerplate])
     return page
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from crawlapp import recrawl_sets
 from crawlapp.blobstore import body_key
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.pipeline.pages import Page
+from crawlapp.recrawl import next_schedule
 from crawlapp.simhash import to_signed
 
 
@@ -23,11 +25,33 @@ def _row(page: Page) -> dict[str, object]:
         "simhash": to_signed(page["simhash"]) if page.get("simhash") is not None else None,
         "etag": page.get("etag"), "last_modified": page.get("last_modified"),
         "last_error": page.get("error"),
+        "redirect_to": page["links"][0][0] if page["status"] == "redirected" and page.get("links")
+        else None,
+        "redirect_hops": page.get("redirect_hops") or None,
+        "next_crawl_at": page.get("next_crawl_at"),
     }
 
 
+def _schedule(pages: list[Page], previous: dict[str, repository.Previous]
+              ) -> list[tuple[str, str, float]]:
+    """Each fetched page's next fetch: (url_hash, tier, time); sets page['next_crawl_at']."""
+    planned = []
+    for page in pages:
+        if page["status"] != "fetched":
+            continue
+        before = previous.get(page["url_hash"])
+        changed = not page.get("not_modified") and (
+            before is None or before.content_hash != page.get("content_hash"))
+        plan = next_schedule(page["fetched_at"], before.interval if before else None, changed,
+                             float(page.get("priority") or 0.0))
+        page["next_crawl_at"] = datetime.fromtimestamp(plan.next_at, UTC)
+        planned.append((page["url_hash"], plan.tier, plan.next_at))
+    return planned
+
+
 def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
-    """Write new bodies (idempotent), then commit every page's row; bodies leave the batch."""
+    """Write new bodies (idempotent), then commit every page's row, then schedule the next
+    fetch of each page (the database keeps next_crawl_at too); bodies leave the batch."""
     uploads = []
     for page in pages:
         if page.get("content_hash") and not page.get("near_duplicate"):
@@ -37,5 +61,16 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
             uploads.append((page["storage_key"], body, page.get("content_type")))
     ctx.blobs.put_many(uploads)
     with ctx.sessions.begin() as session:
-        repository.record_fetches(session, [_row(page) for page in pages])
+        previous = repository.previous_fetches(
+            session, [p["url_hash"] for p in pages if p["status"] == "fetched"])
+        planned = _schedule(pages, previous)
+        rows = [_row(page) for page in pages]
+        repository.record_fetches(session, [r for r, p in zip(rows, pages, strict=True)
+                                            if not p.get("not_modified")])
+        repository.record_fetches(session, [r for r, p in zip(rows, pages, strict=True)
+                                            if p.get("not_modified")],
+                                  repository.NOT_MODIFIED_COLUMNS)
+    recrawl_sets.schedule(ctx, planned)
+    for page in pages:
+        page.pop("next_crawl_at", None)  # a datetime: not for the wire
     return pages

@@ -105,7 +105,7 @@ def test_retry_after_is_honoured_and_crawl_delay_is_capped(tmp_path: Path,
     assert time.time() - started < 60  # the 100 s Crawl-delay was capped at 1 s
     log = sorted(site.log, key=lambda r: r[1])
     assert [r[0] for r in log].count("/busy") == 2
-    gaps = [(b[1] - a[2], a) for a, b in zip(log, log[1:])]
+    gaps = [(b[1] - a[2], a) for a, b in zip(log, log[1:], strict=False)]
     assert all(gap >= 1.0 for gap, _ in gaps), gaps  # capped Crawl-delay, still above default
     after_429 = [gap for gap, prev in gaps if prev[3] == 429]
     assert after_429 and after_429[0] >= 2.0

@@ -67,3 +67,17 @@ def test_charset_header_then_meta_then_detection() -> None:
     latin = "<meta charset='iso-8859-1'><p>café</p>".encode("latin-1")
     assert "café" in decode_body(latin, None)
     assert "café" in decode_body("<p>café</p>".encode(), "text/html; charset=utf-8")
+
+
+def test_links_in_navigation_and_without_anchor_rank_lower() -> None:
+    from crawlapp.priority import link_priority
+
+    page = parse_html(b"<nav><a href='/menu'>Menu</a></nav><main><a href='/story'>Story</a>"
+                      b"<a href='/bare'><img src=x></a></main><footer><a href='/legal'>L</a>"
+                      b"</footer>", "text/html")
+    context = {link.url: link.boilerplate for link in page.links}
+    assert context == {"/menu": True, "/story": False, "/bare": False, "/legal": True}
+    story = link_priority(1, False, "Story")
+    assert story == depth_priority(1)
+    assert story > link_priority(1, False, "") > link_priority(1, True, "Menu")
+    assert link_priority(1, True, "Menu") > link_priority(2, False, "Story") * 0.8

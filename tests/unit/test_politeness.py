@@ -1,6 +1,6 @@
 import pytest
 
-from crawlapp.politeness import Backoff, host_next, is_transient, parse_retry_after
+from crawlapp.politeness import Backoff, host_next, is_retryable, is_transient, parse_retry_after
 
 POLICY = Backoff(max_backoff=60, max_retry_after=120, park_after=3, park_seconds=600)
 
@@ -39,7 +39,21 @@ def test_retry_after_seconds_and_dates_are_honoured_and_capped() -> None:
     assert parse_retry_after(None, 0.0) is None
 
 
+def test_an_abandoned_response_adds_a_grace_period() -> None:
+    assert host_next(0.0, 1.0, 200, "too_large", None, 0, POLICY).next_time == 6.0
+    assert host_next(0.0, 1.0, None, "timeout", None, 0, POLICY).next_time == 7.0
+    assert host_next(0.0, 1.0, None, "connect", None, 0, POLICY).next_time == 2.0
+
+
 def test_a_host_failing_again_and_again_is_parked_with_a_reason() -> None:
     nxt = host_next(0.0, 1.0, None, "timeout", None, failures=2, policy=POLICY)
-    assert nxt.failures == 3 and nxt.next_time == 600.0
+    assert nxt.failures == 3 and nxt.next_time == 605.0
     assert nxt.park_reason is not None and "timeout" in nxt.park_reason
+
+
+@pytest.mark.parametrize(("status", "error", "retry"), [
+    (503, None, True), (429, None, True), (None, "connect", True), (None, "timeout", False),
+    (404, None, False), (None, "too_large", False),
+])
+def test_which_failures_are_retried(status: int | None, error: str | None, retry: bool) -> None:
+    assert is_retryable(status, error) is retry

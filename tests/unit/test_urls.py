@@ -77,3 +77,12 @@ def test_seed_file_reports_bad_lines_with_numbers() -> None:
                                   "mailto:x@y", "http://A.com/"])
     assert seeds == ["http://a.com/"]
     assert [(p.line, p.reason) for p in problems] == [(3, "scheme_missing"), (5, "scheme_mailto")]
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("http://a.com/s/page.html;jsessionid=0123ABCD", "http://a.com/s/page.html"),
+    ("http://a.com/x;JSESSIONID=1/y.html?b=2", "http://a.com/x/y.html?b=2"),
+    ("http://a.com/x;type=a/y", "http://a.com/x;type=a/y"),
+])
+def test_session_ids_in_the_path_are_dropped(raw: str, expected: str) -> None:
+    assert canonicalize(raw) == expected

@@ -1,0 +1,34 @@
+"""Draining the re-crawl schedule: due pages go back into the frontier with their validators."""
+
+from __future__ import annotations
+
+import time
+
+from crawlapp import recrawl_sets
+from crawlapp.context import Context
+from crawlapp.db import repository
+from crawlapp.frontier import QueuedURL
+from crawlapp.recrawl import validators
+
+CLAIM_SECONDS = 300.0  # a claim not acknowledged by then goes back to its tier
+DRAIN_LIMIT = 2000
+RECRAWLED_STATUSES = ("fetched", "redirected", "failed")
+
+
+def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> int:
+    """Claim due pages, queue them again (bypassing URL dedup) with their stored ETag and
+    Last-Modified for a conditional GET, then acknowledge the claims. Returns how many."""
+    claims = recrawl_sets.claim(ctx, time.time() if now is None else now, limit, CLAIM_SECONDS)
+    if not claims:
+        return 0
+    hashes = [c.split("|", 1)[1] for c in claims]
+    with ctx.sessions.begin() as session:
+        rows = [r for r in repository.urls_by_hash(session, hashes)
+                if r.status in RECRAWLED_STATUSES]
+        repository.set_status(session, [r.url_hash for r in rows], "queued")
+        packed = {r.url: v for r in rows if (v := validators(r.etag, r.last_modified))}
+        if packed:
+            ctx.redis.hset(ctx.key("validators"), mapping=packed)
+        ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority) for r in rows], time.time())
+    recrawl_sets.acknowledge(ctx, claims)
+    return len(rows)

@@ -1,0 +1,122 @@
+"""The crawler on the test web's hard cases, judged from the server's log and the database:
+robots.txt answering 500, 404 and a redirect; a 20 MiB page, a gzip bomb, a page that drips
+past the fetch timeout; a redirect loop and a chain of 8 hops; link spellings, nofollow,
+<base href>, links only in scripts and comments; traps; sitemaps; mirrors and syndication."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+
+from crawlapp.simhash import from_signed, hamming
+from crawlapp.testweb.cases import canonical_url
+from crawlapp.testweb.server import start_in_background
+from crawlapp.testweb.serverlog import (
+    canonical_fetches,
+    load,
+    never_fetch_violations,
+    summary,
+    trap_requests,
+)
+from crawlapp.testweb.site import Web, WebSpec
+from crawlapp.urls import url_hash
+from tests.conftest import crawl_env
+from tests.e2e.helpers import crawlctl
+
+pytestmark = pytest.mark.e2e
+DELAY = 0.2
+SPEC = WebSpec(hosts=3, pages_per_host=4, port=0, crawl_delay_every=0, robots_cases=True,
+               heavy_cases=True, link_cases=True, trap_cases=True, sitemap_cases=True,
+               dedup_cases=True, drip_seconds=4.0)
+
+
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Web, list, Path, str]:
+    import redis
+
+    tmp_path = tmp_path_factory.mktemp("cases")
+    redis_url = "redis://127.0.0.1:6379/9"
+    redis.Redis.from_url(redis_url).flushdb()
+    env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
+                    CRAWL_FETCH_TIMEOUT="3")
+    log = str(tmp_path / "requests.jsonl")
+    with start_in_background(Web(SPEC), log) as server:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(server.web.seeds()))
+        done = crawlctl(env, "crawl", "--seeds", str(seeds), "--until-idle", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return server.web, load(log), tmp_path / "var" / "crawl.db", done.stdout + done.stderr
+
+
+def test_politeness_and_robots_hold_on_every_case_host(crawled) -> None:  # type: ignore[no-untyped-def]
+    web, requests, _, output = crawled
+    verdict = summary(requests, web, DELAY)
+    assert verdict["gap_violations"] == 0 and verdict["overlaps"] == 0, verdict
+    assert verdict["robots_first_violations"] == 0
+    assert never_fetch_violations(requests, web) == []
+    assert "starting it again" not in output  # no worker died on the hostile pages
+
+
+def test_every_reachable_page_once_in_canonical_form(crawled) -> None:  # type: ignore[no-untyped-def]
+    web, requests, _, _ = crawled
+    fetched = Counter(canonical_url(r.url) for r in requests if r.path != "/robots.txt")
+    expected = {canonical_url(u) for u in web.expected_pages(5, sitemaps=True)}
+    assert expected - set(fetched) == set()
+    assert all(n == 1 for n in canonical_fetches(requests, web).values())
+    assert [u for u in expected if fetched[u] > 1] == []
+    assert all(u in fetched for u in web.sitemap_pages())
+
+
+def test_traps_and_redirect_chains_are_cut_short(crawled) -> None:  # type: ignore[no-untyped-def]
+    web, requests, _, _ = crawled
+    traps = trap_requests(requests, web)
+    assert traps["calendar"] <= 30 and traps["session"] <= 2
+    assert traps["repeat"] <= 6 and traps["deep"] <= 7
+    paths = Counter(r.url for r in requests)
+    for case in web.redirect_cases():
+        if case.loop:
+            assert all(paths[url] == 1 for url in case.chain)
+        elif len(case.chain) > 5:
+            assert [url for url in case.chain[6:] if paths[url]] == []
+            assert case.final is not None and paths[case.final] == 0
+
+
+def test_heavy_pages_are_abandoned_and_recorded_with_a_reason(crawled) -> None:  # type: ignore[no-untyped-def]
+    web, requests, db, _ = crawled
+    cases = web.case_urls()
+    rows = dict(sqlite3.connect(db).execute(
+        "select url, last_error from urls where url in (?, ?, ?)",
+        (cases["big"], cases["bomb"], cases["drip"])).fetchall())
+    assert rows == {cases["big"]: "too_large", cases["bomb"]: "too_large",
+                    cases["drip"]: "timeout"}
+    assert Counter(r.url for r in requests)[cases["drip"]] == 1
+
+
+def test_one_stored_body_per_group_of_copies(crawled) -> None:  # type: ignore[no-untyped-def]
+    """Exact copies: one original. Near copies: no two originals within 3 bits of each other
+    (a 64-bit SimHash of ~600 words puts most small edits within 3 bits, not all: the test
+    web's byline copy lands 5-6 bits away and rightly stays an original of its own)."""
+    web, _, db, _ = crawled
+    conn = sqlite3.connect(db)
+
+    def marks(group: list[str]) -> list[tuple[int, str | None, int | None]]:
+        return [conn.execute("select content_dedup, duplicate_of, simhash from urls "
+                             "where url_hash = ?", (url_hash(canonical_url(u)),)).fetchone()
+                for u in group]
+
+    for group in web.duplicate_groups()["exact"]:
+        assert [m[0] for m in marks(group)].count(0) == 1, group
+    for group in web.duplicate_groups()["near"]:
+        rows = marks(group)
+        hashes = {url_hash(canonical_url(u)) for u in group}
+        assert all(m[1] in hashes for m in rows if m[0])
+        originals = [from_signed(m[2]) for m in rows if not m[0]]
+        assert originals and all(hamming(a, b) > 3 for a, b in combinations(originals, 2))
+    keys = [k for (k,) in conn.execute("select distinct storage_key from urls "
+                                       "where storage_key is not null")]
+    bodies = list((db.parent / "blobs").rglob("*.gz"))
+    assert len(bodies) == len(keys)
