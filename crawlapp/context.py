@@ -10,9 +10,11 @@ import redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from crawlapp.blobstore import BlobStore, open_blobstore
+from crawlapp.bloom import BloomShape
 from crawlapp.db.engine import session_factory
 from crawlapp.frontier import RedisFrontier
 from crawlapp.settings import Settings, get_settings
+from crawlapp.urlseen import RedisBloom
 
 
 @dataclass
@@ -26,6 +28,12 @@ class Context:
     @cached_property
     def frontier(self) -> RedisFrontier:
         return RedisFrontier(self.redis, self.settings.redis_prefix, self.settings.shards)
+
+    @cached_property
+    def url_seen(self) -> RedisBloom:
+        """Tier 1 of URL dedup: a Bloom filter sized from CRAWL_EXPECTED_URLS."""
+        shape = BloomShape.for_capacity(self.settings.expected_urls, self.settings.bloom_fp_rate)
+        return RedisBloom(self.redis, self.settings.redis_prefix, shape)
 
     @cached_property
     def sessions(self) -> sessionmaker[Session]:

@@ -17,7 +17,7 @@ from crawlapp.urls import url_hash
 
 log = logging.getLogger(__name__)
 SendBatch = Callable[[int, str, list[Lease]], None]
-ALIVE_CHECK_SECONDS = 2.0  # how often the dispatcher checks that Redis still has the frontier
+LOST_BATCH_CHECK_SECONDS = 2.0  # how often the dispatcher looks for batches lost with a worker
 
 
 def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
@@ -29,6 +29,9 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
     Returns the size of the largest batch sent and the earliest time another host is ready.
     """
     settings = ctx.settings
+    restored = ensure_frontier(ctx)  # before every dispatch: never lease from a half frontier
+    if restored is not None:
+        log.warning("Redis had lost the frontier; rebuilt from the database: %s", restored)
     now = time.time()
     due_by = now + (settings.dispatch_lookahead if due_within is None else due_within)
     leases, next_ready = ctx.frontier.dispatch(
@@ -71,12 +74,8 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
     checked = 0.0
     while not stop.is_set():
         try:
-            if time.monotonic() - checked > ALIVE_CHECK_SECONDS:
+            if time.monotonic() - checked > LOST_BATCH_CHECK_SECONDS:
                 checked = time.monotonic()
-                restored = ensure_frontier(ctx)
-                if restored is not None:
-                    log.warning("Redis had lost the frontier; rebuilt from the database: %s",
-                                restored)
                 recovered = recover_lost_batches(ctx, time.time())
                 if recovered:
                     log.warning("%d URL(s) of lost batches queued again", recovered)

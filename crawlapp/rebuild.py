@@ -3,6 +3,7 @@
 What comes back from where:
 - frontier: every URL row whose status is 'queued' (URLs in flight when Redis was lost are
   still 'queued' in the database, since a row changes only once its page is stored);
+- the Bloom filter of seen URLs: every URL row;
 - per-host URL counts (the pages-per-host budget): counted from the URL rows;
 - exact-content claims: the content hash of every stored original;
 - the SimHash band index: the fingerprint of every original;
@@ -47,10 +48,21 @@ def _host_delays(ctx: Context) -> dict[str, float]:
             for origin, delay in rows}
 
 
+def _hold_hosts(ctx: Context) -> None:
+    """The hosts' last request times are gone with Redis: every known host waits the longest
+    delay from the last moment a lease handed out before the loss may still start a request
+    (now + the dispatch lookahead), whatever was queued for it meanwhile."""
+    settings = ctx.settings
+    until = time.time() + settings.dispatch_lookahead + max(
+        [settings.default_delay, *_host_delays(ctx).values()])
+    with ctx.sessions() as session:
+        hosts = session.scalars(select(Url.host).distinct()).all()
+    for start in range(0, len(hosts), CHUNK):
+        ctx.frontier.hold(hosts[start:start + CHUNK], until)
+
+
 def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
-    """Queue every 'queued' row again. The hosts' last request times are gone with Redis,
-    so each host waits its delay from the last moment a lease handed out before the loss
-    may still start a request (now + the dispatch lookahead)."""
+    """Queue every 'queued' row again, each host waiting its delay (see _hold_hosts)."""
     delays = _host_delays(ctx)
     queued = 0
     last_id = 0
@@ -81,6 +93,20 @@ def _host_counts(ctx: Context) -> int:
     if rows:
         ctx.redis.hset(ctx.key("hostcount"), mapping={host: int(n) for host, n in rows})
     return len(rows)
+
+
+def _url_seen(ctx: Context) -> int:
+    """Every known URL back in the Bloom filter."""
+    last_id, added = 0, 0
+    while True:
+        with ctx.sessions() as session:
+            rows = session.execute(select(Url.id, Url.url_hash).where(Url.id > last_id)
+                                   .order_by(Url.id).limit(CHUNK)).all()
+        if not rows:
+            return added
+        last_id = rows[-1].id
+        ctx.url_seen.add([bytes.fromhex(r.url_hash) for r in rows])
+        added += len(rows)
 
 
 def _content_claims(ctx: Context) -> int:
@@ -170,7 +196,9 @@ def _robots(ctx: Context) -> int:
 
 def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None) -> dict[str, int]:
     """Restore the frontier and caches from the database; returns what was restored."""
-    restored = {"urls_queued": _requeue(ctx, progress), "hosts_counted": _host_counts(ctx),
+    _hold_hosts(ctx)
+    restored = {"urls_queued": _requeue(ctx, progress), "urls_seen": _url_seen(ctx),
+                "hosts_counted": _host_counts(ctx),
                 "content_claims": _content_claims(ctx), "fingerprints": _bands(ctx),
                 "recrawls": restore_recrawls(ctx), "robots_cached": _robots(ctx)}
     mark_alive(ctx)

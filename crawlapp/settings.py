@@ -59,6 +59,8 @@ class Settings:
     near_duplicate_bits: int
     trap_pattern_cap: int
     max_redirects: int
+    expected_urls: int
+    bloom_fp_rate: float
 
     @property
     def product_token(self) -> str:
@@ -177,6 +179,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         near_duplicate_bits=_parse(env, "CRAWL_NEAR_DUPLICATE_BITS", 3, _bounded(int, 0, 3)),
         trap_pattern_cap=_parse(env, "CRAWL_TRAP_PATTERN_CAP", 5000, _bounded(int, 1, 1 << 40)),
         max_redirects=_parse(env, "CRAWL_MAX_REDIRECTS", 5, _bounded(int, 0, 20)),
+        expected_urls=_parse(env, "CRAWL_EXPECTED_URLS", 10_000_000, _bounded(int, 1, 1 << 40)),
+        bloom_fp_rate=_parse(env, "CRAWL_BLOOM_FP_RATE", 0.001, _bounded(float, 1e-9, 0.5)),
     )
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")

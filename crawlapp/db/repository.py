@@ -48,20 +48,26 @@ class Lowered:
     new_depth: int
 
 
-def lower_depths(session: Session, rows: Sequence[dict[str, Any]]) -> list[Lowered]:
-    """Give known URLs the smaller depth of `rows` where it is smaller; return those changed."""
+def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
+                 ) -> tuple[set[str], list[Lowered]]:
+    """Give known URLs the smaller depth of `rows` where it is smaller.
+
+    Returns the url_hash of every row that is known, and the rows whose depth changed.
+    """
     wanted = {row["url_hash"]: row["depth"] for row in rows}
+    known: set[str] = set()
     lowered: list[Lowered] = []
     for chunk in _chunks(list(wanted)):
         found = session.execute(select(Url.url_hash, Url.url, Url.status, Url.depth)
                                 .where(Url.url_hash.in_(chunk))).all()
+        known.update(h for h, *_ in found)
         lowered += [Lowered(h, url, status, depth, wanted[h])
                     for h, url, status, depth in found if depth > wanted[h]]
     if lowered:
         session.connection().execute(
             update(Url).where(Url.url_hash == bindparam("v_hash")).values(depth=bindparam("v_depth")),
             [{"v_hash": item.url_hash, "v_depth": item.new_depth} for item in lowered])
-    return lowered
+    return known, lowered
 
 
 def set_status(session: Session, hashes: Sequence[str], status: str) -> None:

@@ -218,6 +218,18 @@ class RedisFrontier:
                 out[host.decode()] = (float(score), why.get(host, b"").decode())
         return out
 
+    def hold(self, hosts: Iterable[str], until: float) -> None:
+        """No request to any of `hosts` before `until` (their last request times are unknown,
+        after Redis lost them): a ready host's time moves later, the others remember it."""
+        by_shard: dict[int, list[str]] = defaultdict(list)
+        for host in hosts:
+            by_shard[shard_of(host, self.shards)].append(host)
+        pipe = self.client.pipeline(transaction=False)
+        for shard, names in by_shard.items():
+            pipe.zadd(f"{self.key(shard)}:ready", dict.fromkeys(names, until), xx=True, gt=True)
+            pipe.hset(f"{self.key(shard)}:idle", mapping=dict.fromkeys(names, until))
+        pipe.execute()
+
     def pause(self, host: str, reason: str = "paused") -> None:
         self._pause(args=[self.key(shard_of(host, self.shards)), host, reason])
 

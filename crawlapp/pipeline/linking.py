@@ -112,11 +112,21 @@ def _within_budget(ctx: Context, session: Session, candidates: list[QueuedURL]
 
 
 def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[int, Rows]:
-    """Insert new rows, lower known depths; queue what must be; return the next wave of rows."""
+    """Insert new rows, lower known depths; queue what must be; return the next wave of rows.
+
+    Two-tier URL dedup: the Bloom filter answers for the whole batch in one round trip;
+    "definitely new" rows are inserted (ON CONFLICT still guards a Bloom filter that lost
+    its state), "maybe seen" rows are looked up, and those the database does not know (a
+    Bloom false positive) are inserted too, so a false positive never loses a URL.
+    """
     max_depth = ctx.settings.max_depth
-    new = repository.add_urls(session, list(rows.values()))
-    lowered = repository.lower_depths(
+    maybe_seen = ctx.url_seen.check_and_add([bytes.fromhex(h) for h in rows])
+    new = repository.add_urls(session, [row for row, seen in zip(rows.values(), maybe_seen,
+                                                                    strict=True) if not seen])
+    known, lowered = repository.lower_depths(
         session, [row for h, row in rows.items() if h not in new])
+    new |= repository.add_urls(session, [row for h, row in rows.items()
+                                         if h not in new and h not in known])
     fresh = [QueuedURL(rows[h]["url"], rows[h]["depth"], rows[h]["priority"])
              for h in new if rows[h]["status"] == "queued"]
     unblocked = [item for item in lowered

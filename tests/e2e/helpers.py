@@ -7,7 +7,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+from crawlapp.testweb.server import start_in_background
+from crawlapp.testweb.serverlog import Request, load
+from crawlapp.testweb.site import Web, WebSpec
 
 CRAWLCTL = [sys.executable, "-m", "crawlapp.cli"]
 
@@ -23,6 +28,23 @@ def start_crawl(env: dict[str, str], seeds: Path, out: Path) -> subprocess.Popen
     with open(out, "wb") as fh:
         return subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds), "--until-idle"],
                                 env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT)
+
+
+def crawl_web(tmp_path: Path, env: dict[str, str], spec: WebSpec,
+              during: Callable[[subprocess.Popen[bytes]], None] = lambda crawl: None
+              ) -> tuple[Web, list[Request], str]:
+    """Serve `spec`, run `crawlctl crawl --until-idle` on its seeds while `during(crawl)`
+    acts on it, and return the web (at its final generation), the server's log and the
+    crawl's output. Fails the test if the crawl fails."""
+    log = str(tmp_path / "requests.jsonl")
+    out = tmp_path / "crawl.out"
+    with start_in_background(Web(spec), log) as server:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(server.web.seeds()) + "\n")
+        crawl = start_crawl(env, seeds, out)
+        during(crawl)
+        assert crawl.wait(300) == 0, out.read_text()
+    return server.web, load(log), out.read_text()
 
 
 def children(pid: int) -> dict[int, str]:

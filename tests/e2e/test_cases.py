@@ -14,10 +14,8 @@ import pytest
 
 from crawlapp.simhash import from_signed, hamming
 from crawlapp.testweb.cases import canonical_url
-from crawlapp.testweb.server import start_in_background
 from crawlapp.testweb.serverlog import (
     canonical_fetches,
-    load,
     never_fetch_violations,
     summary,
     trap_requests,
@@ -25,7 +23,7 @@ from crawlapp.testweb.serverlog import (
 from crawlapp.testweb.site import Web, WebSpec
 from crawlapp.urls import url_hash
 from tests.conftest import crawl_env
-from tests.e2e.helpers import crawlctl
+from tests.e2e.helpers import crawl_web
 
 pytestmark = pytest.mark.e2e
 DELAY = 0.2
@@ -43,13 +41,8 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Web, list, Path, 
     redis.Redis.from_url(redis_url).flushdb()
     env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
                     CRAWL_FETCH_TIMEOUT="3")
-    log = str(tmp_path / "requests.jsonl")
-    with start_in_background(Web(SPEC), log) as server:
-        seeds = tmp_path / "seeds.txt"
-        seeds.write_text("\n".join(server.web.seeds()))
-        done = crawlctl(env, "crawl", "--seeds", str(seeds), "--until-idle", timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return server.web, load(log), tmp_path / "var" / "crawl.db", done.stdout + done.stderr
+    web, requests, output = crawl_web(tmp_path, env, SPEC)
+    return web, requests, tmp_path / "var" / "crawl.db", output
 
 
 def test_politeness_and_robots_hold_on_every_case_host(crawled) -> None:  # type: ignore[no-untyped-def]
