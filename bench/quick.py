@@ -1,4 +1,7 @@
-"""A quick measured crawl for development: `python bench/quick.py HOSTS PAGES [RUNS]`."""
+"""A quick measured crawl for development: `python bench/quick.py HOSTS PAGES [RUNS]`.
+
+CRAWL_* variables in the environment reach the crawler (e.g. CRAWL_BATCH_SIZE=10).
+"""
 
 from __future__ import annotations
 

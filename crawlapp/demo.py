@@ -35,8 +35,8 @@ def main() -> int:
           f"{stats['pages_per_second']} pages/s while crawling")
     print(f"crawler CPU        {trial.cpu:.1f} s ({1000 * trial.cpu / max(trial.pages, 1):.1f} "
           "ms per page: workers, beat and dispatcher, start-up included)")
-    print(f"errors             {stats['failed']} failed (the web links to some missing pages), "
-          f"{stats['blocked_robots']} blocked by robots.txt")
+    print(f"errors             {stats['failed']} failed (404s: pages the web links to but lacks, "
+          f"and /sitemap.xml probes), {stats['blocked_robots']} blocked by robots.txt")
     print(f"stored             {stats['stored']} bodies, "
           f"{_tree_bytes(data_dir / 'blobs') / 1024:.0f} KiB gzip")
     print(f"server's verdict   {verdict['gap_violations']} gap violations, "
