@@ -31,16 +31,20 @@ def _die_with_parent() -> None:
 
 
 def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
-    """A fetch worker (threads: its tasks mostly wait on the network), a pipeline worker
-    (processes: parsing and storing use CPU), beat and the dispatcher."""
+    """Fetch workers (threads: their tasks mostly wait on the network; several processes, so
+    the CPU they do use is not held by one GIL), a pipeline worker (processes: parsing and
+    storing use CPU), beat and the dispatcher."""
     from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
 
     celery = [sys.executable, "-m", "celery", "-A", "crawlapp.celery_app"]
     common = ["-E", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"]
+    fetchers = {
+        f"fetch-worker-{i}": [*celery, "worker", "-Q", ",".join(FETCH_QUEUES), "-P", "threads",
+                              "-c", str(ctx.settings.fetch_concurrency), *common,
+                              "-n", f"fetch{i}-{os.getpid()}@%h"]
+        for i in range(ctx.settings.fetch_processes)}
     return {
-        "fetch-worker": [*celery, "worker", "-Q", ",".join(FETCH_QUEUES), "-P", "threads",
-                         "-c", str(ctx.settings.fetch_concurrency), *common,
-                         "-n", f"fetch{os.getpid()}@%h"],
+        **fetchers,
         "pipeline-worker": [*celery, "worker", "-Q", ",".join(PIPELINE_QUEUES), "-P", "prefork",
                             "-c", str(workers), *common, "-n", f"pipeline{os.getpid()}@%h"],
         "beat": [*celery, "beat", "--loglevel", "WARNING",

@@ -48,6 +48,7 @@ class Settings:
     robots_ttl: int
     worker_concurrency: int
     fetch_concurrency: int
+    fetch_processes: int
     dispatch_interval: float
     dispatch_lookahead: float
     max_backoff: float
@@ -166,7 +167,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         robots_ttl=_parse(env, "CRAWL_ROBOTS_TTL", 86400, _bounded(int, 1, 365 * 86400)),
         worker_concurrency=_parse(env, "CRAWL_WORKER_CONCURRENCY", os.cpu_count() or 1,
                                   _bounded(int, 1, 1024)),
-        fetch_concurrency=_parse(env, "CRAWL_FETCH_CONCURRENCY", 32, _bounded(int, 1, 1024)),
+        fetch_concurrency=_parse(env, "CRAWL_FETCH_CONCURRENCY", 16, _bounded(int, 1, 1024)),
+        fetch_processes=_parse(env, "CRAWL_FETCH_PROCESSES", 2, _bounded(int, 1, 64)),
         dispatch_interval=_parse(env, "CRAWL_DISPATCH_INTERVAL", 0.25, _bounded(float, 0.01, 60)),
         dispatch_lookahead=_parse(env, "CRAWL_DISPATCH_LOOKAHEAD", 1.0, _bounded(float, 0, 60)),
         max_backoff=_parse(env, "CRAWL_MAX_BACKOFF", 300.0, _bounded(float, 0, 86400)),
