@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import redis
+from redis.commands.core import Script
 from sqlalchemy.orm import Session, sessionmaker
 
 from crawlapp.blobstore import BlobStore, open_blobstore
@@ -20,6 +21,13 @@ from crawlapp.urlseen import RedisBloom
 @dataclass
 class Context:
     settings: Settings
+    _scripts: dict[str, Script] = field(default_factory=dict, repr=False)
+
+    def script(self, source: str) -> Script:
+        """A Lua script registered once per process; redis-py then calls it by its SHA."""
+        if source not in self._scripts:
+            self._scripts[source] = self.redis.register_script(source)
+        return self._scripts[source]
 
     @cached_property
     def redis(self) -> redis.Redis:

@@ -60,7 +60,7 @@ def schedule(ctx: Context, items: Iterable[tuple[str, str, float]]) -> None:
 
 def claim(ctx: Context, now: float, limit: int, claim_seconds: float) -> list[str]:
     """Claim up to `limit` due members; returns "<tier>|<url_hash>" strings."""
-    script = ctx.redis.register_script(CLAIM)
+    script = ctx.script(CLAIM)
     return [m.decode() for m in script(args=[_prefix(ctx), now, limit, claim_seconds,
                                               *TIER_NAMES])]
 

@@ -61,6 +61,7 @@ class Settings:
     trap_pattern_cap: int
     max_redirects: int
     expected_urls: int
+    delay_margin: float
     bloom_fp_rate: float
 
     @property
@@ -183,6 +184,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_redirects=_parse(env, "CRAWL_MAX_REDIRECTS", 5, _bounded(int, 0, 20)),
         expected_urls=_parse(env, "CRAWL_EXPECTED_URLS", 10_000_000, _bounded(int, 1, 1 << 40)),
         bloom_fp_rate=_parse(env, "CRAWL_BLOOM_FP_RATE", 0.001, _bounded(float, 1e-9, 0.5)),
+        delay_margin=_parse(env, "CRAWL_DELAY_MARGIN", 0.05, _bounded(float, 0, 10)),
     )
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")

@@ -32,7 +32,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
     with ctx.sessions() as session:
         by_status = repository.status_counts(session)
         duplicates = repository.dedup_count(session)
-        stored = repository.stored_bytes_keys(session)
+        stored = repository.stored_bodies(session)
         first, last = repository.fetch_window(session)
     counts = counters.read(ctx)
     fetched = by_status.get("fetched", 0)

@@ -178,7 +178,8 @@ def fetch_window(session: Session) -> tuple[datetime | None, datetime | None]:
     return first, last
 
 
-def stored_bytes_keys(session: Session) -> int:
+def stored_bodies(session: Session) -> int:
+    """How many distinct bodies the pages point to."""
     return int(session.scalar(select(func.count(func.distinct(Url.storage_key)))
                               .where(Url.storage_key.is_not(None))) or 0)
 

@@ -75,7 +75,7 @@ def _claim_near(ctx: Context, pages: list[Page], max_distance: int) -> None:
     candidates = [p for p in pages if p.get("simhash") and not p.get("content_dedup")]
     if not candidates:
         return
-    script = ctx.redis.register_script(NEAR_CLAIM)
+    script = ctx.script(NEAR_CLAIM)
     pipe = ctx.redis.pipeline(transaction=False)
     for page in candidates:
         script(keys=band_keys(ctx, page["simhash"]),

@@ -141,7 +141,9 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
         policy = policies.get(origin_of(lease.url))
         delay = effective_delay(policy.crawl_delay(ua) if policy else None,
                                 settings.default_delay, settings.max_crawl_delay)
-        nxt = host_next(result.ended, delay, result.status, result.error,
+        # The margin covers a server that logs a response as ended a little after the
+        # crawler has read all of it (a busy server resumes its writer late).
+        nxt = host_next(result.ended + settings.delay_margin, delay, result.status, result.error,
                         result.headers.get("retry-after"), fails_of[lease.host], settings.backoff)
         return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason)
 
