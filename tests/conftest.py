@@ -15,7 +15,7 @@ import pytest
 
 REDIS_BASE = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
-TEST_REDIS_DB = 9
+TEST_REDIS_DB = int(os.environ.get("TEST_REDIS_DB", "9"))
 
 
 def _free_port() -> int:
@@ -24,12 +24,17 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def own_redis_url() -> str:
+    """The tests' own Redis database (`TEST_REDIS_DB`, default 9)."""
+    return f"{REDIS_BASE}/{TEST_REDIS_DB}"
+
+
 @pytest.fixture
 def redis_url() -> str:
     """A Redis database of the tests' own, emptied before each test."""
     import redis
 
-    url = f"{REDIS_BASE}/{TEST_REDIS_DB}"
+    url = own_redis_url()
     redis.Redis.from_url(url).flushdb()
     return url
 

@@ -22,7 +22,7 @@ from crawlapp.testweb.serverlog import (
 )
 from crawlapp.testweb.site import Web, WebSpec
 from crawlapp.urls import url_hash
-from tests.conftest import crawl_env
+from tests.conftest import crawl_env, own_redis_url
 from tests.e2e.helpers import crawl_web
 
 pytestmark = pytest.mark.e2e
@@ -37,7 +37,7 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Web, list, Path, 
     import redis
 
     tmp_path = tmp_path_factory.mktemp("cases")
-    redis_url = "redis://127.0.0.1:6379/9"
+    redis_url = own_redis_url()
     redis.Redis.from_url(redis_url).flushdb()
     env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
                     CRAWL_FETCH_TIMEOUT="3")
