@@ -147,9 +147,11 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
     finally:
         fleet.stop()
     summary = stats.collect(ctx, with_queues=False)
+    peak = max((w["peak_rss_mib"] for w in summary["workers"].values()), default=0.0)
     click.echo(f"idle after {time.time() - started:.1f} s: {summary['fetched']} fetched, "
                f"{summary['failed']} failed, {summary['blocked_robots']} blocked by robots, "
-               f"{summary['duplicates']} duplicates; logs in {fleet.log_dir}")
+               f"{summary['duplicates']} duplicates; {fleet.restarted} restart(s), "
+               f"peak worker memory {peak:.0f} MiB; logs in {fleet.log_dir}")
 
 
 @cli.command()

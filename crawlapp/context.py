@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from crawlapp.blobstore import BlobStore, open_blobstore
 from crawlapp.bloom import BloomShape
 from crawlapp.db.engine import session_factory
+from crawlapp.dnscache import DnsCache
 from crawlapp.frontier import RedisFrontier
 from crawlapp.settings import Settings, get_settings
 from crawlapp.urlseen import RedisBloom
@@ -50,6 +51,11 @@ class Context:
     @cached_property
     def blobs(self) -> BlobStore:
         return open_blobstore(self.settings)
+
+    def dns_cache(self) -> DnsCache:
+        """A resolver on the fleet's shared DNS cache (one per fetcher: it keeps a local copy)."""
+        s = self.settings
+        return DnsCache(self.redis, s.redis_prefix, s.dns_ttl, s.dns_negative_ttl)
 
     def key(self, *parts: str) -> str:
         """A Redis key in the crawler's namespace."""

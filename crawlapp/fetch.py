@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
-import socket
 import threading
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -16,13 +16,14 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from crawlapp.decoding import BodyTooLarge, BoundedDecoder, UnsupportedEncoding
+from crawlapp.dnscache import DnsCache
 from crawlapp.netguard import refusal_reason
 from crawlapp.settings import Settings
 
 T = TypeVar("T")
 KEPT_HEADERS = ("content-type", "etag", "last-modified", "location", "retry-after",
                 "x-robots-tag", "content-encoding")
-DNS_TTL = 300.0
 
 
 @dataclass
@@ -46,16 +47,18 @@ class Fetcher:
     crawl holds connections to hundreds of hosts.
     """
 
-    def __init__(self, settings: Settings, max_clients: int = 2048) -> None:
+    def __init__(self, settings: Settings, dns: DnsCache, max_clients: int = 2048) -> None:
         self.settings = settings
+        self.dns = dns
         self.max_clients = max_clients
         self._headers = {"User-Agent": settings.user_agent, "Accept": "text/html,*/*;q=0.5",
                          "Accept-Encoding": "gzip, deflate"}
+        if settings.from_address:
+            self._headers["From"] = settings.from_address
         self._ssl = httpx.create_ssl_context()
         self._timeout = httpx.Timeout(settings.fetch_timeout,
                                       connect=min(10.0, settings.fetch_timeout))
         self._clients: OrderedDict[str, httpx.AsyncClient] = OrderedDict()
-        self._dns: dict[str, tuple[float, str | None]] = {}
 
     async def _client(self, origin: str) -> httpx.AsyncClient:
         client = self._clients.get(origin)
@@ -72,47 +75,53 @@ class Fetcher:
             await oldest.aclose()
         return client
 
-    async def _guard(self, host: str) -> str | None:
-        """None if the host's addresses may be fetched, else the refusal reason."""
+    async def _address(self, host: str) -> tuple[str | None, str | None]:
+        """The address to connect to, or None and the SSRF guard's refusal reason.
+
+        Every address of the name must pass the guard; the request then goes to the first
+        one, so a second resolution (DNS rebinding) cannot change where it connects.
+        """
         try:
             ipaddress.ip_address(host)
-            return refusal_reason(host, self.settings.allowed_networks)
+            literal = True
         except ValueError:
-            pass
-        cached = self._dns.get(host)
-        if cached and cached[0] > time.monotonic():
-            return cached[1]
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, None,
-                                                                 type=socket.SOCK_STREAM)
-            reasons = [refusal_reason(str(info[4][0]), self.settings.allowed_networks)
-                       for info in infos]
-            reason = next((r for r in reasons if r), None)
-        except (socket.gaierror, UnicodeError):
-            reason = "dns"
-        self._dns[host] = (time.monotonic() + DNS_TTL, reason)
-        return reason
+            literal = False
+        if literal:
+            reason = refusal_reason(host, self.settings.allowed_networks)
+            return (None, reason) if reason else (host, None)
+        answer = await self.dns.resolve(host)
+        if answer.error:
+            return None, answer.error
+        reasons = [refusal_reason(a, self.settings.allowed_networks) for a in answer.addresses]
+        refused = next((r for r in reasons if r), None)
+        return (None, refused) if refused else (answer.addresses[0], None)
 
     async def get(self, url: str, extra_headers: dict[str, str] | None = None,
-                  max_bytes: int | None = None) -> Fetched:
-        """GET `url`, streaming at most `max_bytes` of decoded body within the fetch timeout."""
+                  max_bytes: int | None = None, truncate: bool = False) -> Fetched:
+        """GET `url`, streaming at most `max_bytes` of decoded body within the fetch timeout;
+        a longer body is an error, or with `truncate` cut to its first `max_bytes`."""
         result = Fetched(url=url, started=time.time())
         cap = max_bytes or self.settings.max_body_bytes
         host = urlsplit(url).hostname or ""
         try:
-            refused = await self._guard(host)
-            if refused:
-                result.error = f"ssrf_{refused}"
+            address, refused = await self._address(host)
+            if address is None:
+                result.error = "dns" if refused == "dns" else f"ssrf_{refused}"
                 return result
             async with asyncio.timeout(self.settings.fetch_timeout):
-                await self._stream(url, extra_headers or {}, cap, result)
+                await self._stream(url, address, extra_headers or {}, cap, truncate, result)
         except TimeoutError:
             result.error = "timeout"
         except httpx.TimeoutException:
             result.error = "timeout"
         except httpx.ConnectError:
             result.error = "connect"
-        except (httpx.DecodingError, httpx.RemoteProtocolError, httpx.LocalProtocolError):
+        except BodyTooLarge:
+            result.error = "too_large"
+        except UnsupportedEncoding:
+            result.error = "unsupported_encoding"
+        except (zlib.error, httpx.DecodingError, httpx.RemoteProtocolError,
+                httpx.LocalProtocolError):
             result.error = "protocol"
         except httpx.HTTPError as exc:
             result.error = f"http_{type(exc).__name__}"[:40]
@@ -120,25 +129,37 @@ class Fetcher:
             result.ended = time.time()
         return result
 
-    async def _stream(self, url: str, headers: dict[str, str], cap: int, result: Fetched) -> None:
+    async def _stream(self, url: str, address: str, headers: dict[str, str], cap: int,
+                      truncate: bool, result: Fetched) -> None:
         parts = urlsplit(url)
         client = await self._client(f"{parts.scheme}://{parts.netloc}")
-        async with client.stream("GET", url, headers=headers) as response:
+        target = httpx.URL(url)
+        extensions: dict[str, str] = {}
+        if target.host != address:
+            # Connect to the checked address; the name still goes in Host and TLS SNI.
+            headers = {**headers, "Host": parts.netloc.rpartition("@")[2]}
+            extensions["sni_hostname"] = target.host
+            target = target.copy_with(host=address)
+        request = client.build_request("GET", target, headers=headers, extensions=extensions)
+        response = await client.send(request, stream=True)
+        try:
             result.status = response.status_code
             result.headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
             declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > cap:
+            if declared.isdigit() and int(declared) > cap and not truncate:
                 result.error = "too_large"
                 return
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > cap:
-                    result.error = "too_large"
-                    return
-                chunks.append(chunk)
-            result.body = b"".join(chunks)
+            decoder = BoundedDecoder(response.headers.get("content-encoding"), cap)
+            try:
+                async for chunk in response.aiter_raw():
+                    decoder.feed(chunk)
+                result.body = decoder.body()
+            except BodyTooLarge:
+                if not truncate:
+                    raise
+                result.body = decoder.body()
+        finally:
+            await response.aclose()
 
 
 class _LoopState(threading.local):
@@ -150,7 +171,8 @@ class _LoopState(threading.local):
 _STATE = _LoopState()
 
 
-def run_in_thread_loop(settings: Settings, coro_factory: Callable[[Fetcher], Awaitable[T]]) -> T:
+def run_in_thread_loop(settings: Settings, dns: Callable[[], DnsCache],
+                       coro_factory: Callable[[Fetcher], Awaitable[T]]) -> T:
     """Run `coro_factory(fetcher)` on this thread's event loop, reusing its Fetcher.
 
     One loop and one Fetcher per thread (and per process after a fork), so a threads pool
@@ -160,7 +182,7 @@ def run_in_thread_loop(settings: Settings, coro_factory: Callable[[Fetcher], Awa
     if state.pid != os.getpid() or state.loop is None or state.fetcher is None:
         state.pid = os.getpid()
         state.loop = asyncio.new_event_loop()
-        state.fetcher = Fetcher(settings)
+        state.fetcher = Fetcher(settings, dns())
     fetcher = state.fetcher
 
     async def main() -> T:

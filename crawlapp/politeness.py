@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
-TRANSIENT_ERRORS = frozenset({"timeout", "connect", "protocol"})
+TRANSIENT_ERRORS = frozenset({"timeout", "connect", "protocol", "dns"})
 ABANDONED_ERRORS = frozenset({"timeout", "protocol", "too_large"})
 
 

@@ -61,6 +61,7 @@ class Fleet:
     commands: dict[str, list[str]] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     restarts: list[float] = field(default_factory=list)
+    restarted: int = 0
 
     def start(self, commands: dict[str, list[str]]) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -86,6 +87,7 @@ class Fleet:
                 raise RuntimeError(f"{name} keeps exiting (status {proc.returncode}); "
                                    f"see {self.log_dir / (name + '.log')}")
             log.warning("%s exited with status %s; starting it again", name, proc.returncode)
+            self.restarted += 1
             self._spawn(name)
 
     def stop(self, timeout: float = 20.0) -> None:

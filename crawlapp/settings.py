@@ -33,6 +33,7 @@ class Settings:
     redis_url: str
     redis_prefix: str
     user_agent: str
+    from_address: str | None
     allowed_networks: tuple[IPNetwork, ...]
     max_depth: int
     shards: int
@@ -63,6 +64,9 @@ class Settings:
     expected_urls: int
     delay_margin: float
     bloom_fp_rate: float
+    fetch_binaries: bool
+    dns_ttl: float
+    dns_negative_ttl: float
 
     @property
     def product_token(self) -> str:
@@ -75,7 +79,8 @@ class Settings:
 
     @property
     def traps(self) -> TrapRules:
-        return TrapRules(max_length=self.max_url_length, pattern_cap=self.trap_pattern_cap)
+        return TrapRules(max_length=self.max_url_length, pattern_cap=self.trap_pattern_cap,
+                         skip_binaries=not self.fetch_binaries)
 
     @property
     def backoff(self) -> Backoff:
@@ -120,6 +125,22 @@ def _networks(raw: str) -> tuple[IPNetwork, ...]:
     return tuple(out)
 
 
+def _boolean(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _email(raw: str) -> str:
+    local, at, domain = raw.partition("@")
+    if not (local and at and "." in domain) or any(c.isspace() or c in "\r\n" for c in raw):
+        raise ValueError("expected an e-mail address such as crawler@example.com")
+    return raw
+
+
 def _url(schemes: tuple[str, ...]) -> Callable[[str], str]:
     def convert(raw: str) -> str:
         scheme = raw.split("://", 1)[0].split("+", 1)[0]
@@ -149,6 +170,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         redis_url=_parse(env, "CRAWL_REDIS_URL", redis_default, _url(("redis", "rediss", "unix"))),
         redis_prefix=_parse(env, "CRAWL_REDIS_PREFIX", "crawl", str),
         user_agent=_parse(env, "CRAWL_USER_AGENT", DEFAULT_USER_AGENT, str),
+        from_address=_parse(env, "CRAWL_FROM", None, _email),
         allowed_networks=_parse(env, "CRAWL_ALLOWED_NETWORKS", (), _networks),
         max_depth=_parse(env, "CRAWL_MAX_DEPTH", 5, _bounded(int, 0, 1000)),
         shards=_parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, 4096)),
@@ -185,6 +207,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         expected_urls=_parse(env, "CRAWL_EXPECTED_URLS", 10_000_000, _bounded(int, 1, 1 << 40)),
         bloom_fp_rate=_parse(env, "CRAWL_BLOOM_FP_RATE", 0.001, _bounded(float, 1e-9, 0.5)),
         delay_margin=_parse(env, "CRAWL_DELAY_MARGIN", 0.05, _bounded(float, 0, 10)),
+        fetch_binaries=_parse(env, "CRAWL_FETCH_BINARIES", False, _boolean),
+        dns_ttl=_parse(env, "CRAWL_DNS_TTL", 300.0, _bounded(float, 1, 86400)),
+        dns_negative_ttl=_parse(env, "CRAWL_DNS_NEGATIVE_TTL", 30.0, _bounded(float, 1, 86400)),
     )
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")

@@ -6,7 +6,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from crawlapp import recrawl_sets
+from crawlapp import recrawl_sets, workers
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.pipeline import counters
@@ -63,6 +63,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
         },
         "counters": counts,
         "recrawl": recrawl_sets.stats(ctx, now),
+        "workers": workers.read(ctx),
     }
     if with_queues:
         from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES

@@ -30,6 +30,17 @@ SESSION_KEYS = frozenset({
 YEAR_KEYS = frozenset({"year", "yr", "y"})
 MONTH_KEYS = frozenset({"month", "mon", "mo", "m"})
 DAY_KEYS = frozenset({"day", "d"})
+# Files a crawler of web pages has no use for: images, media, archives, binaries, fonts.
+BINARY_EXTENSIONS = frozenset("""
+    png jpg jpeg gif webp bmp tif tiff ico svgz heic avif psd
+    mp3 wav ogg oga flac aac m4a wma mid midi opus
+    mp4 m4v mov avi wmv mkv webm flv mpg mpeg 3gp
+    zip gz tgz bz2 xz 7z rar tar zst lz cab jar war apk dmg iso img
+    exe msi bin dll so deb rpm pkg
+    woff woff2 ttf otf eot
+""".split())
+COMPRESSED = frozenset({"gz", "bz2", "xz", "zst"})
+TEXT_EXTENSIONS = frozenset({"xml", "txt", "html", "htm", "json", "csv"})
 
 
 def _path_and_query(url: str) -> tuple[str, str]:
@@ -158,6 +169,17 @@ def url_length(url: str, max_length: int = 2048) -> str | None:
     return "too_long" if len(url) > max_length else None
 
 
+def binary_file(url: str) -> str | None:
+    """'binary' when the path's last segment ends in an extension of BINARY_EXTENSIONS
+    (compressed text, such as a gzipped sitemap `.xml.gz`, is not binary)."""
+    path, _ = _path_and_query(url)
+    names = path.rsplit("/", 1)[-1].lower().split(".")
+    if len(names) < 2 or names[-1] not in BINARY_EXTENSIONS:
+        return None
+    compressed_text = names[-1] in COMPRESSED and len(names) > 2 and names[-2] in TEXT_EXTENSIONS
+    return None if compressed_text else "binary"
+
+
 class PatternBudget:
     """The per-host, per-pattern cap, as pure logic over counts kept elsewhere.
 
@@ -185,11 +207,14 @@ class TrapRules:
     max_segments: int = 12
     max_length: int = 2048
     pattern_cap: int = 200
+    skip_binaries: bool = True
 
     def refusal(self, url: str, today: date) -> str | None:
-        """The first reason among length, repeating path, depth, session id and calendar."""
+        """The first reason among length, binary file, repeating path, depth, session id
+        and calendar."""
         path, _ = _path_and_query(url)
         return (url_length(url, self.max_length)
+                or (binary_file(url) if self.skip_binaries else None)
                 or repeating_segments(path, self.max_repeats)
                 or path_depth(url, self.max_segments)
                 or session_id(url)

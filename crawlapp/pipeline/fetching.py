@@ -78,7 +78,7 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
     robots_calls = [start_at(lease.not_before,
                              fetcher.get(robots_url(origin_of(lease.url),
                                                     policies.get(origin_of(lease.url))),
-                                         max_bytes=MAX_ROBOTS_BYTES))
+                                         max_bytes=MAX_ROBOTS_BYTES, truncate=True))
                     for lease in plan.robots]
     page_calls = [start_at(lease.not_before, fetcher.get(lease.url, validators.get(lease.url)))
                   for lease in plan.pages]
@@ -130,7 +130,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
     plan = plan_batch(held, policies, ua)
     hops, validators = _url_state(ctx, [lease.url for lease in plan.pages])
     robots, fetched = run_in_thread_loop(
-        settings, lambda f: _fetch_all(f, plan, policies, validators))
+        settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators))
 
     learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
                for lease, r in zip(plan.robots, robots, strict=True)}

@@ -5,6 +5,7 @@ past the fetch timeout; a redirect loop and a chain of 8 hops; link spellings, n
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections import Counter
 from itertools import combinations
@@ -27,6 +28,7 @@ from tests.e2e.helpers import crawl_web
 
 pytestmark = pytest.mark.e2e
 DELAY = 0.2
+MEMORY_BOUND_MIB = 200  # a worker idles at ~100 MiB; the body cap (10 MiB) bounds the rest
 SPEC = WebSpec(hosts=3, pages_per_host=4, port=0, crawl_delay_every=0, robots_cases=True,
                heavy_cases=True, link_cases=True, trap_cases=True, sitemap_cases=True,
                dedup_cases=True, drip_seconds=4.0)
@@ -52,6 +54,16 @@ def test_politeness_and_robots_hold_on_every_case_host(crawled) -> None:  # type
     assert verdict["robots_first_violations"] == 0
     assert never_fetch_violations(requests, web) == []
     assert "starting it again" not in output  # no worker died on the hostile pages
+
+
+def test_workers_stay_up_with_bounded_memory(crawled) -> None:  # type: ignore[no-untyped-def]
+    """The 20 MiB page, the gzip bomb and the endless trickle are read in bounded pieces."""
+    output = crawled[3]
+    found = re.search(r"(\d+) restart\(s\), peak worker memory (\d+) MiB", output)
+    assert found, output
+    restarts, peak = int(found[1]), int(found[2])
+    assert restarts == 0
+    assert 0 < peak < MEMORY_BOUND_MIB
 
 
 def test_every_reachable_page_once_in_canonical_form(crawled) -> None:  # type: ignore[no-untyped-def]

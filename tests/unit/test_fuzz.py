@@ -10,7 +10,8 @@ from crawlapp.robots import RobotsPolicy, decode_robots, robots_answer
 from crawlapp.settings import SettingsError, load_settings
 
 SETTINGS = ("CRAWL_MAX_DEPTH", "CRAWL_SHARDS", "CRAWL_DEFAULT_DELAY", "CRAWL_ALLOWED_NETWORKS",
-            "DATABASE_URL", "S3_ENDPOINT_URL", "CELERY_BROKER_URL", "CRAWL_BLOOM_FP_RATE")
+            "DATABASE_URL", "S3_ENDPOINT_URL", "CELERY_BROKER_URL", "CRAWL_BLOOM_FP_RATE",
+            "CRAWL_FROM", "CRAWL_FETCH_BINARIES", "CRAWL_DNS_TTL")
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,6 +8,7 @@ from hypothesis.provisional import urls
 from crawlapp.traps import (
     PatternBudget,
     TrapRules,
+    binary_file,
     calendar,
     path_depth,
     repeating_segments,
@@ -200,3 +201,25 @@ def test_refusal_never_raises_on_urls(url: str, today: date) -> None:
        st.dates())
 def test_refusal_never_raises_on_date_like_paths(segments: list[str], today: date) -> None:
     TrapRules(max_years=100).refusal("http://a.com/" + "/".join(segments), today)
+
+
+@pytest.mark.parametrize(("url", "reason"), [
+    ("http://a.com/img/logo.PNG", "binary"),
+    ("http://a.com/dl/setup.exe?v=2", "binary"),
+    ("http://a.com/archive.tar.gz", "binary"),
+    ("http://a.com/video.mp4#t=10", "binary"),
+    ("http://a.com/fonts/x.woff2", "binary"),
+    ("http://a.com/page.html", None),
+    ("http://a.com/report.pdf", None),
+    ("http://a.com/zip", None),
+    ("http://a.com/v1.2/", None),
+    ("http://a.com/search?file=a.zip", None),
+    ("http://a.com/.png", "binary"),
+    ("http://a.com/sitemap-1.xml.gz", None),
+    ("http://a.com/data.tar.gz", "binary"),
+    ("http://a.com/gz", None),
+])
+def test_obvious_binaries_by_extension(url: str, reason: str | None) -> None:
+    assert binary_file(url) == reason
+    assert TrapRules().refusal(url, TODAY) == reason
+    assert TrapRules(skip_binaries=False).refusal(url, TODAY) is None

@@ -1,0 +1,36 @@
+"""Settings: each variable parsed, a bad value named in one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawlapp.settings import SettingsError, load_settings
+
+
+@pytest.mark.parametrize(("env", "field", "value"), [
+    ({"CRAWL_FROM": "ops@example.com"}, "from_address", "ops@example.com"),
+    ({}, "from_address", None),
+    ({"CRAWL_FETCH_BINARIES": "yes"}, "fetch_binaries", True),
+    ({"CRAWL_FETCH_BINARIES": "0"}, "fetch_binaries", False),
+    ({}, "fetch_binaries", False),
+    ({"CRAWL_DNS_TTL": "60"}, "dns_ttl", 60.0),
+])
+def test_values(env: dict[str, str], field: str, value: object) -> None:
+    assert getattr(load_settings(env), field) == value
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"CRAWL_FROM": "not an address"}, "CRAWL_FROM='not an address': expected an e-mail"),
+    ({"CRAWL_FROM": "a@b.com\r\nX-Evil: 1"}, "CRAWL_FROM="),
+    ({"CRAWL_FETCH_BINARIES": "maybe"}, "CRAWL_FETCH_BINARIES='maybe': expected true or false"),
+    ({"CRAWL_DNS_TTL": "0"}, "CRAWL_DNS_TTL='0': must be between 1 and 86400"),
+])
+def test_bad_values_name_the_variable(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        load_settings(env)
+    assert str(err.value).startswith(message)
+
+
+def test_binaries_setting_reaches_the_trap_rules() -> None:
+    assert load_settings({}).traps.skip_binaries
+    assert not load_settings({"CRAWL_FETCH_BINARIES": "true"}).traps.skip_binaries
