@@ -197,7 +197,7 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
             "url", "url_hash", "host", "depth", "status", "priority", "http_status",
             "content_type", "content_length", "content_hash", "content_dedup", "duplicate_of",
             "storage_key", "title", "etag", "last_modified", "redirect_to", "redirect_hops",
-            "discovered_at",
+            "canonical_url", "noindex", "discovered_at",
             "last_fetched_at", "next_crawl_at", "fail_count", "last_error")}
         data["simhash"] = f"{row.simhash & (2**64 - 1):016x}" if row.simhash is not None else None
         data["outbound_links"] = repository.outbound_links(session, row.url_hash)

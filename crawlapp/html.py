@@ -28,7 +28,9 @@ class ParsedPage:
     title: str = ""
     links: list[Link] = field(default_factory=list)
     base: str | None = None
+    canonical: str | None = None  # <link rel=canonical href>, unresolved
     meta_nofollow: bool = False
+    meta_noindex: bool = False
     text: str = ""
 
 
@@ -64,6 +66,14 @@ def decode_body(body: bytes, content_type: str | None) -> str:
     return body.decode("utf-8", errors="replace")
 
 
+def robots_directives(value: str | None) -> tuple[bool, bool]:
+    """(nofollow, noindex) from a meta robots content or an X-Robots-Tag header value."""
+    words = {w.strip() for w in (value or "").lower().replace(";", ",").split(",")}
+    words |= {w.split(":", 1)[1].strip() for w in words if ":" in w}  # "bot: noindex"
+    none = "none" in words
+    return none or "nofollow" in words, none or "noindex" in words
+
+
 def is_html(content_type: str | None) -> bool:
     if not content_type:
         return True
@@ -88,9 +98,13 @@ def parse_html(body: bytes, content_type: str | None, max_links: int = 1000) -> 
     base = root.find(".//base[@href]")
     if base is not None:
         page.base = base.get("href", "").strip() or None
+    for link in root.iterfind(".//link[@rel]"):
+        if "canonical" in link.get("rel", "").lower().split() and link.get("href", "").strip():
+            page.canonical = link.get("href", "").strip()
+            break
     for meta in root.iterfind(".//meta[@name]"):
         if meta.get("name", "").lower() == "robots":
-            page.meta_nofollow = "nofollow" in meta.get("content", "").lower()
+            page.meta_nofollow, page.meta_noindex = robots_directives(meta.get("content"))
     # The set holds the elements themselves: lxml then hands out the same proxy objects.
     boilerplate = {a for box in root.iter(_BOILERPLATE) for a in box.iter(_LINK_TAGS)}
     for element in root.iter(_LINK_TAGS):

@@ -13,6 +13,7 @@ from sqlalchemy import (
     SmallInteger,
     String,
     Text,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -51,6 +52,8 @@ class Url(Base):
     title: Mapped[str | None] = mapped_column(Text)
     redirect_to: Mapped[str | None] = mapped_column(Text)
     redirect_hops: Mapped[int | None] = mapped_column(SmallInteger)
+    canonical_url: Mapped[str | None] = mapped_column(Text)  # <link rel=canonical>, if another
+    noindex: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     fail_count: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
 

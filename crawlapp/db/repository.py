@@ -97,7 +97,7 @@ def hashes_with_status(session: Session, hashes: Sequence[str], status: str) -> 
 FETCH_COLUMNS = ("status", "last_fetched_at", "http_status", "content_type", "content_length",
                  "content_hash", "simhash", "content_dedup", "duplicate_of", "storage_key",
                  "title", "etag", "last_modified", "last_error", "redirect_to", "redirect_hops",
-                 "next_crawl_at")
+                 "next_crawl_at", "canonical_url", "noindex")
 # The columns a 304 Not Modified writes: the stored content stays as it was.
 NOT_MODIFIED_COLUMNS = ("status", "last_fetched_at", "http_status", "next_crawl_at")
 
@@ -110,9 +110,9 @@ def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
     values = {col: bindparam(f"v_{col}") for col in columns}
     stmt = (update(Url).where(Url.url_hash == bindparam("v_url_hash"))
             .values(**values, fail_count=Url.fail_count + bindparam("v_failed")))
+    flags = [col for col in ("content_dedup", "noindex") if col in columns]
     params = [{f"v_{k}": row.get(k) for k in (*columns, "url_hash")}
-              | ({"v_content_dedup": bool(row.get("content_dedup"))}
-                 if "content_dedup" in columns else {})
+              | {f"v_{col}": bool(row.get(col)) for col in flags}
               | {"v_failed": int(row.get("status") == "failed")} for row in rows]
     session.connection().execute(stmt, params)
 

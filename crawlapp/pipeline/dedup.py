@@ -13,6 +13,7 @@ from __future__ import annotations
 from crawlapp.context import Context
 from crawlapp.pipeline.pages import Page
 from crawlapp.simhash import bands
+from crawlapp.urls import url_hash
 
 # KEYS: the band sets of the page's fingerprint (one per band)
 # ARGV: fingerprint as 16 hex digits, url_hash of the page, max Hamming distance
@@ -85,11 +86,36 @@ def _claim_near(ctx: Context, pages: list[Page], max_distance: int) -> None:
             page.update(content_dedup=True, duplicate_of=owner.decode(), near_duplicate=True)
 
 
+def _defer_to_canonicals(ctx: Context, pages: list[Page]) -> None:
+    """A page whose <link rel=canonical> names another URL is kept as a pointer to it, not
+    stored, unless that URL itself defers to another one (two pages naming each other must
+    not both go unstored: the second to be parsed is stored)."""
+    declaring = [p for p in pages if p.get("canonical")]
+    if not declaring:
+        return
+    pipe = ctx.redis.pipeline(transaction=False)
+    for page in declaring:
+        pipe.exists(ctx.key("canonical-of", url_hash(page["canonical"])))
+    for page, target_defers in zip(declaring, pipe.execute(), strict=True):
+        if target_defers:
+            page.pop("canonical")
+            continue
+        page.update(duplicate_of=url_hash(page["canonical"]), unstored="canonical")
+        pipe.set(ctx.key("canonical-of", page["url_hash"]), url_hash(page["canonical"]))
+    pipe.execute()
+
+
 def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
-    """Mark exact and near duplicates; their bodies leave the batch and are not stored."""
-    _claim_exact(ctx, pages)
-    _claim_near(ctx, pages, ctx.settings.near_duplicate_bits)
+    """Mark pages not to store (noindex, or another URL is canonical), then exact and near
+    duplicates; the bodies of all those leave the batch."""
+    _defer_to_canonicals(ctx, pages)
     for page in pages:
-        if page.get("content_dedup"):
+        if page.get("noindex"):
+            page.setdefault("unstored", "noindex")
+    kept = [p for p in pages if not p.get("unstored")]
+    _claim_exact(ctx, kept)
+    _claim_near(ctx, kept, ctx.settings.near_duplicate_bits)
+    for page in pages:
+        if page.get("content_dedup") or page.get("unstored"):
             page.pop("body_gz", None)
     return pages

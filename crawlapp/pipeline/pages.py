@@ -4,7 +4,9 @@ Keys: url, url_hash, host, depth, priority, status ('fetched', 'redirected', 'fa
 'blocked'), http_status, error, fetched_at (UNIX time), content_type, etag, last_modified,
 location, x_robots, content_hash, content_length, body_gz (gzip bytes, until stored),
 not_modified (a 304), redirect_hops, simhash, title, links ([url, anchor, nofollow,
-boilerplate] lists, canonical), content_dedup, duplicate_of, storage_key, next_crawl_at.
+boilerplate] lists, canonical), canonical (the page's <link rel=canonical> when it names
+another URL), noindex, unstored ('canonical' or 'noindex': body not kept), content_dedup,
+duplicate_of, storage_key, next_crawl_at.
 """
 
 from __future__ import annotations

@@ -5,16 +5,12 @@ from __future__ import annotations
 import gzip
 from collections import Counter
 
-from crawlapp.html import is_html, parse_html
+from crawlapp.html import is_html, parse_html, robots_directives
 from crawlapp.pipeline.pages import Page
 from crawlapp.settings import Settings
 from crawlapp.simhash import simhash
 from crawlapp.sitemaps import is_sitemap, parse_sitemap
 from crawlapp.urls import URLRejected, canonicalize, canonicalize_many
-
-
-def _nofollow_header(x_robots: str | None) -> bool:
-    return bool(x_robots) and "nofollow" in x_robots.lower()  # type: ignore[union-attr]
 
 
 def parse_page(page: Page, settings: Settings, rejected: Counter[str]) -> Page:
@@ -48,8 +44,9 @@ def parse_page(page: Page, settings: Settings, rejected: Counter[str]) -> Page:
                         settings.max_links_per_page)
     page["title"] = parsed.title
     page["simhash"] = simhash(parsed.text) if parsed.text else None
-    if parsed.meta_nofollow or _nofollow_header(page.get("x_robots")):
-        return page
+    header_nofollow, header_noindex = robots_directives(page.get("x_robots"))
+    if parsed.meta_noindex or header_noindex:
+        page["noindex"] = True
     base = page["url"]
     if parsed.base:
         try:
@@ -57,6 +54,18 @@ def parse_page(page: Page, settings: Settings, rejected: Counter[str]) -> Page:
         except URLRejected:
             pass
     seen: set[str] = set()
+    if parsed.canonical:
+        try:
+            canonical = canonicalize(parsed.canonical, base, max_length=settings.max_url_length)
+        except URLRejected as exc:
+            rejected[exc.reason] += 1
+        else:
+            if canonical != page["url"]:
+                page["canonical"] = canonical
+                page["links"].append([canonical, "", False, False])
+                seen.add(canonical)
+    if parsed.meta_nofollow or header_nofollow:
+        return page
     for link in parsed.links:
         try:
             target = canonicalize(link.url, base, max_length=settings.max_url_length)

@@ -29,6 +29,7 @@ def _row(page: Page) -> dict[str, object]:
         else None,
         "redirect_hops": page.get("redirect_hops") or None,
         "next_crawl_at": page.get("next_crawl_at"),
+        "canonical_url": page.get("canonical"), "noindex": bool(page.get("noindex")),
     }
 
 
@@ -54,7 +55,8 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     fetch of each page (the database keeps next_crawl_at too); bodies leave the batch."""
     uploads = []
     for page in pages:
-        if page.get("content_hash") and not page.get("near_duplicate"):
+        if (page.get("content_hash") and not page.get("near_duplicate")
+                and not page.get("unstored")):
             page["storage_key"] = body_key(page["content_hash"])
         body = page.pop("body_gz", None)
         if body is not None:

@@ -119,8 +119,13 @@ def test_one_stored_body_per_group_of_copies(crawled) -> None:  # type: ignore[n
         rows = marks(group)
         hashes = {url_hash(canonical_url(u)) for u in group}
         assert all(m[1] in hashes for m in rows if m[0])
-        originals = [from_signed(m[2]) for m in rows if not m[0]]
+        originals = [from_signed(m[2]) for m in rows if not m[0] and m[1] is None]
         assert originals and all(hamming(a, b) > 3 for a, b in combinations(originals, 2))
+    for variant, article in web.canonical_links().items():
+        if variant != article:  # a page naming another canonical URL points to it, unstored
+            row = conn.execute("select canonical_url, duplicate_of, storage_key from urls "
+                               "where url_hash = ?", (url_hash(canonical_url(variant)),)).fetchone()
+            assert row == (canonical_url(article), url_hash(canonical_url(article)), None)
     keys = [k for (k,) in conn.execute("select distinct storage_key from urls "
                                        "where storage_key is not null")]
     bodies = list((db.parent / "blobs").rglob("*.gz"))

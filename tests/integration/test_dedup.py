@@ -61,3 +61,28 @@ def test_two_workers_racing_on_near_copies_yield_one_original(tmp_path: Path,
     assert len(originals) == 1
     assert {p["duplicate_of"] for p in results if p.get("content_dedup")} == {
         originals[0]["url_hash"]}
+
+
+def test_pages_naming_another_canonical_url_or_noindex_are_not_stored(tmp_path: Path,
+                                                                      redis_url: str) -> None:
+    ctx = make_ctx(tmp_path, redis_url)
+    article = page("http://a.com/article", ARTICLE, "aa" * 32)
+    printed = page("http://a.com/print", ARTICLE + " print", "bb" * 32) | {
+        "canonical": "http://a.com/article"}
+    hidden = page("http://a.com/private", "private " * 40, "cc" * 32) | {"noindex": True}
+    printed, hidden, article = dedup_pages(ctx, [printed, hidden, article])
+    assert printed["unstored"] == "canonical" and "body_gz" not in printed
+    assert printed["duplicate_of"] == article["url_hash"]
+    assert hidden["unstored"] == "noindex" and "body_gz" not in hidden
+    assert not article.get("content_dedup") and "body_gz" in article  # print did not claim it
+
+
+def test_two_pages_naming_each_other_canonical_keep_one_body(tmp_path: Path,
+                                                             redis_url: str) -> None:
+    ctx = make_ctx(tmp_path, redis_url)
+    first = page("http://a.com/x", ARTICLE, "aa" * 32) | {"canonical": "http://a.com/y"}
+    second = page("http://a.com/y", ARTICLE, "aa" * 32) | {"canonical": "http://a.com/x"}
+    (first,) = dedup_pages(ctx, [first])
+    (second,) = dedup_pages(ctx, [second])
+    assert first["unstored"] == "canonical"
+    assert "unstored" not in second and "body_gz" in second and "canonical" not in second

@@ -1,10 +1,14 @@
+import gzip
 import ipaddress
+from collections import Counter
 
 import pytest
 
-from crawlapp.html import decode_body, parse_html
+from crawlapp.html import decode_body, parse_html, robots_directives
 from crawlapp.netguard import refusal_reason
+from crawlapp.pipeline.parsing import parse_page
 from crawlapp.priority import depth_priority, queue_score
+from crawlapp.settings import load_settings
 
 LOOPBACK = (ipaddress.ip_network("127.0.0.0/8"),)
 
@@ -81,3 +85,35 @@ def test_links_in_navigation_and_without_anchor_rank_lower() -> None:
     assert story == depth_priority(1)
     assert story > link_priority(1, False, "") > link_priority(1, True, "Menu")
     assert link_priority(1, True, "Menu") > link_priority(2, False, "Story") * 0.8
+
+
+def test_canonical_link_and_robots_directives() -> None:
+    page = parse_html(b"<head><link rel='alternate' href='/amp'>"
+                      b"<LINK REL='Canonical' HREF=' /article '>"
+                      b"<meta name=ROBOTS content='NoIndex'></head><a href=x>x</a>", "text/html")
+    assert page.canonical == "/article"
+    assert page.meta_noindex and not page.meta_nofollow
+    assert parse_html(b"<a href=x>x</a>", "text/html").canonical is None
+
+
+@pytest.mark.parametrize(("value", "directives"), [
+    (None, (False, False)), ("", (False, False)), ("noindex", (False, True)),
+    ("NOFOLLOW, noarchive", (True, False)), ("none", (True, True)),
+    ("crawlapp: noindex", (False, True)), ("index, follow", (False, False)),
+])
+def test_robots_directives(value: str | None, directives: tuple[bool, bool]) -> None:
+    assert robots_directives(value) == directives
+
+
+def test_parse_page_records_another_canonical_and_queues_it() -> None:
+    settings = load_settings({})
+    body = (b"<head><link rel=canonical href='/article?utm_source=x'></head>"
+            b"<meta name=robots content=nofollow><a href='/other'>o</a>")
+    page = {"url": "http://a.com/print", "status": "fetched", "content_type": "text/html",
+            "body_gz": gzip.compress(body)}
+    parsed = parse_page(page, settings, Counter())
+    assert parsed["canonical"] == "http://a.com/article"
+    assert parsed["links"] == [["http://a.com/article", "", False, False]]  # nofollow: no /other
+    same = {"url": "http://a.com/article", "status": "fetched", "content_type": "text/html",
+            "body_gz": gzip.compress(b"<link rel=canonical href='/article'>")}
+    assert "canonical" not in parse_page(same, settings, Counter())
