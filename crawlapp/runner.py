@@ -33,7 +33,8 @@ def _die_with_parent() -> None:
 def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
     """Fetch workers (threads: their tasks mostly wait on the network; several processes, so
     the CPU they do use is not held by one GIL), a pipeline worker (processes: parsing and
-    storing use CPU), beat and the dispatcher."""
+    storing use CPU), beat, the dispatcher and, with CRAWL_METRICS_PORT, the metrics
+    endpoint."""
     from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
 
     celery = [sys.executable, "-m", "celery", "-A", "crawlapp.celery_app"]
@@ -43,8 +44,12 @@ def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
                               "-c", str(ctx.settings.fetch_concurrency), *common,
                               "-n", f"fetch{i}-{os.getpid()}@%h"]
         for i in range(ctx.settings.fetch_processes)}
+    port = ctx.settings.metrics_port
+    exporter = {"metrics": [sys.executable, "-m", "crawlapp.cli", "metrics", "serve",
+                            "--port", str(port)]} if port else {}
     return {
         **fetchers,
+        **exporter,
         "pipeline-worker": [*celery, "worker", "-Q", ",".join(PIPELINE_QUEUES), "-P", "prefork",
                             "-c", str(workers), *common, "-n", f"pipeline{os.getpid()}@%h"],
         "beat": [*celery, "beat", "--loglevel", "WARNING",

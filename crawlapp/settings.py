@@ -5,10 +5,10 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from crawlapp.politeness import Backoff
 from crawlapp.traps import TrapRules
@@ -23,50 +23,87 @@ class SettingsError(ValueError):
     """A setting has a value the crawler cannot use; the message names the variable."""
 
 
+def _doc(env: str, meaning: str, default: str | None = None) -> Any:
+    """A Settings field documented by its variable, its meaning and (when the default is not
+    a plain value) how its default is chosen; docs/settings.md is generated from these."""
+    return field(metadata={"env": env, "meaning": meaning, "default": default})
+
+
 @dataclass(frozen=True)
 class Settings:
-    data_dir: Path
-    database_url: str
-    s3_endpoint_url: str | None
-    s3_bucket: str | None
-    broker_url: str
-    redis_url: str
-    redis_prefix: str
-    user_agent: str
-    from_address: str | None
-    allowed_networks: tuple[IPNetwork, ...]
-    max_depth: int
-    shards: int
-    default_delay: float
-    max_crawl_delay: float
-    batch_size: int
-    max_leased_per_shard: int
-    lease_seconds: float
-    fetch_timeout: float
-    max_body_bytes: int
-    max_url_length: int
-    max_links_per_page: int
-    robots_ttl: int
-    worker_concurrency: int
-    fetch_concurrency: int
-    fetch_processes: int
-    dispatch_interval: float
-    dispatch_lookahead: float
-    max_backoff: float
-    max_retry_after: float
-    park_after: int
-    park_seconds: float
-    max_retries: int
-    max_pages_per_host: int
-    near_duplicate_bits: int
-    trap_pattern_cap: int
-    max_redirects: int
-    expected_urls: int
-    delay_margin: float
-    bloom_fp_rate: float
-    fetch_binaries: bool
-    dns_ttl: float
-    dns_negative_ttl: float
+    data_dir: Path = _doc(
+        "CRAWL_DATA_DIR", "SQLite file, local bodies, logs, beat schedule", default="`./var`")
+    database_url: str = _doc(
+        "DATABASE_URL",
+        "`postgresql://user@host/db` for Postgres (psycopg 3)", default="SQLite in the data dir")
+    s3_endpoint_url: str | None = _doc(
+        "S3_ENDPOINT_URL", "S3, MinIO or any S3-compatible server; unset: bodies in the data dir")
+    s3_bucket: str | None = _doc("S3_BUCKET", "bucket of the page bodies (required with `S3_ENDPOINT_URL`)")
+    broker_url: str = _doc("CELERY_BROKER_URL", "Redis or RabbitMQ (`amqp://`)")
+    redis_url: str = _doc(
+        "CRAWL_REDIS_URL", "frontier, robots cache, dedup claims, counters", default="the broker, if Redis")
+    redis_prefix: str = _doc("CRAWL_REDIS_PREFIX", "namespace of the crawler's Redis keys")
+    user_agent: str = _doc("CRAWL_USER_AGENT", "its product token picks the robots.txt group")
+    from_address: str | None = _doc("CRAWL_FROM", "e-mail address sent in the `From` header",
+                                    default="unset: no header")
+    allowed_networks: tuple[IPNetwork, ...] = _doc(
+        "CRAWL_ALLOWED_NETWORKS",
+        "CIDRs exempt from the private-address guard (`127.0.0.0/8` for local tests)", default="empty")
+    max_depth: int = _doc("CRAWL_MAX_DEPTH", "links deeper than this from a seed are not queued")
+    shards: int = _doc("CRAWL_SHARDS", "number of `fetch.N` queues")
+    default_delay: float = _doc(
+        "CRAWL_DEFAULT_DELAY", "seconds between the end of one request to a host and the start of the next")
+    max_crawl_delay: float = _doc("CRAWL_MAX_CRAWL_DELAY", "cap on a robots.txt `Crawl-delay`")
+    batch_size: int = _doc("CRAWL_BATCH_SIZE", "most URLs (from distinct hosts) in one fetch batch")
+    max_leased_per_shard: int = _doc(
+        "CRAWL_MAX_LEASED_PER_SHARD", "most hosts of one shard leased at once", default="4 x batch size")
+    lease_seconds: float = _doc(
+        "CRAWL_LEASE_SECONDS",
+        "a lease not renewed or released by then expires", default="max(120, 4 x fetch timeout)")
+    fetch_timeout: float = _doc("CRAWL_FETCH_TIMEOUT", "total seconds for one request, body included")
+    max_body_bytes: int = _doc("CRAWL_MAX_BODY_BYTES", "larger bodies are aborted and recorded `too_large`")
+    max_url_length: int = _doc("CRAWL_MAX_URL_LENGTH", "longer URLs are refused")
+    max_links_per_page: int = _doc("CRAWL_MAX_LINKS_PER_PAGE", "links taken from one page")
+    robots_ttl: int = _doc("CRAWL_ROBOTS_TTL", "seconds a robots.txt answer is cached")
+    worker_concurrency: int = _doc(
+        "CRAWL_WORKER_CONCURRENCY",
+        "pipeline worker processes started by `crawlctl crawl`", default="CPU count")
+    fetch_concurrency: int = _doc(
+        "CRAWL_FETCH_CONCURRENCY", "fetch batches run at once by each fetch worker (threads)")
+    fetch_processes: int = _doc("CRAWL_FETCH_PROCESSES", "fetch worker processes started by `crawlctl crawl`")
+    dispatch_interval: float = _doc(
+        "CRAWL_DISPATCH_INTERVAL", "seconds between two looks of the dispatcher at the frontier")
+    dispatch_lookahead: float = _doc(
+        "CRAWL_DISPATCH_LOOKAHEAD",
+        "hosts ready within this many seconds may join a batch; each request still waits for its host's time")
+    max_backoff: float = _doc(
+        "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors")
+    max_retry_after: float = _doc("CRAWL_MAX_RETRY_AFTER", "cap on a `Retry-After` (429, 503)")
+    park_after: int = _doc("CRAWL_PARK_AFTER", "a host failing this many times in a row is parked")
+    park_seconds: float = _doc("CRAWL_PARK_SECONDS", "how long a failing host stays parked")
+    max_retries: int = _doc(
+        "CRAWL_MAX_RETRIES", "tries again of a URL answered 429/5xx or refused connection")
+    max_pages_per_host: int = _doc(
+        "CRAWL_MAX_PAGES_PER_HOST", "URLs queued per host; the rest are recorded `over_budget`")
+    near_duplicate_bits: int = _doc(
+        "CRAWL_NEAR_DUPLICATE_BITS", "SimHash distance (0-3) under which a page is a near duplicate")
+    trap_pattern_cap: int = _doc(
+        "CRAWL_TRAP_PATTERN_CAP",
+        "URLs of one shape (digits and ids abstracted) per host; the rest are recorded `trap`")
+    max_redirects: int = _doc("CRAWL_MAX_REDIRECTS", "redirect hops followed from a URL found by a link")
+    expected_urls: int = _doc("CRAWL_EXPECTED_URLS", "URLs the Bloom filter of seen URLs is sized for")
+    delay_margin: float = _doc(
+        "CRAWL_DELAY_MARGIN", "seconds added to every delay, for servers that log a response's end late")
+    bloom_fp_rate: float = _doc(
+        "CRAWL_BLOOM_FP_RATE", "false-positive rate of that Bloom filter at its expected size")
+    fetch_binaries: bool = _doc(
+        "CRAWL_FETCH_BINARIES", "fetch links to images, media, archives and executables too")
+    dns_ttl: float = _doc("CRAWL_DNS_TTL", "seconds a host name's addresses are cached (Redis)")
+    dns_negative_ttl: float = _doc("CRAWL_DNS_NEGATIVE_TTL", "seconds a failed lookup is cached")
+    metrics_port: int | None = _doc(
+        "CRAWL_METRICS_PORT", "`crawlctl crawl` serves the Prometheus metrics on this port",
+        default="unset: not served")
+    metrics_addr: str = _doc("CRAWL_METRICS_ADDR", "address the metrics endpoint listens on")
 
     @property
     def product_token(self) -> str:
@@ -210,6 +247,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         fetch_binaries=_parse(env, "CRAWL_FETCH_BINARIES", False, _boolean),
         dns_ttl=_parse(env, "CRAWL_DNS_TTL", 300.0, _bounded(float, 1, 86400)),
         dns_negative_ttl=_parse(env, "CRAWL_DNS_NEGATIVE_TTL", 30.0, _bounded(float, 1, 86400)),
+        metrics_port=_parse(env, "CRAWL_METRICS_PORT", None, _bounded(int, 1, 65535)),
+        metrics_addr=_parse(env, "CRAWL_METRICS_ADDR", "127.0.0.1", str),
     )
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")

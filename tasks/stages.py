@@ -18,6 +18,7 @@ from sqlalchemy.exc import OperationalError
 from crawlapp.celery_app import app
 from crawlapp.context import Context, get_context
 from crawlapp.frontier import Lease
+from crawlapp.metrics import store_counts
 from crawlapp.pipeline import counters
 from crawlapp.pipeline.dedup import dedup_pages
 from crawlapp.pipeline.fetching import fetch_batch
@@ -62,13 +63,17 @@ def dedup(pages: list[Page], batch_id: str) -> list[Page]:
 
 @app.task(name="crawl.store", **RETRY)
 def store(pages: list[Page], batch_id: str) -> list[Page]:
-    return store_pages(_started(batch_id), pages)
+    ctx = _started(batch_id)
+    counts = store_counts(pages)  # before the bodies leave the batch, added once stored
+    stored = store_pages(ctx, pages)
+    counters.bump(ctx, counts)
+    return stored
 
 
 @app.task(name="crawl.extract_links", **RETRY)
 def extract_links(pages: list[Page], batch_id: str) -> int:
     ctx = _started(batch_id)
-    added, refused = extract_links_stage(ctx, pages)
-    counters.bump_refusals(ctx, refused)
+    added, known, refused = extract_links_stage(ctx, pages)
+    counters.bump(ctx, {"urls:known": known}, refused=refused)
     ctx.frontier.finish_batch(batch_id)
     return added

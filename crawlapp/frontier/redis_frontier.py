@@ -85,6 +85,7 @@ class ShardStats:
     hosts_leased: int
     hosts_parked: int
     urls_queued: int
+    hosts_backing_off: int  # failed last time, so waiting out a backoff (parked or not)
 
 
 class RedisFrontier:
@@ -197,12 +198,13 @@ class RedisFrontier:
             pipe.zcard(f"{k}:leases")
             pipe.zcard(f"{k}:parked")
             pipe.get(f"{k}:queued")
+            pipe.hlen(f"{k}:fails")
         raw = pipe.execute()
         out = []
         for shard in range(self.shards):
-            ready, ready_now, leased, parked, queued = raw[5 * shard: 5 * shard + 5]
+            ready, ready_now, leased, parked, queued, failing = raw[6 * shard: 6 * shard + 6]
             out.append(ShardStats(shard, int(ready) - int(ready_now), int(ready_now), int(leased),
-                                  int(parked), int(queued or 0)))
+                                  int(parked), int(queued or 0), int(failing)))
         return out
 
     def parked(self) -> dict[str, tuple[float, str]]:

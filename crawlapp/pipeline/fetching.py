@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from crawlapp.context import Context
 from crawlapp.fetch import Fetched, Fetcher, run_in_thread_loop, start_at
 from crawlapp.frontier import Lease
 from crawlapp.frontier.redis_frontier import Release
+from crawlapp.metrics import fetch_counts
 from crawlapp.pipeline import robots_cache
 from crawlapp.pipeline.pages import Page, apply_fetch, blocked, page_for, robots_page
 from crawlapp.politeness import host_next, is_retryable
@@ -86,9 +88,10 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
     return results[:len(plan.robots)], results[len(plan.robots):]
 
 
-def _retry_counts(ctx: Context, retried: list[Lease], done: list[Lease]) -> list[int]:
+def _retry_counts(ctx: Context, retried: list[Lease], done: list[Lease],
+                  observed: Mapping[str, int]) -> list[int]:
     """Bump the retry count of transiently failed URLs; forget the retries and conditional-GET
-    validators of the others."""
+    validators of the others; add the batch's fetch counters in the same round trip."""
     if not retried and not done:
         return []
     pipe = ctx.redis.pipeline(transaction=False)
@@ -97,6 +100,8 @@ def _retry_counts(ctx: Context, retried: list[Lease], done: list[Lease]) -> list
     if done:
         pipe.hdel(ctx.key("retries"), *[lease.url for lease in done])
         pipe.hdel(ctx.key("validators"), *[lease.url for lease in done])
+    for name, n in observed.items():
+        pipe.hincrby(ctx.key("counters"), name, n)
     return [int(n) for n in pipe.execute()[:len(retried)]]
 
 
@@ -160,7 +165,8 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
                  if is_retryable(r.status, r.error)]
     counts = _retry_counts(ctx, [lease for lease, _ in transient],
                            [lease for lease, r in zip(plan.pages, fetched, strict=True)
-                            if not is_retryable(r.status, r.error)])
+                            if not is_retryable(r.status, r.error)],
+                           fetch_counts(fetched))
     retry = {lease.url for (lease, _), n in zip(transient, counts, strict=True)
              if n <= settings.max_retries}
     for lease, result in zip(plan.pages, fetched, strict=True):

@@ -169,9 +169,12 @@ def _record_hops(ctx: Context, pages: list[Page]) -> None:
         ctx.redis.hset(ctx.key("hops"), mapping=hops)
 
 
-def extract_links(ctx: Context, pages: list[Page]) -> tuple[int, Counter[tuple[str, str]]]:
-    """Returns how many new URLs were recorded, and the links refused by (reason, host)."""
+def extract_links(ctx: Context, pages: list[Page]
+                  ) -> tuple[int, int, Counter[tuple[str, str]]]:
+    """Returns how many new URLs were recorded, how many of the batch's distinct link
+    targets were already known (URL dedup hits), and the links refused by (reason, host)."""
     rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC),
                                       ctx.settings.traps)
     _record_hops(ctx, pages)
-    return enqueue_new(ctx, rows, edges), refused
+    added = enqueue_new(ctx, rows, edges)
+    return added, max(0, len(rows) - added), refused
