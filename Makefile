@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 VENV    := .venv/.installed
 export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
-.PHONY: install services test test-unit test-integration test-e2e demo lint lock clean
+.PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick lint lock clean
 
 install: $(VENV)
 
@@ -36,8 +36,24 @@ test-e2e: install services
 demo: install services
 	$(PY) -m crawlapp.demo
 
+# Scrapy, the benchmark's peer, in a virtualenv of its own (pinned in bench/scrapy-constraints.txt).
+SCRAPY  := bench/.venv-scrapy/.installed
+
+$(SCRAPY): bench/scrapy-constraints.txt
+	python3 -m venv bench/.venv-scrapy
+	bench/.venv-scrapy/bin/pip install -q --upgrade pip
+	bench/.venv-scrapy/bin/pip install -q -c bench/scrapy-constraints.txt scrapy
+	touch $(SCRAPY)
+
+# Benchmark against Scrapy (< 30 min; BENCH_RUNS, BENCH_SIZES, BENCH_CRAWLERS: see README).
+bench: install services $(SCRAPY)
+	$(PY) -m bench
+
+bench-quick: install services $(SCRAPY)
+	$(PY) -m bench --quick
+
 lint: install
-	.venv/bin/ruff check crawlapp tasks tests celeryconfig.py
+	.venv/bin/ruff check crawlapp tasks tests bench celeryconfig.py
 	.venv/bin/mypy crawlapp tasks
 
 # Re-pin every installed package after changing pyproject.toml.
@@ -48,4 +64,4 @@ lock:
 	rm -rf .venv-lock
 
 clean:
-	rm -rf .venv var .pytest_cache
+	rm -rf .venv var .pytest_cache bench/.venv-scrapy bench/out bench/results.json
