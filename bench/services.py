@@ -4,6 +4,7 @@ and a Postgres database emptied of the crawler's tables; and which processes are
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import socket
 import subprocess
@@ -15,7 +16,8 @@ from pathlib import Path
 from bench.procs import ProcStat, cmdline, read_stat
 
 TABLES = ("links", "urls", "hosts", "denylist", "alembic_version")
-POSTGRES_AUX = ("checkpointer", "background", "walwriter", "autovacuum", "logical")
+# A backend's process title: "postgres: [cluster: ]user database host(port) activity"
+_BACKEND_TITLE = re.compile(r"postgres: (?:\S+: )?\S+ (?P<database>\S+) (?:\S+\(\d+\)|\[local\])")
 
 
 def free_port() -> int:
@@ -113,13 +115,11 @@ def reset_postgres(url: str) -> int:
 
 
 def postgres_pids(postmaster: int, database: str, stats: dict[int, ProcStat]) -> Iterable[int]:
-    """The postmaster's children that serve `database` or the whole server (writer, checkpointer,
-    autovacuum), and the postmaster itself; not those serving other databases."""
+    """The postmaster and those of its children that serve `database` or the whole server
+    (writer, checkpointer, autovacuum), not the backends of other databases."""
     yield postmaster
     for stat in stats.values():
-        if stat.ppid != postmaster:
-            continue
-        words = cmdline(stat.pid).split()  # "postgres: user database host(port) state"
-        is_backend = len(words) >= 4 and words[1] not in POSTGRES_AUX
-        if not is_backend or words[2] == database:
-            yield stat.pid
+        if stat.ppid == postmaster:
+            backend = _BACKEND_TITLE.match(cmdline(stat.pid))
+            if backend is None or backend["database"] == database:
+                yield stat.pid
