@@ -5,7 +5,7 @@ Settings (environment):
   BENCH_SIZES     webs as HOSTSxPAGES, comma-separated   (default 300x50,1000x10; quick: 100x10)
   BENCH_RUNS      runs of each web and crawler           (default 3; quick: 1)
   BENCH_CRAWLERS  of embedded, postgres-s3, scrapy       (default all three)
-  BENCH_BUDGET    seconds; no further round of runs starts if it would end later (default 1800)
+  BENCH_BUDGET    seconds; no further round of runs starts if it would end later (default 1500)
   BENCH_DATABASE_URL  Postgres for postgres-s3; its crawler tables are dropped first
                       (default postgresql://postgres@127.0.0.1:5432/crawl_bench, created if missing)
   BENCH_REDIS_URL     a Redis database to flush and use (default: a redis-server of the bench's own)
@@ -66,7 +66,7 @@ def plan_from_env(quick: bool, env: dict[str, str]) -> Plan:
     return Plan(sizes=parse_sizes(env.get("BENCH_SIZES", "100x10" if quick else "300x50,1000x10")),
                 runs=int(env.get("BENCH_RUNS", "1" if quick else "3")),
                 crawlers=crawlers,
-                budget=float(env.get("BENCH_BUDGET", "300" if quick else "1800")),
+                budget=float(env.get("BENCH_BUDGET", "300" if quick else "1500")),
                 out=Path(env.get("BENCH_OUT", str(ROOT / "bench" / "results.json"))))
 
 
