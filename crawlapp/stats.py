@@ -62,6 +62,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
             "shards": [asdict(s) for s in shards],
         },
         "counters": counts,
+        "stage_cpu_seconds": counters.read_stage_cpu(ctx),
         "recrawl": recrawl_sets.stats(ctx, now),
         "workers": workers.read(ctx),
     }

@@ -40,6 +40,7 @@ def _started(batch_id: str) -> Context:
 
 
 @app.task(name="crawl.fetch")
+@counters.timed("fetch")
 def fetch(batch_id: str, leases: list[list[Any]]) -> list[Page]:
     ctx = _started(batch_id)
     pages, retried = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
@@ -49,6 +50,7 @@ def fetch(batch_id: str, leases: list[list[Any]]) -> list[Page]:
 
 
 @app.task(name="crawl.parse", **RETRY)
+@counters.timed("parse")
 def parse(pages: list[Page], batch_id: str) -> list[Page]:
     ctx = _started(batch_id)
     parsed, rejected = parse_pages(pages, ctx.settings)
@@ -57,11 +59,13 @@ def parse(pages: list[Page], batch_id: str) -> list[Page]:
 
 
 @app.task(name="crawl.dedup", **RETRY)
+@counters.timed("dedup")
 def dedup(pages: list[Page], batch_id: str) -> list[Page]:
     return dedup_pages(_started(batch_id), pages)
 
 
 @app.task(name="crawl.store", **RETRY)
+@counters.timed("store")
 def store(pages: list[Page], batch_id: str) -> list[Page]:
     ctx = _started(batch_id)
     counts = store_counts(pages)  # before the bodies leave the batch, added once stored
@@ -71,6 +75,7 @@ def store(pages: list[Page], batch_id: str) -> list[Page]:
 
 
 @app.task(name="crawl.extract_links", **RETRY)
+@counters.timed("extract_links")
 def extract_links(pages: list[Page], batch_id: str) -> int:
     ctx = _started(batch_id)
     added, known, refused = extract_links_stage(ctx, pages)

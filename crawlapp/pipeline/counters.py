@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import time
+from collections.abc import Callable, Mapping
+from typing import ParamSpec, TypeVar, cast
 
-from crawlapp.context import Context
+from crawlapp.context import Context, get_context
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def bump(ctx: Context, counts: Mapping[str, int], prefix: str = "",
@@ -25,3 +31,25 @@ def bump(ctx: Context, counts: Mapping[str, int], prefix: str = "",
 
 def read(ctx: Context) -> dict[str, int]:
     return {k.decode(): int(v) for k, v in ctx.redis.hgetall(ctx.key("counters")).items()}
+
+
+def timed(stage: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Add the CPU time the calling thread spends in the wrapped stage to the `stage_cpu`
+    hash (one HINCRBYFLOAT per call, i.e. per batch)."""
+    def wrap(func: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(func)
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            started = time.thread_time()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                ctx = get_context()
+                ctx.redis.hincrbyfloat(ctx.key("stage_cpu"), stage, time.thread_time() - started)
+        return run
+    return wrap
+
+
+def read_stage_cpu(ctx: Context) -> dict[str, float]:
+    """CPU seconds spent in each stage so far, summed over every worker."""
+    seconds = cast(dict[bytes, bytes], ctx.redis.hgetall(ctx.key("stage_cpu")))
+    return {k.decode(): float(v) for k, v in seconds.items()}

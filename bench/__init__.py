@@ -1,0 +1,1 @@
+"""The benchmark: `python -m bench` (`make bench`); see README.md, section Benchmark."""

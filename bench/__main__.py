@@ -1,0 +1,137 @@
+"""`make bench`: crawl generated webs with this crawler (embedded default; Postgres and S3) and
+with Scrapy, and report medians of the runs on the terminal and in bench/results.json.
+
+Settings (environment):
+  BENCH_SIZES     webs as HOSTSxPAGES, comma-separated   (default 300x50,1000x10; quick: 100x10)
+  BENCH_RUNS      runs of each web and crawler           (default 3; quick: 1)
+  BENCH_CRAWLERS  of embedded, postgres-s3, scrapy       (default all three)
+  BENCH_BUDGET    seconds; no further round of runs starts if it would end later (default 1500)
+  BENCH_DATABASE_URL  Postgres for postgres-s3; its crawler tables are dropped first
+                      (default postgresql://postgres@127.0.0.1:5432/crawl_bench, created if missing)
+  BENCH_REDIS_URL     a Redis database to flush and use (default: a redis-server of the bench's own)
+  BENCH_OUT       the results file                       (default bench/results.json)
+CRAWL_* variables reach this crawler as usual (CRAWL_DEFAULT_DELAY and CRAWL_MAX_DEPTH set the
+politeness and depth of every crawler).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import services
+from bench.crawlers import CRAWLERS, ROOT, Setup, run
+from bench.report import aggregate, politeness_floor, table
+from crawlapp.settings import load_settings
+from crawlapp.testweb.site import Web, WebSpec
+
+# Cheap case groups on top of the plain web (heavy and odd cost minutes per crawl, not pages).
+CASES = {"robots_cases": True, "link_cases": True, "trap_cases": True, "sitemap_cases": True,
+         "dedup_cases": True}
+
+
+@dataclass(frozen=True)
+class Plan:
+    sizes: tuple[tuple[int, int], ...]
+    runs: int
+    crawlers: tuple[str, ...]
+    budget: float
+    out: Path
+
+
+def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
+    """"300x50,1000x10" -> ((300, 50), (1000, 10))."""
+    sizes = []
+    for item in text.split(","):
+        hosts, _, pages = item.strip().lower().partition("x")
+        sizes.append((int(hosts), int(pages)))
+    return tuple(sizes)
+
+
+def plan_from_env(quick: bool, env: dict[str, str]) -> Plan:
+    crawlers = tuple(c.strip() for c in env.get("BENCH_CRAWLERS", ",".join(CRAWLERS)).split(","))
+    unknown = set(crawlers) - set(CRAWLERS)
+    if unknown:
+        raise SystemExit(f"BENCH_CRAWLERS: unknown {', '.join(sorted(unknown))}; "
+                         f"choose from {', '.join(CRAWLERS)}")
+    return Plan(sizes=parse_sizes(env.get("BENCH_SIZES", "100x10" if quick else "300x50,1000x10")),
+                runs=int(env.get("BENCH_RUNS", "1" if quick else "3")),
+                crawlers=crawlers,
+                budget=float(env.get("BENCH_BUDGET", "300" if quick else "1500")),
+                out=Path(env.get("BENCH_OUT", str(ROOT / "bench" / "results.json"))))
+
+
+@contextlib.contextmanager
+def redis_for_bench(env: dict[str, str]) -> Iterator[str]:
+    if env.get("BENCH_REDIS_URL"):
+        yield env["BENCH_REDIS_URL"]
+    else:
+        with services.own_redis() as url:
+            yield url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one short run, for development")
+    args = parser.parse_args()
+    env = dict(os.environ)
+    plan = plan_from_env(args.quick, env)
+    crawl_settings = load_settings(env)
+    database_url = env.get("BENCH_DATABASE_URL",
+                           "postgresql://postgres@127.0.0.1:5432/crawl_bench")
+    webs = {f"{h}x{p}": WebSpec(hosts=h, pages_per_host=p, port=0, **CASES) for h, p in plan.sizes}
+    floors = {name: politeness_floor(Web(spec), crawl_settings.max_depth,
+                                     crawl_settings.default_delay)
+              for name, spec in webs.items()}
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {
+        (name, crawler): [] for name in webs for crawler in plan.crawlers}
+    last_took: dict[tuple[str, str], float] = {}
+    started = time.monotonic()
+    with redis_for_bench(env) as redis_url:
+        setup = Setup(ROOT / "bench" / "out", redis_url, database_url,
+                      crawl_settings.max_depth, crawl_settings.default_delay)
+        for round_no in range(1, plan.runs + 1):
+            for (name, crawler), done in runs.items():
+                key = (name, crawler)
+                if key in last_took and time.monotonic() - started + last_took[key] > plan.budget:
+                    print(f"[bench] budget: no run {round_no} of {crawler} on {name}", flush=True)
+                    continue
+                print(f"[bench] {name} {crawler} run {round_no}/{plan.runs} "
+                      f"(floor {floors[name]:.0f} s) ...", flush=True)
+                t0 = time.monotonic()
+                result = run(crawler, webs[name], setup, floors[name], f"{name}-{crawler}")
+                last_took[key] = time.monotonic() - t0
+                done.append(result)
+                print(f"[bench]   {result['pages']} pages in {result['wall_seconds']} s, "
+                      f"{result['crawler_cpu_ms_per_page']} CPU-ms/page, exit {result['returncode']}",
+                      flush=True)
+    results: list[dict[str, Any]] = [
+        {"web": name, "crawler": crawler, "runs": len(done), "stats": aggregate(done),
+         "each_run": done}
+        for (name, crawler), done in runs.items() if done]
+    report = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                          "platform": platform.platform()},
+              "plan": {"sizes": list(webs), "runs": plan.runs, "crawlers": list(plan.crawlers),
+                       "cases": sorted(CASES), "delay": crawl_settings.default_delay,
+                       "max_depth": crawl_settings.max_depth},
+              "total_seconds": round(time.monotonic() - started, 1),
+              "results": results}
+    plan.out.write_text(json.dumps(report, indent=1) + "\n")
+    print()
+    print(table(results))
+    print(f"\n[bench] {report['total_seconds']} s in all; details in {plan.out}")
+    if any(r["returncode"] != 0 for result in results for r in result["each_run"]):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""One measured crawl of a generated web by each crawler of the benchmark: this crawler on the
+embedded default or on Postgres and S3, and Scrapy. Each returns the run's figures."""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import services
+from bench.procs import Group, ProcStat, Sampler, descendants
+from bench.report import STAGES
+from crawlapp.testweb.cases import canonical_url
+from crawlapp.testweb.server import start_in_background
+from crawlapp.testweb.serverlog import ROBOTS_PATH, Request, load, summary
+from crawlapp.testweb.site import Web, WebSpec
+from crawlapp.testweb.trial import crawlctl, trial_env
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRAPY_PYTHON = ROOT / "bench" / ".venv-scrapy" / "bin" / "python"
+CRAWLERS = ("embedded", "postgres-s3", "scrapy")
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every run shares: where to write, the bench's Redis, Postgres, depth and delay."""
+
+    out: Path
+    redis_url: str
+    database_url: str
+    max_depth: int
+    delay: float
+
+
+@dataclass
+class Measured:
+    """What measure() saw of one crawl command."""
+
+    returncode: int
+    wall: float
+    cpu: float  # the command and all its descendants
+    peak_rss: int
+    services: dict[str, float]  # CPU seconds by service
+
+
+Selector = Callable[[dict[int, ProcStat]], Iterable[int]]
+
+
+def measure(command: list[str], env: dict[str, str], log: Path,
+            service_pids: dict[str, Selector]) -> Measured:
+    """Run `command` to its end, with the CPU of its process tree (from the kernel's account
+    of waited-for children) and of each service, and the peak RSS of the tree."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT)
+    tree = Group(lambda stats: descendants(proc.pid, stats))
+    groups = {"tree": tree, **{name: Group(pick) for name, pick in service_pids.items()}}
+    with Sampler(groups):
+        proc.wait()
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Measured(proc.returncode, wall, cpu, tree.peak_rss,
+                    {name: groups[name].cpu for name in service_pids})
+
+
+def judge(requests: list[Request], web: Web, delay: float) -> dict[str, Any]:
+    """What the server log says of a crawl: requests, politeness faults, repeated fetches and
+    the busy window (first request's start to last one's end)."""
+    verdict = summary(requests, web, delay)
+    canonical = Counter(canonical_url(r.url) for r in requests if r.path != ROBOTS_PATH)
+    busy = (max(r.end for r in requests) - min(r.start for r in requests)) if requests else 0.0
+    return {
+        "requests": verdict["requests"],
+        "gap_violations": verdict["gap_violations"],
+        "overlaps": verdict["overlaps"],
+        "robots_violations": verdict["robots_first_violations"] + verdict["disallowed_requests"],
+        "duplicate_fetches": sum(1 for n in canonical.values() if n > 1),
+        "busy_seconds": round(busy, 3),
+    }
+
+
+def figures(pages: int, measured: Measured, log: dict[str, Any], floor: float) -> dict[str, Any]:
+    per_page = 1000 / max(pages, 1)
+    busy = log["busy_seconds"]
+    return {
+        "pages": pages,
+        "returncode": measured.returncode,
+        "wall_seconds": round(measured.wall, 2),
+        "pages_per_second": round(pages / busy, 2) if busy > 0 else None,
+        "crawler_cpu_seconds": round(measured.cpu, 2),
+        "crawler_cpu_ms_per_page": round(measured.cpu * per_page, 3),
+        "services_cpu_ms_per_page": (round(sum(measured.services.values()) * per_page, 3)
+                                     if measured.services else None),
+        "services_cpu_ms_per_page_by": {name: round(cpu * per_page, 3)
+                                        for name, cpu in measured.services.items()},
+        "peak_rss_mb": round(measured.peak_rss / MB, 1),
+        "floor_seconds": round(floor, 1),
+        "wall_over_floor": round(measured.wall / floor, 3) if floor > 0 else None,
+        "log": log,
+    }
+
+
+def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str) -> dict[str, Any]:
+    """One crawl of a fresh server for `spec` by `crawler`; its figures."""
+    workdir = setup.out / tag
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    log_path = workdir / "requests.jsonl"
+    with start_in_background(Web(spec), str(log_path)) as server:
+        seeds = workdir / "seeds.txt"
+        seeds.write_text("\n".join(server.web.seeds()) + "\n")
+        if crawler == "scrapy":
+            pages, measured = _scrapy(seeds, workdir, setup)
+            stages: dict[str, float] = {}
+        else:
+            pages, measured, stages = _ours(crawler, seeds, workdir, setup)
+        web = server.web
+    log = judge(load(str(log_path)), web, setup.delay)
+    result = figures(pages, measured, log, floor)
+    if stages:
+        result["stage_cpu_ms_per_page"] = {
+            stage: round(1000 * stages.get(stage, 0.0) / max(pages, 1), 3) for stage in STAGES}
+    return result
+
+
+def _ours(crawler: str, seeds: Path, workdir: Path, setup: Setup
+          ) -> tuple[int, Measured, dict[str, float]]:
+    import redis
+
+    redis.Redis.from_url(setup.redis_url).flushdb()
+    redis_pid = services.redis_pid(setup.redis_url)
+    pick: dict[str, Selector] = {"redis": lambda stats: [redis_pid]}
+    command = [sys.executable, "-m", "crawlapp.cli", "crawl", "--seeds", str(seeds), "--until-idle"]
+    env = trial_env(workdir / "var", setup.redis_url)
+    if crawler == "embedded":
+        return _crawl(command, env, workdir, pick)
+    postmaster = services.reset_postgres(setup.database_url)
+    database = setup.database_url.rsplit("/", 1)[1]
+    pick["postgres"] = lambda stats: services.postgres_pids(postmaster, database, stats)
+    with services.moto_s3() as (endpoint, moto_pid):
+        pick["s3"] = lambda stats: descendants(moto_pid, stats)
+        env.update(DATABASE_URL=setup.database_url, S3_ENDPOINT_URL=endpoint,
+                   S3_BUCKET="crawl-bench", AWS_ACCESS_KEY_ID="bench",
+                   AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+        return _crawl(command, env, workdir, pick)
+
+
+def _crawl(command: list[str], env: dict[str, str], workdir: Path, pick: dict[str, Selector]
+           ) -> tuple[int, Measured, dict[str, float]]:
+    measured = measure(command, env, workdir / "crawl.out", pick)
+    stats = json.loads(crawlctl(env, "stats", "--json").stdout or "{}")
+    return int(stats.get("fetched", 0)), measured, stats.get("stage_cpu_seconds", {})
+
+
+def _scrapy(seeds: Path, workdir: Path, setup: Setup) -> tuple[int, Measured]:
+    if not SCRAPY_PYTHON.exists():
+        raise RuntimeError(f"{SCRAPY_PYTHON} is missing: run `make bench` (it installs Scrapy)")
+    command = [str(SCRAPY_PYTHON), str(ROOT / "bench" / "scrapy_spider.py"), str(seeds),
+               str(workdir), str(setup.max_depth)]
+    measured = measure(command, {"PATH": "/usr/bin:/bin"}, workdir / "crawl.out", {})
+    with open(workdir / "items.jsonl", encoding="utf-8") as items:
+        pages = sum(1 for line in items if 200 <= json.loads(line)["status"] < 300)
+    return pages, measured

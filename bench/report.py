@@ -1,0 +1,118 @@
+"""Pure parts of the benchmark: the politeness floor of a web, the median/min/max of runs and
+the table printed on the terminal."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from crawlapp.testweb.site import Web
+
+ROBOTS_REQUESTS = 1
+
+
+def host_requests(web: Web, max_depth: int) -> Counter[str]:
+    """Requests a correct crawl from the seeds makes to each host: robots.txt, every page it
+    reaches within `max_depth` links and every dead link (404) those pages hold."""
+    expected = web.expected_pages(max_depth)
+    depth = {url: 0 for url in web.seeds()}
+    queue = list(depth)
+    for url in queue:
+        links = web.outlinks(url) if url in expected and depth[url] < max_depth else None
+        for link in links or ():
+            if link not in depth and not web.disallowed(link) and web.host_index(
+                    urlsplit(link).netloc) is not None:
+                depth[link] = depth[url] + 1
+                queue.append(link)
+    counts = Counter(urlsplit(url).netloc for url in depth)
+    return Counter({host: n + ROBOTS_REQUESTS for host, n in counts.items()})
+
+
+def politeness_floor(web: Web, max_depth: int, default_delay: float) -> float:
+    """Seconds the busiest host needs: its requests after the first, each one delay apart."""
+    return max((n - 1) * web.delay_for(host, default_delay)
+               for host, n in host_requests(web, max_depth).items())
+
+
+def spread(values: Sequence[float | None]) -> dict[str, float | None]:
+    """Median, min and max of the values that are known (all None if none is)."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return {"median": None, "min": None, "max": None}
+    return {"median": statistics.median(known), "min": min(known), "max": max(known)}
+
+
+def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Every numeric field of the runs (nested dicts flattened with '.') as a spread."""
+    flat = [_flatten(run) for run in runs]
+    names = sorted({name for run in flat for name in run})
+    return {name: spread([run.get(name) for run in flat]) for name in names}
+
+
+def _flatten(run: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in run.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out[f"{prefix}{key}"] = float(value)
+    return out
+
+
+# (heading, field, format) of the table's columns
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("pages", "pages", "{:.0f}"),
+    ("wall s", "wall_seconds", "{:.1f}"),
+    ("pages/s", "pages_per_second", "{:.1f}"),
+    ("cpu ms/p", "crawler_cpu_ms_per_page", "{:.2f}"),
+    ("svc ms/p", "services_cpu_ms_per_page", "{:.2f}"),
+    ("rss MB", "peak_rss_mb", "{:.0f}"),
+    ("floor s", "floor_seconds", "{:.0f}"),
+    ("wall/floor", "wall_over_floor", "{:.2f}"),
+    ("requests", "log.requests", "{:.0f}"),
+    ("gaps", "log.gap_violations", "{:.0f}"),
+    ("overlaps", "log.overlaps", "{:.0f}"),
+    ("robots", "log.robots_violations", "{:.0f}"),
+    ("dup fetch", "log.duplicate_fetches", "{:.0f}"),
+)
+STAGES = ("fetch", "parse", "dedup", "store", "extract_links")
+
+
+def _cell(stats: dict[str, Any], name: str, fmt: str, runs: int) -> str:
+    value = stats.get(name, {}).get("median")
+    if value is None:
+        return "-"
+    text = fmt.format(value)
+    low, high = stats[name]["min"], stats[name]["max"]
+    if runs > 1 and fmt.format(low) != fmt.format(high):
+        text += f" ({fmt.format(low)}-{fmt.format(high)})"
+    return text
+
+
+def table(results: Sequence[dict[str, Any]]) -> str:
+    """The results as text: one row per web and crawler, medians with (min-max) over runs,
+    then the CPU ms per page of each pipeline stage."""
+    header = ["web", "crawler", "runs", *(c[0] for c in COLUMNS)]
+    rows = [[r["web"], r["crawler"], str(r["runs"]),
+             *(_cell(r["stats"], name, fmt, r["runs"]) for _, name, fmt in COLUMNS)]
+            for r in results]
+    stage_header = ["web", "crawler", *(f"{s} ms/p" for s in STAGES)]
+    stage_rows = [[r["web"], r["crawler"],
+                   *(_cell(r["stats"], f"stage_cpu_ms_per_page.{s}", "{:.3f}", r["runs"])
+                     for s in STAGES)]
+                  for r in results if "stage_cpu_ms_per_page.fetch" in r["stats"]]
+    text = _grid(header, rows)
+    if stage_rows:
+        text += "\n\nCPU ms per page by pipeline stage (medians)\n" + _grid(stage_header, stage_rows)
+    return text
+
+
+def _grid(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
+             for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

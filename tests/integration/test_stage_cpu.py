@@ -1,0 +1,38 @@
+"""CPU per pipeline stage: counted in Redis by counters.timed, shown by stats.collect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crawlapp import stats
+from crawlapp.context import Context
+from crawlapp.db.engine import upgrade
+from crawlapp.pipeline import counters
+from crawlapp.settings import load_settings
+
+
+def test_timed_stages_add_their_cpu(tmp_path: Path, redis_url: str,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = Context(load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url}))
+    upgrade(ctx.settings)
+    monkeypatch.setattr(counters, "get_context", lambda: ctx)
+
+    @counters.timed("parse")
+    def busy(n: int) -> int:
+        return sum(i * i for i in range(n))
+
+    @counters.timed("store")
+    def failing() -> None:
+        sum(i * i for i in range(200_000))
+        raise ValueError("stage failed")
+
+    assert busy.__name__ == "busy" and busy(300_000) == sum(i * i for i in range(300_000))
+    once = counters.read_stage_cpu(ctx)["parse"]
+    busy(300_000)
+    with pytest.raises(ValueError):
+        failing()
+    seconds = counters.read_stage_cpu(ctx)
+    assert 0 < once < seconds["parse"] and seconds["store"] > 0
+    assert stats.collect(ctx, with_queues=False)["stage_cpu_seconds"] == seconds
