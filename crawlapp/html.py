@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import lxml.html
@@ -52,17 +53,26 @@ def header_charset(content_type: str | None) -> str | None:
     return match.group(1).lower() if match else None
 
 
+def _candidates(body: bytes, content_type: str | None) -> Iterator[str | None]:
+    """Encodings to try, lazily: header, BOM, <meta>, strict UTF-8, then detection (slow)."""
+    yield header_charset(content_type)
+    _, bom = EncodingDetector.strip_byte_order_mark(body[:4])
+    yield bom
+    yield EncodingDetector.find_declared_encoding(body[:4096], is_html=True)
+    yield "utf-8"
+    yield from EncodingDetector(body[:4096], is_html=True).encodings
+
+
 def decode_body(body: bytes, content_type: str | None) -> str:
     """Decode an HTML body: header charset, else BOM or <meta> charset, else detection."""
-    candidates = [header_charset(content_type)]
-    candidates += list(EncodingDetector(body[:4096], is_html=True).encodings)
-    for encoding in candidates:
+    for encoding in _candidates(body, content_type):
         if not encoding:
             continue
         try:
-            return body.decode(encoding)
+            text = body.decode(encoding)
         except (LookupError, UnicodeDecodeError):
             continue
+        return text[1:] if text.startswith("\ufeff") else text
     return body.decode("utf-8", errors="replace")
 
 

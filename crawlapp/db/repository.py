@@ -27,14 +27,23 @@ def _chunks(rows: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
         yield rows[i:i + size]
 
 
+def _uniform(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with the same keys each (missing ones None), as executemany needs."""
+    keys = {key for row in rows for key in row}
+    return [{key: row.get(key) for key in keys} for row in rows]
+
+
 def add_urls(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
-    """Insert URL rows that are new; return the url_hash of those actually inserted."""
-    new: set[str] = set()
-    for chunk in _chunks(rows):
-        stmt = (_insert(session, Url).values(list(chunk))
-                .on_conflict_do_nothing(index_elements=["url_hash"]).returning(Url.url_hash))
-        new.update(session.execute(stmt).scalars())
-    return new
+    """Insert URL rows that are new; return the url_hash of those actually inserted.
+
+    One statement with many parameter sets: SQLAlchemy compiles it once per process and
+    batches the rows itself ("insertmanyvalues"), RETURNING included.
+    """
+    if not rows:
+        return set()
+    stmt = (_insert(session, Url).on_conflict_do_nothing(index_elements=["url_hash"])
+            .returning(Url.url_hash))
+    return set(session.connection().execute(stmt, _uniform(rows)).scalars())
 
 
 @dataclass(frozen=True)
@@ -150,8 +159,9 @@ def urls_by_hash(session: Session, hashes: Sequence[str]) -> list[Url]:
 
 
 def add_links(session: Session, edges: Sequence[dict[str, Any]]) -> None:
-    for chunk in _chunks(edges):
-        session.execute(_insert(session, Link).values(list(chunk)).on_conflict_do_nothing())
+    if edges:
+        session.connection().execute(_insert(session, Link).on_conflict_do_nothing(),
+                                     _uniform(edges))
 
 
 def save_robots(session: Session, origin: str, status: int, body: str,
