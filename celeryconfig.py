@@ -27,7 +27,9 @@ worker_prefetch_multiplier = 1
 
 # Task events, so Flower shows every task by name (received, started, succeeded, failed).
 # No "sent" events: they would double the event traffic of the dispatcher and the chain.
-worker_send_task_events = True
+# Task events cost the prefork master a third of its CPU (one Redis publish per task state);
+# Flower turns them on in every worker when it starts, CRAWL_TASK_EVENTS=true from the start.
+worker_send_task_events = _settings.task_events
 task_send_sent_event = False
 
 task_queues = [Queue(name) for name in (*FETCH_QUEUES, *PIPELINE_QUEUES)]

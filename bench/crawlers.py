@@ -132,6 +132,7 @@ def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str) -> di
     if stages:
         result["stage_cpu_ms_per_page"] = {
             stage: round(1000 * stages.get(stage, 0.0) / max(pages, 1), 3) for stage in STAGES}
+        result["pages_per_fetch_batch"] = round(pages / max(stages.get("fetch:batches", 0), 1), 1)
     return result
 
 

@@ -38,7 +38,8 @@ def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
     from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
 
     celery = [sys.executable, "-m", "celery", "-A", "crawlapp.celery_app"]
-    common = ["-E", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"]
+    events = ["-E"] if ctx.settings.task_events else []
+    common = [*events, "--without-gossip", "--without-mingle", "--loglevel", "WARNING"]
     fetchers = {
         f"fetch-worker-{i}": [*celery, "worker", "-Q", ",".join(FETCH_QUEUES), "-P", "threads",
                               "-c", str(ctx.settings.fetch_concurrency), *common,

@@ -100,6 +100,9 @@ class Settings:
         "CRAWL_FETCH_BINARIES", "fetch links to images, media, archives and executables too")
     dns_ttl: float = _doc("CRAWL_DNS_TTL", "seconds a host name's addresses are cached (Redis)")
     dns_negative_ttl: float = _doc("CRAWL_DNS_NEGATIVE_TTL", "seconds a failed lookup is cached")
+    task_events: bool = _doc(
+        "CRAWL_TASK_EVENTS",
+        "workers send Celery task events from the start (Flower turns them on when it runs)")
     metrics_port: int | None = _doc(
         "CRAWL_METRICS_PORT", "`crawlctl crawl` serves the Prometheus metrics on this port",
         default="unset: not served")
@@ -247,6 +250,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         fetch_binaries=_parse(env, "CRAWL_FETCH_BINARIES", False, _boolean),
         dns_ttl=_parse(env, "CRAWL_DNS_TTL", 300.0, _bounded(float, 1, 86400)),
         dns_negative_ttl=_parse(env, "CRAWL_DNS_NEGATIVE_TTL", 30.0, _bounded(float, 1, 86400)),
+        task_events=_parse(env, "CRAWL_TASK_EVENTS", False, _boolean),
         metrics_port=_parse(env, "CRAWL_METRICS_PORT", None, _bounded(int, 1, 65535)),
         metrics_addr=_parse(env, "CRAWL_METRICS_ADDR", "127.0.0.1", str),
     )

@@ -35,7 +35,7 @@ def read(ctx: Context) -> dict[str, int]:
 
 def timed(stage: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Add the CPU time the calling thread spends in the wrapped stage to the `stage_cpu`
-    hash (one HINCRBYFLOAT per call, i.e. per batch)."""
+    hash, and count the call under `<stage>:batches` (one round trip per batch)."""
     def wrap(func: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(func)
         def run(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -44,7 +44,10 @@ def timed(stage: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 return func(*args, **kwargs)
             finally:
                 ctx = get_context()
-                ctx.redis.hincrbyfloat(ctx.key("stage_cpu"), stage, time.thread_time() - started)
+                pipe = ctx.redis.pipeline(transaction=False)
+                pipe.hincrbyfloat(ctx.key("stage_cpu"), stage, time.thread_time() - started)
+                pipe.hincrby(ctx.key("stage_cpu"), f"{stage}:batches", 1)
+                pipe.execute()
         return run
     return wrap
 
