@@ -37,6 +37,10 @@ test-e2e: install services
 audit: install
 	$(PY) -m pytest -q -rs tests/test_audit.py
 
+# Long run, not part of `test`: SOAK_MINUTES (10), SOAK_HOSTS (1000), SOAK_PAGES (30).
+soak: install
+	$(PY) bench/soak.py
+
 demo: install services
 	$(PY) -m crawlapp.demo
 
