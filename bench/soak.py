@@ -137,7 +137,8 @@ def main() -> int:
                 while not stop.wait(RSS_EVERY):
                     t = time.monotonic() - started
                     for role, kib in worker_rss(crawl.pid).items():
-                        rss[role].append((t, kib))
+                        if kib:  # not while the crawl is stopping
+                            rss[role].append((t, kib))
 
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
