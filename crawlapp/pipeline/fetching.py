@@ -139,7 +139,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
 
     learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
                for lease, r in zip(plan.robots, robots, strict=True)}
-    robots_cache.save(ctx, learned, ua)
+    robots_cache.save(ctx, learned)
     policies.update(learned)
 
     def release(lease: Lease, result: Fetched, requeue: bool) -> Release:
@@ -153,10 +153,11 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
         return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason)
 
     releases = [release(lease, r, True) for lease, r in zip(plan.robots, robots, strict=True)]
-    pages: list[Page] = [robots_page(result.url, lease.host, sitemaps, result.ended)
-                         for lease, result in zip(plan.robots, robots, strict=True)
-                         if (sitemaps := sitemap_links(origin_of(lease.url),
-                                                       learned[origin_of(lease.url)]))]
+    pages: list[Page] = []
+    for lease, result in zip(plan.robots, robots, strict=True):
+        origin = origin_of(lease.url)
+        pages.append(robots_page(result.url, lease.host, sitemap_links(origin, learned[origin]),
+                                 result.ended, robots_cache.record(origin, learned[origin], ua)))
     now = time.time()
     for lease, reason in plan.refused:
         pages.append(blocked(page_for(lease), reason, now))

@@ -6,7 +6,8 @@ location, x_robots, content_hash, content_length, body_gz (gzip bytes, until sto
 not_modified (a 304), redirect_hops, simhash, title, links ([url, anchor, nofollow,
 boilerplate] lists, canonical), canonical (the page's <link rel=canonical> when it names
 another URL), noindex, unstored ('canonical' or 'noindex': body not kept), content_dedup,
-duplicate_of, storage_key, next_crawl_at.
+duplicate_of, storage_key, next_crawl_at;
+robots ([origin, status, body, crawl delay], on a 'robots' record only).
 """
 
 from __future__ import annotations
@@ -55,11 +56,14 @@ def apply_fetch(page: Page, fetched: Fetched) -> Page:
     return page
 
 
-def robots_page(robots_url: str, host: str, sitemaps: list[str], when: float) -> Page:
-    """A record of a robots.txt file that carries its sitemaps as links, so they are queued
-    (at depth 0, like seeds) by extract_links. It has no URL row of its own."""
+def robots_page(robots_url: str, host: str, sitemaps: list[str], when: float,
+                robots: list[object]) -> Page:
+    """A record of a robots.txt answer: `robots` for its hosts row (written by the store
+    stage), and its sitemaps as links, so they are queued (at depth 0, like seeds) by
+    extract_links. It has no URL row of its own."""
     return {"url": robots_url, "url_hash": url_hash(robots_url), "host": host, "depth": -1,
-            "status": "robots", "fetched_at": when, "links": [[u, "", False] for u in sitemaps]}
+            "status": "robots", "fetched_at": when, "robots": robots,
+            "links": [[u, "", False] for u in sitemaps]}
 
 
 def blocked(page: Page, reason: str, when: float) -> Page:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
 
 import msgpack
+from sqlalchemy.orm import Session
 
 from crawlapp.context import Context
 from crawlapp.db import repository
@@ -30,8 +32,8 @@ def load(ctx: Context, origins: Iterable[str]) -> dict[str, RobotsPolicy | None]
     return out
 
 
-def save(ctx: Context, policies: dict[str, RobotsPolicy], user_agent: str) -> None:
-    """Cache each policy in Redis and record it on its hosts row."""
+def save(ctx: Context, policies: dict[str, RobotsPolicy]) -> None:
+    """Cache each policy in Redis (its hosts row is written by the store stage, with its batch)."""
     if not policies:
         return
     pipe = ctx.redis.pipeline(transaction=False)
@@ -39,8 +41,15 @@ def save(ctx: Context, policies: dict[str, RobotsPolicy], user_agent: str) -> No
         ttl = ctx.settings.robots_ttl if policy.mode in ("rules", "allow_all") else FAILURE_TTL
         pipe.set(ctx.key("robots", origin), msgpack.packb([policy.status, policy.body]), ex=ttl)
     pipe.execute()
-    now = datetime.now(UTC)
-    with ctx.sessions.begin() as session:
-        for origin, policy in policies.items():
-            repository.save_robots(session, origin, policy.status, policy.body,
-                                   policy.crawl_delay(user_agent), now)
+
+
+def record(origin: str, policy: RobotsPolicy, user_agent: str) -> list[object]:
+    """What the hosts row keeps of a policy: [origin, status, body, crawl delay]. Pure."""
+    return [origin, policy.status, policy.body, policy.crawl_delay(user_agent)]
+
+
+def write(session: Session, records: Iterable[list[Any]], when: Iterable[float]) -> None:
+    """Record each robots.txt answer on its hosts row."""
+    for (origin, status, body, crawl_delay), fetched_at in zip(records, when, strict=True):
+        repository.save_robots(session, origin, status, body, crawl_delay,
+                               datetime.fromtimestamp(fetched_at, UTC))

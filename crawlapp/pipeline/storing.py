@@ -1,4 +1,5 @@
-"""Stage 4, store: bodies to the blob store first, then the URL rows, in one transaction."""
+"""Stage 4, store: bodies to the blob store first, then the batch's URL rows and robots.txt
+answers, in one transaction."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from crawlapp import recrawl_sets
 from crawlapp.blobstore import body_key
 from crawlapp.context import Context
 from crawlapp.db import repository
+from crawlapp.pipeline import robots_cache
 from crawlapp.pipeline.pages import Page
 from crawlapp.recrawl import next_schedule
 from crawlapp.simhash import to_signed
@@ -51,8 +53,12 @@ def _schedule(pages: list[Page], previous: dict[str, repository.Previous]
 
 
 def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
-    """Write new bodies (idempotent), then commit every page's row, then schedule the next
-    fetch of each page (the database keeps next_crawl_at too); bodies leave the batch."""
+    """Write new bodies (idempotent), then commit every page's row and robots.txt answer in
+    one transaction, then schedule the next fetch of each page (the database keeps
+    next_crawl_at too); bodies leave the batch. Running it twice on a batch changes nothing."""
+    # Work on copies: the batch as received stays whole (bodies included), so a task retried
+    # after a failure below uploads the same bodies again.
+    pages = [dict(page) for page in pages]
     uploads = []
     for page in pages:
         if (page.get("content_hash") and not page.get("near_duplicate")
@@ -62,14 +68,17 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
         if body is not None:
             uploads.append((page["storage_key"], body, page.get("content_type")))
     ctx.blobs.put_many(uploads)
+    robots = [p for p in pages if p["status"] == "robots"]
+    urls = [p for p in pages if p["status"] != "robots"]
     with ctx.sessions.begin() as session:
+        robots_cache.write(session, [p["robots"] for p in robots], [p["fetched_at"] for p in robots])
         previous = repository.previous_fetches(
-            session, [p["url_hash"] for p in pages if p["status"] == "fetched"])
-        planned = _schedule(pages, previous)
-        rows = [_row(page) for page in pages]
-        repository.record_fetches(session, [r for r, p in zip(rows, pages, strict=True)
+            session, [p["url_hash"] for p in urls if p["status"] == "fetched"])
+        planned = _schedule(urls, previous)
+        rows = [_row(page) for page in urls]
+        repository.record_fetches(session, [r for r, p in zip(rows, urls, strict=True)
                                             if not p.get("not_modified")])
-        repository.record_fetches(session, [r for r, p in zip(rows, pages, strict=True)
+        repository.record_fetches(session, [r for r, p in zip(rows, urls, strict=True)
                                             if p.get("not_modified")],
                                   repository.NOT_MODIFIED_COLUMNS)
     recrawl_sets.schedule(ctx, planned)
