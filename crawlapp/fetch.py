@@ -162,33 +162,60 @@ class Fetcher:
             await response.aclose()
 
 
-class _LoopState(threading.local):
-    pid: int = 0
-    loop: asyncio.AbstractEventLoop | None = None
-    fetcher: Fetcher | None = None
+@dataclass
+class _FetchLoop:
+    """The process's fetch event loop, run by a thread of its own, and its Fetcher."""
+
+    pid: int
+    loop: asyncio.AbstractEventLoop
+    fetcher: Fetcher
+    thread: threading.Thread
+    cpu_reported: float = 0.0
+
+    def cpu_since_last(self) -> float:
+        """CPU seconds the loop's thread used since the previous call."""
+        ident = self.thread.ident
+        if ident is None:
+            return 0.0
+        used = time.clock_gettime(time.pthread_getcpuclockid(ident))
+        delta, self.cpu_reported = used - self.cpu_reported, used
+        return delta
 
 
-_STATE = _LoopState()
+_LOOP: _FetchLoop | None = None
+_LOOP_LOCK = threading.Lock()
 
 
-def run_in_thread_loop(settings: Settings, dns: Callable[[], DnsCache],
-                       coro_factory: Callable[[Fetcher], Awaitable[T]]) -> T:
-    """Run `coro_factory(fetcher)` on this thread's event loop, reusing its Fetcher.
+def _fetch_loop(settings: Settings, dns: Callable[[], DnsCache]) -> _FetchLoop:
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP.pid != os.getpid():  # first use, or a forked child
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="fetch-loop", daemon=True)
+            thread.start()
+            _LOOP = _FetchLoop(os.getpid(), loop, Fetcher(settings, dns()), thread)
+        return _LOOP
 
-    One loop and one Fetcher per thread (and per process after a fork), so a threads pool
-    runs several batches at once and each keeps its connections between batches.
+
+def fetch_loop_cpu() -> float:
+    """CPU seconds this process's fetch loop used since the previous call (0 if none)."""
+    with _LOOP_LOCK:
+        return _LOOP.cpu_since_last() if _LOOP is not None and _LOOP.pid == os.getpid() else 0.0
+
+
+def run_on_fetch_loop(settings: Settings, dns: Callable[[], DnsCache],
+                      coro_factory: Callable[[Fetcher], Awaitable[T]]) -> T:
+    """Run `coro_factory(fetcher)` on the process's fetch loop and wait for its result.
+
+    Every batch of a threads-pool worker runs on the same loop with the same Fetcher, so
+    a host's keep-alive connection serves its next request whichever thread runs it.
     """
-    state = _STATE
-    if state.pid != os.getpid() or state.loop is None or state.fetcher is None:
-        state.pid = os.getpid()
-        state.loop = asyncio.new_event_loop()
-        state.fetcher = Fetcher(settings, dns())
-    fetcher = state.fetcher
+    state = _fetch_loop(settings, dns)
 
     async def main() -> T:
-        return await coro_factory(fetcher)
+        return await coro_factory(state.fetcher)
 
-    return state.loop.run_until_complete(main())
+    return asyncio.run_coroutine_threadsafe(main(), state.loop).result()
 
 
 async def start_at(when: float, call: Awaitable[T]) -> T:

@@ -17,6 +17,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from crawlapp.celery_app import app
 from crawlapp.context import Context, get_context
+from crawlapp.fetch import fetch_loop_cpu
 from crawlapp.frontier import Lease
 from crawlapp.metrics import store_counts
 from crawlapp.pipeline import counters
@@ -40,7 +41,7 @@ def _started(batch_id: str) -> Context:
 
 
 @app.task(name="crawl.fetch")
-@counters.timed("fetch")
+@counters.timed("fetch", elsewhere=fetch_loop_cpu)
 def fetch(batch_id: str, leases: list[list[Any]]) -> list[Page]:
     ctx = _started(batch_id)
     pages, retried = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])

@@ -33,9 +33,11 @@ def read(ctx: Context) -> dict[str, int]:
     return {k.decode(): int(v) for k, v in ctx.redis.hgetall(ctx.key("counters")).items()}
 
 
-def timed(stage: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Add the CPU time the calling thread spends in the wrapped stage to the `stage_cpu`
-    hash, and count the call under `<stage>:batches` (one round trip per batch)."""
+def timed(stage: str, elsewhere: Callable[[], float] = lambda: 0.0
+          ) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Add the CPU time the calling thread spends in the wrapped stage, plus what
+    `elsewhere()` reports for other threads doing its work, to the `stage_cpu` hash, and
+    count the call under `<stage>:batches` (one round trip per batch)."""
     def wrap(func: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(func)
         def run(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -45,7 +47,8 @@ def timed(stage: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
             finally:
                 ctx = get_context()
                 pipe = ctx.redis.pipeline(transaction=False)
-                pipe.hincrbyfloat(ctx.key("stage_cpu"), stage, time.thread_time() - started)
+                used = time.thread_time() - started + elsewhere()
+                pipe.hincrbyfloat(ctx.key("stage_cpu"), stage, used)
                 pipe.hincrby(ctx.key("stage_cpu"), f"{stage}:batches", 1)
                 pipe.execute()
         return run

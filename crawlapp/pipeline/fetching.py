@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from crawlapp.context import Context
-from crawlapp.fetch import Fetched, Fetcher, run_in_thread_loop, start_at
+from crawlapp.fetch import Fetched, Fetcher, run_on_fetch_loop, start_at
 from crawlapp.frontier import Lease
 from crawlapp.frontier.redis_frontier import Release
 from crawlapp.metrics import fetch_counts
@@ -134,7 +134,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
     policies = robots_cache.load(ctx, {origin_of(lease.url) for lease in held})
     plan = plan_batch(held, policies, ua)
     hops, validators = _url_state(ctx, [lease.url for lease in plan.pages])
-    robots, fetched = run_in_thread_loop(
+    robots, fetched = run_on_fetch_loop(
         settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators))
 
     learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
