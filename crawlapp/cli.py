@@ -20,6 +20,24 @@ from crawlapp.urls import URLRejected, canonicalize, url_hash
 class CrawlCtl(click.Group):
     """Turns failures into one line on stderr: exit 2 for bad input, 1 for runtime errors."""
 
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # a group without its command: its help, on stderr
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            hint = (f" (see '{exc.ctx.command_path} --help')"
+                    if isinstance(exc, click.UsageError) and exc.ctx is not None else "")
+            click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted, nothing changed.", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -59,7 +77,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 @cli.group()
 def db() -> None:
-    """Database schema."""
+    """Database schema.  Example: crawlctl db upgrade"""
 
 
 @db.command("upgrade")
@@ -73,7 +91,7 @@ def db_upgrade() -> None:
 
 @cli.group()
 def seed() -> None:
-    """Seed URLs."""
+    """Seed URLs.  Example: crawlctl seed add https://example.com/"""
 
 
 def _read_seed_file(path: Path) -> list[str]:
@@ -221,7 +239,7 @@ def hosts(top: int, errors: bool, as_json: bool) -> None:
 
 @cli.group()
 def page() -> None:
-    """Stored pages."""
+    """Stored pages.  Example: crawlctl page show https://example.com/"""
 
 
 @page.command("show")
@@ -316,7 +334,7 @@ def recrawl(urls: tuple[str, ...], host: str | None, all_: bool, now: bool) -> N
 
 @cli.group()
 def export() -> None:
-    """Export stored pages."""
+    """Export stored pages.  Example: crawlctl export warc --out crawl.warc.gz"""
 
 
 @export.command("warc")
@@ -340,7 +358,7 @@ def export_warc(out: Path, since: Any, host: str | None) -> None:
 
 @cli.group()
 def frontier() -> None:
-    """The frontier: host states, pausing, rebuilding."""
+    """The frontier: host states, pausing, rebuilding.  Example: crawlctl frontier stats"""
 
 
 @frontier.command("stats")
@@ -556,7 +574,10 @@ def delete(url: str | None, host: str | None, yes: bool) -> None:
 
 @cli.command()
 def dispatcher() -> None:
-    """Lease ready hosts and send fetch batches until stopped (one or more per fleet)."""
+    """Lease ready hosts and send fetch batches until stopped (one or more per fleet).
+
+    Example: crawlctl dispatcher
+    """
     from crawlapp import dispatcher as dispatching
     from tasks.chain import send_batch
 
@@ -568,7 +589,7 @@ def dispatcher() -> None:
 
 @cli.group()
 def metrics() -> None:
-    """Prometheus metrics of the crawl."""
+    """Prometheus metrics of the crawl.  Example: crawlctl metrics serve --port 9108"""
 
 
 @metrics.command("serve")
