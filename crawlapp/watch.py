@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -87,13 +87,24 @@ def render(data: dict[str, Any], per_second: float | None, hosts: list[dict[str,
 
 
 def run(ctx: Context, interval: float, console: Console | None = None) -> None:
-    """Redraw every `interval` seconds until interrupted."""
+    """Redraw every `interval` seconds until interrupted; to a file or pipe, each frame is
+    printed after the previous one."""
     from crawlapp.stats import collect, host_report
 
+    console = console or Console()
     samples: deque[tuple[float, int]] = deque()
-    with Live(console=console, auto_refresh=False, screen=False) as live:
+
+    def frames() -> Iterator[RenderableType]:
         while True:
             data = collect(ctx)
             per_second = rate(samples, time.monotonic(), requests_done(data["counters"]))
-            live.update(render(data, per_second, host_report(ctx, top=10)), refresh=True)
+            yield render(data, per_second, host_report(ctx, top=10))
             time.sleep(interval)
+
+    if not console.is_terminal:
+        for frame in frames():
+            console.print(frame)
+            console.file.flush()
+    with Live(console=console, auto_refresh=False) as live:
+        for frame in frames():
+            live.update(frame, refresh=True)

@@ -300,12 +300,18 @@ def test_crawl_watch_dispatcher_and_metrics(env: dict[str, str], tmp_path: Path)
     watched: dict[str, str] = {}
 
     def watch(crawl: subprocess.Popen[bytes]) -> None:
+        time.sleep(2)  # the crawl has created its tables
         live = subprocess.Popen([*CRAWLCTL, "stats", "--watch", "--interval", "0.5"],
                                 env={**os.environ, **env, "COLUMNS": "120"}, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(3)
+        assert live.stdout is not None and live.stderr is not None
+        lines = []
+        while "Ctrl-C to quit" not in (line := live.stdout.readline()):  # a whole frame is out
+            assert line, live.stderr.read()
+            lines.append(line)
         live.send_signal(signal.SIGINT)
-        watched["out"], watched["err"] = live.communicate(timeout=30)
+        rest, watched["err"] = live.communicate(timeout=30)
+        watched["out"] = "".join(lines) + rest
         watched["code"] = str(live.returncode)
 
     web, requests, output = crawl_web(tmp_path, env, spec, watch)

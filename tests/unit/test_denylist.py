@@ -66,3 +66,26 @@ def test_sql_filter_agrees_with_matches(pattern: str, hosts: list[str], others: 
 
     for host in hosts + others:
         assert selected(host) is matches(host, pattern), host
+
+
+def test_a_denied_host_is_refused_before_fetch_and_when_linked() -> None:
+    from datetime import UTC, datetime
+
+    from crawlapp.frontier import Lease
+    from crawlapp.pipeline.fetching import plan_batch
+    from crawlapp.pipeline.linking import plan_links
+    from crawlapp.robots import robots_answer
+    from crawlapp.settings import load_settings
+
+    allow = robots_answer("http://a.com/robots.txt", 404, None, b"", None, 0)
+    leases = [Lease(0, "a.com", "t1", "http://a.com/x", 1), Lease(0, "b.com", "t2", "http://b.com/", 1)]
+    plan = plan_batch(leases, {"http://a.com": allow}, "crawlapp", frozenset({"b.com"}))
+    assert plan.pages == leases[:1] and plan.refused == [(leases[1], "denylist")] and not plan.robots
+
+    page = {"url": "http://a.com/", "url_hash": "0" * 32, "depth": 0, "status": "fetched",
+            "links": [["http://a.com/1", "", False], ["http://b.com/1", "", False],
+                      ["http://b.com/2", "", True]]}
+    rows, edges, refused = plan_links([page], 5, datetime.now(UTC), load_settings({}).traps,
+                                      frozenset({"b.com"}))
+    assert [r["url"] for r in rows.values()] == ["http://a.com/1"] and len(edges) == 3
+    assert refused == {("denylist", "b.com"): 1, ("nofollow", "b.com"): 1}
