@@ -456,8 +456,8 @@ def queues(ctx: click.Context, as_json: bool) -> None:
 @click.option("--all", "all_", is_flag=True, help="Every queue of the crawler.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def queues_purge(names: tuple[str, ...], all_: bool, yes: bool) -> None:
-    """Delete the waiting messages of queues. A purged fetch batch's URLs come back to the
-    frontier when its leases expire; a purged pipeline stage loses its batches' pages.
+    """Delete the waiting messages of queues. The URLs of a purged batch go back to the
+    frontier once its deadline passes, like those of a batch lost with a worker.
 
     Example: crawlctl queues purge fetch.3 --yes
     """
