@@ -131,8 +131,8 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
                 Url.storage_key.in_(keys[start:start + 500]), ~where)))
         for start in range(0, len(hashes), 500):
             session.execute(update(Url).where(Url.url_hash.in_(hashes[start:start + 500])).values(
-                status="deleted", storage_key=None, title=None, etag=None, last_modified=None,
-                next_crawl_at=None, last_error="deleted"))
+                status="deleted", storage_key=None, content_hash=None, simhash=None, title=None,
+                etag=None, last_modified=None, next_crawl_at=None, last_error="deleted"))
     by_host: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for r in live:
         if r.status == "queued":

@@ -269,6 +269,7 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     assert not [b for b in after["blobs"] if "home" in b] and len(after["blobs"]) == 1  # b.test/f
     assert {status for url, (status, *_) in state(ctx)["rows"].items() if A in url} == {"deleted"}
     assert enqueue_new(ctx, {url_hash(f"{a}/q"): _row(f"{a}/q", "queued", depth=0)}) == 0
+    assert "content_claims=1" in ok(run("frontier", "rebuild"))  # b.test/f only
     assert state(ctx)["frontier"] == after["frontier"]
     audit = [json.loads(line) for line in (ctx.settings.data_dir / "audit.log").read_text()
              .splitlines()]
