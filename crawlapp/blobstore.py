@@ -33,6 +33,9 @@ class BlobStore(Protocol):
     def put_many(self, items: list[tuple[str, bytes, str | None]]) -> int:
         """put() each (key, data, content_type); returns how many were written."""
 
+    def delete(self, key: str) -> bool:
+        """Remove `key`; True if it was there."""
+
 
 class LocalBlobStore:
     """A folder laid out like the bucket; writes are atomic renames."""
@@ -63,6 +66,13 @@ class LocalBlobStore:
 
     def put_many(self, items: list[tuple[str, bytes, str | None]]) -> int:
         return sum(self.put(*item) for item in items)
+
+    def delete(self, key: str) -> bool:
+        try:
+            self._path(key).unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
 
 class S3BlobStore:
@@ -101,6 +111,12 @@ class S3BlobStore:
             return sum(self.put(*item) for item in items)
         with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
             return sum(pool.map(lambda item: self.put(*item), items))
+
+    def delete(self, key: str) -> bool:
+        if not self.exists(key):
+            return False
+        self.client.delete_object(Bucket=self.bucket, Key=key)
+        return True
 
     def ensure_bucket(self) -> None:
         from botocore.exceptions import ClientError

@@ -20,6 +20,24 @@ from crawlapp.urls import URLRejected, canonicalize, url_hash
 class CrawlCtl(click.Group):
     """Turns failures into one line on stderr: exit 2 for bad input, 1 for runtime errors."""
 
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # a group without its command: its help, on stderr
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            hint = (f" (see '{exc.ctx.command_path} --help')"
+                    if isinstance(exc, click.UsageError) and exc.ctx is not None else "")
+            click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted, nothing changed.", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -59,7 +77,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 @cli.group()
 def db() -> None:
-    """Database schema."""
+    """Database schema.  Example: crawlctl db upgrade"""
 
 
 @db.command("upgrade")
@@ -73,7 +91,7 @@ def db_upgrade() -> None:
 
 @cli.group()
 def seed() -> None:
-    """Seed URLs."""
+    """Seed URLs.  Example: crawlctl seed add https://example.com/"""
 
 
 def _read_seed_file(path: Path) -> list[str]:
@@ -156,8 +174,27 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def stats(as_json: bool) -> None:
-    """Counts, rate, frontier and queue lengths.  Example: crawlctl stats --json"""
+@click.option("--watch", is_flag=True, help="A live view, redrawn until Ctrl-C.")
+@click.option("--interval", type=click.FloatRange(min=0.5), default=2.0, show_default=True,
+              help="Seconds between redraws of --watch.")
+def stats(as_json: bool, watch: bool, interval: float) -> None:
+    """Counts, rate, frontier and queue lengths.
+
+    --watch shows the rate over the last minute, what is queued and in flight, every
+    shard's queue, errors by kind and the top hosts, redrawn every --interval seconds.
+
+    Example: crawlctl stats --json, or crawlctl stats --watch --interval 5
+    """
+    if watch:
+        if as_json:
+            raise click.UsageError("--watch draws a live view: it does not go with --json")
+        from crawlapp import watch as live
+
+        try:
+            live.run(_context(), interval)
+        except KeyboardInterrupt:
+            pass
+        return
     from crawlapp.stats import collect
 
     data = collect(_context())
@@ -172,9 +209,37 @@ def stats(as_json: bool) -> None:
     _emit(data, as_json, "\n".join(lines))
 
 
+@cli.command()
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
+              help="How many hosts to show.")
+@click.option("--errors", is_flag=True,
+              help="Only hosts with failed or blocked pages, a backoff, or parked; most failures first.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def hosts(top: int, errors: bool, as_json: bool) -> None:
+    """Per host: pages fetched, failed, blocked and queued, robots.txt answer and crawl delay,
+    frontier state (ready, waiting, leased, idle, parked or paused) and backoff.
+
+    Example: crawlctl hosts --top 10 --errors
+    """
+    from crawlapp.stats import host_report
+
+    rows = host_report(_context(), top, errors)
+    header = (f"{'host':<32} {'pages':>6} {'fetched':>7} {'failed':>6} {'blocked':>7} "
+              f"{'queued':>6} {'robots':>6} {'delay':>5} {'fails':>5}  state")
+    lines = [header] + [
+        f"{h['host']:<32} {h['pages']:>6} {h['fetched']:>7} {h['failed']:>6} {h['blocked']:>7} "
+        f"{h['queued']:>6} {h['robots_status'] or '-':>6} {h['crawl_delay'] or '-':>5} "
+        f"{h['failures_in_a_row']:>5}  {h['frontier_state']}"
+        + (f" (until {time.strftime('%H:%M:%S', time.localtime(h['until']))})"
+           if h["until"] and h["frontier_state"] not in ("ready", "idle") else "")
+        + (f", denied by {h['denied_by']}" if h["denied_by"] else "")
+        for h in rows]
+    _emit(rows, as_json, "\n".join(lines) if rows else "no hosts")
+
+
 @cli.group()
 def page() -> None:
-    """Stored pages."""
+    """Stored pages.  Example: crawlctl page show https://example.com/"""
 
 
 @page.command("show")
@@ -192,7 +257,7 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
     with ctx.sessions() as session:
         row = repository.get_url(session, url_hash(canonical))
         if row is None:
-            raise click.ClickException(f"not known: {canonical}")
+            raise click.BadParameter(f"not known: {canonical}", param_hint="URL")
         data = {col: getattr(row, col) for col in (
             "url", "url_hash", "host", "depth", "status", "priority", "http_status",
             "content_type", "content_length", "content_hash", "content_dedup", "duplicate_of",
@@ -205,6 +270,33 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
         data["body"] = gzip.decompress(ctx.blobs.get(data["storage_key"])).decode(
             "utf-8", errors="replace")
     _emit(data, as_json, "\n".join(f"{k:>16}: {v}" for k, v in data.items()))
+
+
+@cli.command()
+@click.argument("url")
+@click.option("--in/--out", "inbound", default=False, help="Links into the page, or out of it (default).")
+@click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def links(url: str, inbound: bool, limit: int, as_json: bool) -> None:
+    """The recorded links out of a page (or into it, with --in): URL, anchor, nofollow, and
+    what the crawler knows of the other page.
+
+    Example: crawlctl links https://example.com/ --in --json
+    """
+    from crawlapp.db import repository
+
+    ctx = _context()
+    canonical = canonicalize(url, max_length=ctx.settings.max_url_length)
+    with ctx.sessions() as session:
+        if repository.get_url(session, url_hash(canonical)) is None:
+            raise click.BadParameter(f"not known: {canonical}", param_hint="URL")
+        found = repository.links_of(session, url_hash(canonical), inbound, limit)
+    data = [{"url": u, "anchor": a, "nofollow": n, "status": st} for u, a, n, st in found]
+    arrow = "<-" if inbound else "->"
+    _emit(data, as_json, "\n".join(
+        f"{arrow} {d['url']}  [{d['status']}]" + (" nofollow" if d["nofollow"] else "")
+        + (f"  {d['anchor']!r}" if d["anchor"] else "") for d in data)
+        or f"no links {'into' if inbound else 'out of'} {canonical}")
 
 
 @cli.command()
@@ -242,7 +334,7 @@ def recrawl(urls: tuple[str, ...], host: str | None, all_: bool, now: bool) -> N
 
 @cli.group()
 def export() -> None:
-    """Export stored pages."""
+    """Export stored pages.  Example: crawlctl export warc --out crawl.warc.gz"""
 
 
 @export.command("warc")
@@ -266,7 +358,7 @@ def export_warc(out: Path, since: Any, host: str | None) -> None:
 
 @cli.group()
 def frontier() -> None:
-    """The frontier: host states, pausing, rebuilding."""
+    """The frontier: host states, pausing, rebuilding.  Example: crawlctl frontier stats"""
 
 
 @frontier.command("stats")
@@ -321,7 +413,7 @@ def frontier_resume(host: str) -> None:
     """Fetch from a paused or parked HOST again.  Example: crawlctl frontier resume example.com"""
     name = _host_arg(host)
     if not _context().frontier.resume(name, time.time()):
-        raise click.ClickException(f"{name} was neither paused nor parked")
+        raise click.BadParameter(f"{name} was neither paused nor parked", param_hint="HOST")
     click.echo(f"resumed {name}")
 
 
@@ -337,9 +429,155 @@ def frontier_rebuild() -> None:
     click.echo(", ".join(f"{k}={v}" for k, v in restored.items()))
 
 
+def _celery_queues() -> list[str]:
+    from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
+
+    return [*FETCH_QUEUES, *PIPELINE_QUEUES]
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def queues(ctx: click.Context, as_json: bool) -> None:
+    """Messages waiting in every Celery queue; `queues purge` empties them.
+
+    Example: crawlctl queues --json
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from crawlapp.stats import queue_lengths
+
+    lengths = queue_lengths(_celery_queues())
+    _emit(lengths, as_json, "\n".join(f"{name:>8}: {n}" for name, n in lengths.items()))
+
+
+@queues.command("purge")
+@click.argument("names", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Every queue of the crawler.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def queues_purge(names: tuple[str, ...], all_: bool, yes: bool) -> None:
+    """Delete the waiting messages of queues. The URLs of a purged batch go back to the
+    frontier once its deadline passes, like those of a batch lost with a worker.
+
+    Example: crawlctl queues purge fetch.3 --yes
+    """
+    from crawlapp.celery_app import app
+    from crawlapp.takedown import audit
+
+    known = _celery_queues()
+    if bool(names) == all_:
+        raise click.UsageError("give queue NAMEs or --all")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise click.BadParameter(f"no such queue: {', '.join(unknown)} (queues: {', '.join(known)})",
+                                 param_hint="NAME")
+    chosen = known if all_ else list(dict.fromkeys(names))
+    if not yes:
+        click.confirm(f"Purge {', '.join(chosen)}?", abort=True)
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        purged = {name: int(channel.queue_purge(name) or 0) for name in chosen}
+    audit(_context(), "queues purge", ",".join(chosen), purged)
+    click.echo(f"{sum(purged.values())} message(s) purged from {', '.join(chosen)}")
+
+
+def _pattern(_: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from crawlapp.denylist import BadPattern, normalize
+
+    if value is None:
+        return None
+    try:
+        return normalize(value)
+    except BadPattern as exc:
+        raise click.BadParameter(str(exc), param=param) from None
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items())
+
+
+@cli.command()
+@click.argument("pattern", required=False, callback=_pattern)
+@click.option("--reason", help="Why (kept in the denylist).")
+@click.option("--list", "list_", is_flag=True, help="Show the denylist.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (with --list).")
+def block(pattern: str | None, reason: str | None, list_: bool, as_json: bool) -> None:
+    """Put a HOST (any port; HOST:PORT for one) or *.DOMAIN (the domain and all its
+    subdomains) on the denylist: its queued URLs leave the frontier and their rows become
+    'blocked', its re-crawls stop, and its links are no longer queued nor its URLs fetched.
+
+    Example: crawlctl block '*.example.com' --reason "owner asked"
+    """
+    from crawlapp import takedown
+    from crawlapp.db import repository
+
+    ctx = _context()
+    if list_ == bool(pattern):
+        raise click.UsageError("give a HOST or *.DOMAIN pattern, or --list")
+    if list_:
+        with ctx.sessions() as session:
+            entries = [{"pattern": d.pattern, "reason": d.reason, "created_at": d.created_at}
+                       for d in repository.denylist(session)]
+        _emit(entries, as_json, "\n".join(
+            f"{e['pattern']}  {e['created_at']:%Y-%m-%d %H:%M}  {e['reason'] or ''}".rstrip()
+            for e in entries) or "the denylist is empty")
+        return
+    assert pattern is not None
+    counts = takedown.block(ctx, pattern, reason)
+    if counts is None:
+        click.echo(f"{pattern} is on the denylist already")
+        return
+    click.echo(f"blocked {pattern}: {_counts(counts)}")
+
+
+@cli.command()
+@click.argument("pattern", callback=_pattern)
+def unblock(pattern: str) -> None:
+    """Take a pattern off the denylist: the rows it blocked are queued again and re-crawls
+    resume (for hosts no other pattern covers).
+
+    Example: crawlctl unblock '*.example.com'
+    """
+    from crawlapp import takedown
+
+    counts = takedown.unblock(_context(), pattern)
+    if counts is None:
+        raise click.BadParameter(f"{pattern} is not on the denylist (crawlctl block --list)",
+                                 param_hint="PATTERN")
+    click.echo(f"unblocked {pattern}: {_counts(counts)}")
+
+
+@cli.command()
+@click.argument("url", required=False)
+@click.option("--host", "host", help="Every page of this host.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def delete(url: str | None, host: str | None, yes: bool) -> None:
+    """Take down a URL or a whole host: stored bodies are removed (unless another page still
+    points to the same body), rows become 'deleted' and are never crawled again, and they
+    leave the frontier and the re-crawl sets. Idempotent; each run appends a line to
+    <data dir>/audit.log. Block the host first so nothing new comes in.
+
+    Example: crawlctl delete --host example.com --yes
+    """
+    from crawlapp import takedown
+
+    if bool(url) == bool(host):
+        raise click.UsageError("give a URL or --host HOST")
+    ctx = _context()
+    canonical = canonicalize(url, max_length=ctx.settings.max_url_length) if url else None
+    name = _host_arg(host) if host else None
+    if not yes:
+        click.confirm(f"Delete {canonical or 'every page of ' + str(name)}?", abort=True)
+    counts = takedown.delete(ctx, url=canonical, host=name)
+    click.echo(f"deleted {canonical or name}: {_counts(counts)}")
+
+
 @cli.command()
 def dispatcher() -> None:
-    """Lease ready hosts and send fetch batches until stopped (one or more per fleet)."""
+    """Lease ready hosts and send fetch batches until stopped (one or more per fleet).
+
+    Example: crawlctl dispatcher
+    """
     from crawlapp import dispatcher as dispatching
     from tasks.chain import send_batch
 
@@ -351,7 +589,7 @@ def dispatcher() -> None:
 
 @cli.group()
 def metrics() -> None:
-    """Prometheus metrics of the crawl."""
+    """Prometheus metrics of the crawl.  Example: crawlctl metrics serve --port 9108"""
 
 
 @metrics.command("serve")

@@ -8,7 +8,8 @@ What comes back from where:
 - exact-content claims: the content hash of every stored original;
 - the SimHash band index: the fingerprint of every original;
 - the re-crawl tiers: every page's next_crawl_at;
-- robots.txt cache: the hosts table, for what is left of each answer's 24 hours.
+- robots.txt cache: the hosts table, for what is left of each answer's 24 hours;
+- the denylist's Redis copy: the denylist table.
 Running it on a frontier that still holds its data queues nothing twice, except that a URL
 being fetched at that moment may be fetched once more.
 """
@@ -24,9 +25,9 @@ from typing import Any
 import msgpack
 from sqlalchemy import func, select
 
-from crawlapp import recrawl_sets
+from crawlapp import denylist, recrawl_sets
 from crawlapp.context import Context
-from crawlapp.db.models import Host, Url
+from crawlapp.db.models import Deny, Host, Url
 from crawlapp.frontier import QueuedURL
 from crawlapp.pipeline.dedup import band_keys
 from crawlapp.recrawl import tier_of
@@ -194,10 +195,16 @@ def _robots(ctx: Context) -> int:
     return restored
 
 
+def _denylist(ctx: Context) -> int:
+    with ctx.sessions() as session:
+        return denylist.load(ctx, session.scalars(select(Deny.pattern)).all())
+
+
 def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None) -> dict[str, int]:
     """Restore the frontier and caches from the database; returns what was restored."""
     _hold_hosts(ctx)
-    restored = {"urls_queued": _requeue(ctx, progress), "urls_seen": _url_seen(ctx),
+    restored = {"denylist": _denylist(ctx),
+                "urls_queued": _requeue(ctx, progress), "urls_seen": _url_seen(ctx),
                 "hosts_counted": _host_counts(ctx),
                 "content_claims": _content_claims(ctx), "fingerprints": _bands(ctx),
                 "recrawls": restore_recrawls(ctx), "robots_cached": _robots(ctx)}

@@ -89,6 +89,17 @@ def make_due(ctx: Context, url_hashes: list[str] | None, when: float) -> int:
     return moved
 
 
+def forget(ctx: Context, url_hashes: list[str]) -> int:
+    """Take pages out of every tier and claim; returns how many were scheduled."""
+    pipe = ctx.redis.pipeline(transaction=False)
+    for start in range(0, len(url_hashes), 1000):
+        chunk = url_hashes[start:start + 1000]
+        for tier in TIER_NAMES:
+            pipe.zrem(f"{_prefix(ctx)}:{tier}", *chunk)
+            pipe.zrem(f"{_prefix(ctx)}:claimed", *(f"{tier}|{h}" for h in chunk))
+    return sum(int(n) for n in pipe.execute())
+
+
 def stats(ctx: Context, now: float) -> dict[str, dict[str, int]]:
     """Pages per tier, and how many of them are overdue."""
     pipe = ctx.redis.pipeline(transaction=False)

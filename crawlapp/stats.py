@@ -6,10 +6,11 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from crawlapp import recrawl_sets, workers
+from crawlapp import denylist, recrawl_sets, workers
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.pipeline import counters
+from crawlapp.urls import host_of
 
 
 def queue_lengths(queue_names: list[str]) -> dict[str, int]:
@@ -71,3 +72,36 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
 
         stats["queues"] = queue_lengths([*FETCH_QUEUES, *PIPELINE_QUEUES])
     return stats
+
+
+def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[str, Any]]:
+    """Per host: pages by outcome, robots.txt answer and delay, frontier state, denylist.
+
+    The `top` hosts by pages known, or with `errors_only` those with failed or blocked
+    pages or a backoff, most failures first.
+    """
+    with ctx.sessions() as session:
+        by_host = repository.host_status_counts(session)
+        robots = {host_of(h.origin + "/"): h for h in repository.hosts_table(session)}
+        patterns = [d.pattern for d in repository.denylist(session)]
+    hosts: list[dict[str, Any]] = [{"host": host, "pages": sum(counts.values()),
+              "fetched": counts.get("fetched", 0), "failed": counts.get("failed", 0),
+              "blocked": counts.get("blocked", 0), "queued": counts.get("queued", 0),
+              "deleted": counts.get("deleted", 0)} for host, counts in by_host.items()]
+    states = ctx.frontier.host_states([h["host"] for h in hosts], time.time())
+    for h in hosts:
+        state = states[h["host"]]
+        known = robots.get(h["host"])
+        h.update(frontier_state=state.state, frontier_queued=state.queued,
+                 failures_in_a_row=state.failures, until=state.until,
+                 robots_status=known.robots_status if known else None,
+                 crawl_delay=known.crawl_delay if known else None,
+                 denied_by=denylist.denied_by(h["host"], patterns))
+    if errors_only:
+        hosts = [h for h in hosts if h["failed"] or h["blocked"] or h["failures_in_a_row"]
+                 or h["denied_by"] or h["frontier_state"] not in ("ready", "waiting", "leased",
+                                                                  "idle")]
+        hosts.sort(key=lambda h: (-h["failed"], -h["blocked"], -h["failures_in_a_row"], h["host"]))
+    else:
+        hosts.sort(key=lambda h: (-h["pages"], h["host"]))
+    return hosts[:top]

@@ -82,7 +82,7 @@ class Link(Base):
 
 
 class Deny(Base):
-    """A denylist entry: a host or URL pattern the crawler must never fetch."""
+    """A denylist entry: a host or *.domain pattern the crawler must never fetch (see denylist.py)."""
 
     __tablename__ = "denylist"
 

@@ -11,7 +11,7 @@ from sqlalchemy import Insert, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from crawlapp.db.models import Host, Link, Url
+from crawlapp.db.models import Deny, Host, Link, Url
 
 CHUNK = 500
 
@@ -205,3 +205,31 @@ def outbound_links(session: Session, url_hash: str) -> int:
 def sample_urls(session: Session, limit: int) -> list[Url]:
     return list(session.scalars(select(Url).where(Url.status == "fetched")
                                 .order_by(Url.last_fetched_at).limit(limit)))
+
+
+def host_status_counts(session: Session) -> dict[str, dict[str, int]]:
+    """URL rows per host and status."""
+    out: dict[str, dict[str, int]] = {}
+    for host, status, n in session.execute(
+            select(Url.host, Url.status, func.count()).group_by(Url.host, Url.status)):
+        out.setdefault(host, {})[status] = int(n)
+    return out
+
+
+def hosts_table(session: Session) -> list[Host]:
+    return list(session.scalars(select(Host)))
+
+
+def links_of(session: Session, url_hash: str, inbound: bool, limit: int
+             ) -> list[tuple[str, str | None, bool, str]]:
+    """(other URL, anchor, nofollow, other URL's status) of the links into or out of a page."""
+    here, there = (Link.target_hash, Link.source_hash) if inbound else (Link.source_hash,
+                                                                       Link.target_hash)
+    rows = session.execute(select(Url.url, Link.anchor, Link.nofollow, Url.status)
+                           .join(Url, Url.url_hash == there).where(here == url_hash)
+                           .order_by(Url.url).limit(limit))
+    return [(u, a, bool(n), s) for u, a, n, s in rows]
+
+
+def denylist(session: Session) -> list[Deny]:
+    return list(session.scalars(select(Deny).order_by(Deny.pattern)))

@@ -88,6 +88,17 @@ class ShardStats:
     hosts_backing_off: int  # failed last time, so waiting out a backoff (parked or not)
 
 
+@dataclass(frozen=True)
+class HostState:
+    """One host in the frontier: URLs queued, its state ('ready', 'waiting', 'leased', 'idle',
+    or why it is parked), failures in a row, and when it is next due or comes back."""
+
+    queued: int
+    state: str
+    failures: int
+    until: float | None
+
+
 class RedisFrontier:
     """Mercator-style back queues in Redis; every operation touches one shard's keys."""
 
@@ -101,6 +112,7 @@ class RedisFrontier:
         self._release = client.register_script(scripts.RELEASE)
         self._pause = client.register_script(scripts.PAUSE)
         self._resume = client.register_script(scripts.RESUME)
+        self._drop = client.register_script(scripts.DROP)
         self.batches_key = f"{prefix}:batches"
 
     def key(self, shard: int) -> str:
@@ -238,6 +250,42 @@ class RedisFrontier:
     def resume(self, host: str, now: float) -> bool:
         """Resume a paused or parked host; False if it was neither."""
         return bool(self._resume(args=[self.key(shard_of(host, self.shards)), host, now]))
+
+    def drop(self, host: str, urls: Iterable[tuple[int, str]] | None = None) -> int:
+        """Remove the (depth, url) pairs from `host`'s queue, or its whole queue when None;
+        returns how many URLs were removed."""
+        members = [] if urls is None else [encode_member(depth, url) for depth, url in urls]
+        if urls is not None and not members:
+            return 0
+        return int(self._drop(args=[self.key(shard_of(host, self.shards)), host, *members]))
+
+    def host_states(self, hosts: list[str], now: float) -> dict[str, HostState]:
+        """Where each host stands in the frontier, in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for host in hosts:
+            k = self.key(shard_of(host, self.shards))
+            pipe.zcard(f"{k}:q:{host}")
+            pipe.zscore(f"{k}:ready", host)
+            pipe.zscore(f"{k}:leases", host)
+            pipe.zscore(f"{k}:parked", host)
+            pipe.hget(f"{k}:why", host)
+            pipe.hget(f"{k}:fails", host)
+        raw = pipe.execute()
+        out = {}
+        for i, host in enumerate(hosts):
+            queued, ready, leased, parked, why, fails = raw[6 * i: 6 * i + 6]
+            if parked is not None:
+                state = (why or b"parked").decode()
+            elif leased is not None:
+                state = "leased"
+            elif ready is not None:
+                state = "ready" if ready <= now else "waiting"
+            else:
+                state = "idle"
+            until = parked if parked is not None else ready
+            out[host] = HostState(int(queued), state, int(fails or 0),
+                                  None if until is None or until == float("inf") else until)
+        return out
 
     def track_batch(self, batch_id: str, deadline: float, leases: list[Lease] | None = None
                     ) -> None:

@@ -225,3 +225,31 @@ if redis.call('ZREM', p .. ':parked', host) == 1 then
 end
 return was
 """
+
+# KEYS: none (keys built from ARGV[1], the shard's key prefix)
+# ARGV: prefix, host, then the members to remove (none: the host's whole queue)
+# Removes URLs from a host's queue; a host left with nothing queued goes from ready to idle
+# (keeping its next time). A URL leased right now is not in the queue and is not touched.
+# Returns the number of URLs removed.
+DROP = """
+local p, host = ARGV[1], ARGV[2]
+local q = p .. ':q:' .. host
+local removed = 0
+if #ARGV > 2 then
+  for i = 3, #ARGV, 500 do
+    removed = removed + redis.call('ZREM', q, unpack(ARGV, i, math.min(i + 499, #ARGV)))
+  end
+else
+  removed = redis.call('ZCARD', q)
+  redis.call('DEL', q)
+end
+redis.call('DECRBY', p .. ':queued', removed)
+if redis.call('EXISTS', q) == 0 then
+  local at = redis.call('ZSCORE', p .. ':ready', host)
+  if at then
+    redis.call('ZREM', p .. ':ready', host)
+    redis.call('HSET', p .. ':idle', host, at)
+  end
+end
+return removed
+"""

@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from crawlapp import denylist
 from crawlapp.context import Context
 from crawlapp.fetch import Fetched, Fetcher, run_on_fetch_loop, start_at
 from crawlapp.frontier import Lease
@@ -40,12 +41,14 @@ class Plan:
 
 
 def plan_batch(leases: list[Lease], policies: dict[str, RobotsPolicy | None],
-               user_agent: str) -> Plan:
-    """Sort leases by what robots.txt says of their URL. Pure."""
+               user_agent: str, denied: frozenset[str] = frozenset()) -> Plan:
+    """Sort leases by the denylist (`denied` hosts) and what robots.txt says of their URL. Pure."""
     plan = Plan([], [], [])
     for lease in leases:
         policy = policies.get(origin_of(lease.url))
-        if policy is None or policy.mode == "redirect":
+        if lease.host in denied:
+            plan.refused.append((lease, "denylist"))
+        elif policy is None or policy.mode == "redirect":
             plan.robots.append(lease)
         elif policy.allowed(lease.url, user_agent):
             plan.pages.append(lease)
@@ -132,7 +135,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
         log.warning("%d lease(s) expired before the batch ran; their URLs were requeued",
                     len(leases) - len(held))
     policies = robots_cache.load(ctx, {origin_of(lease.url) for lease in held})
-    plan = plan_batch(held, policies, ua)
+    plan = plan_batch(held, policies, ua, denylist.denied_hosts(ctx, (lease.host for lease in held)))
     hops, validators = _url_state(ctx, [lease.url for lease in plan.pages])
     robots, fetched = run_on_fetch_loop(
         settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators))

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from crawlapp import denylist
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.frontier import QueuedURL
@@ -43,10 +44,11 @@ def _add_row(rows: Rows, row: dict[str, Any]) -> None:
         rows[row["url_hash"]] = row
 
 
-def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRules
+def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRules,
+               denied: frozenset[str] = frozenset()
                ) -> tuple[Rows, list[dict[str, Any]], Counter[tuple[str, str]]]:
     """The URL rows to add (by hash, shallowest depth wins), the edges, and the links
-    refused, counted by (reason, host). Pure."""
+    refused (nofollow, a `denied` host, trap rules), counted by (reason, host). Pure."""
     rows: Rows = {}
     edges: dict[tuple[str, str], dict[str, Any]] = {}
     refused: Counter[tuple[str, str]] = Counter()
@@ -58,7 +60,8 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
             edges.setdefault((page["url_hash"], row["url_hash"]), {
                 "source_hash": page["url_hash"], "target_hash": row["url_hash"],
                 "anchor": anchor or None, "nofollow": bool(nofollow)})
-            reason = "nofollow" if nofollow else traps.refusal(target, now.date())
+            reason = ("nofollow" if nofollow else "denylist" if row["host"] in denied
+                      else traps.refusal(target, now.date()))
             if reason:
                 refused[(reason, row["host"])] += 1
                 continue
@@ -173,8 +176,10 @@ def extract_links(ctx: Context, pages: list[Page]
                   ) -> tuple[int, int, Counter[tuple[str, str]]]:
     """Returns how many new URLs were recorded, how many of the batch's distinct link
     targets were already known (URL dedup hits), and the links refused by (reason, host)."""
+    denied = denylist.denied_hosts(
+        ctx, (host_of(link[0]) for page in pages for link in page.get("links") or ()))
     rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC),
-                                      ctx.settings.traps)
+                                      ctx.settings.traps, denied)
     _record_hops(ctx, pages)
     added = enqueue_new(ctx, rows, edges)
     return added, max(0, len(rows) - added), refused
