@@ -7,6 +7,7 @@ from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
+from protego._utils import _quote_path  # Protego's own path normalisation, for blocking_rule
 
 MAX_ROBOTS_BYTES = 500 * 1024
 MAX_REDIRECTS = 5
@@ -48,6 +49,21 @@ class RobotsPolicy:
         if mode == "rules":
             return _parsed(self.body).can_fetch(url, user_agent)
         return mode == "allow_all"
+
+    def blocking_rule(self, url: str, user_agent: str) -> str:
+        """Why `url` is not allowed, for the record: the Disallow line of the group that
+        matched ("Disallow: /private/"), or the file's status when it allows nothing."""
+        if self.mode != "rules":
+            return f"robots.txt {self.status or 'unreachable'}: nothing allowed"
+        try:  # Protego keeps the matched group's rules, longest pattern first, privately
+            ruleset = _parsed(self.body)._get_matching_rule_set(user_agent)
+            path = _quote_path(url)
+            for rule in ruleset._rules if ruleset else ():
+                if rule.value.match(path):
+                    return f"{rule.field.capitalize()}: {rule.value._pattern}"
+        except AttributeError:  # another Protego release: the rule text is not reachable
+            pass
+        return "Disallow"
 
     def crawl_delay(self, user_agent: str) -> float | None:
         if self.mode != "rules":

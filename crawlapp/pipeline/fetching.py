@@ -53,8 +53,7 @@ def plan_batch(leases: list[Lease], policies: dict[str, RobotsPolicy | None],
         elif policy.allowed(lease.url, user_agent):
             plan.pages.append(lease)
         else:
-            reason = "robots" if policy.mode == "rules" else f"robots_{policy.status or 'error'}"
-            plan.refused.append((lease, reason))
+            plan.refused.append((lease, f"robots: {policy.blocking_rule(lease.url, user_agent)}"))
     return plan
 
 
@@ -142,7 +141,6 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
 
     learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
                for lease, r in zip(plan.robots, robots, strict=True)}
-    robots_cache.save(ctx, learned)
     policies.update(learned)
 
     def release(lease: Lease, result: Fetched, requeue: bool) -> Release:
@@ -156,6 +154,13 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
         return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason)
 
     releases = [release(lease, r, True) for lease, r in zip(plan.robots, robots, strict=True)]
+    # A robots.txt that could not be fetched (5xx, no answer) is asked again with the host's
+    # backoff while its URL waits; only after CRAWL_MAX_RETRIES more failures does the
+    # answer "nothing allowed" stand (cached, and the host's URLs recorded as blocked).
+    failures_now = {origin_of(r.lease.url): r.failures for r in releases}
+    robots_cache.save(ctx, {origin: policy for origin, policy in learned.items()
+                            if policy.mode != "disallow_all"
+                            or failures_now[origin] > settings.max_retries})
     pages: list[Page] = []
     for lease, result in zip(plan.robots, robots, strict=True):
         origin = origin_of(lease.url)

@@ -20,10 +20,11 @@ from crawlapp import denylist
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.frontier import QueuedURL
+from crawlapp.pipeline import robots_cache
 from crawlapp.pipeline.pages import Page
 from crawlapp.priority import depth_priority, link_priority
 from crawlapp.traps import PatternBudget, TrapRules, url_pattern
-from crawlapp.urls import host_of, url_hash
+from crawlapp.urls import host_of, origin_of, url_hash
 
 Rows = dict[str, dict[str, Any]]
 # status of a page -> depth its links add (a robots.txt record's sitemaps are at depth 0)
@@ -151,6 +152,24 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[
     return len(new), wave
 
 
+def _blocked_by_robots(ctx: Context, rows: Rows) -> Counter[tuple[str, str]]:
+    """Record queued rows whose origin's robots.txt is known and disallows them as blocked,
+    with the rule, and count them by host; the others are checked again just before their
+    fetch."""
+    blocked: Counter[tuple[str, str]] = Counter()
+    policies = robots_cache.load(ctx, {origin_of(row["url"]) for row in rows.values()
+                                       if row["status"] == "queued"})
+    agent = ctx.settings.product_token
+    for row in rows.values():
+        policy = policies.get(origin_of(row["url"]))
+        if (row["status"] == "queued" and policy is not None and policy.mode == "rules"
+                and not policy.allowed(row["url"], agent)):
+            row.update(status="blocked",
+                       last_error=f"robots: {policy.blocking_rule(row['url'], agent)}")
+            blocked[("robots", row["host"])] += 1
+    return blocked
+
+
 def enqueue_new(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None) -> int:
     """Record the rows and edges and queue what is new; commit after the frontier has them."""
     now = datetime.now(UTC)
@@ -180,6 +199,7 @@ def extract_links(ctx: Context, pages: list[Page]
         ctx, (host_of(link[0]) for page in pages for link in page.get("links") or ()))
     rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC),
                                       ctx.settings.traps, denied)
+    refused += _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
     added = enqueue_new(ctx, rows, edges)
     return added, max(0, len(rows) - added), refused

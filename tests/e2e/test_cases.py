@@ -130,3 +130,19 @@ def test_one_stored_body_per_group_of_copies(crawled) -> None:  # type: ignore[n
                                        "where storage_key is not null")]
     bodies = list((db.parent / "blobs").rglob("*.gz"))
     assert len(bodies) == len(keys)
+
+
+def test_robots_decisions_are_recorded_with_their_rule(crawled) -> None:  # type: ignore[no-untyped-def]
+    """A 500 robots.txt is asked again with backoff (1 + CRAWL_MAX_RETRIES times), then the
+    host's URLs are blocked; a URL a rule disallows names that rule."""
+    web, requests, db, _ = crawled
+    hosts = web.case_hosts()
+    asked = sorted(r.start for r in requests
+                   if r.host == hosts["robots-500"] and r.path == "/robots.txt")
+    assert len(asked) == 3
+    assert all(later - earlier >= 2 * DELAY for earlier, later in zip(asked, asked[1:]))
+    errors = dict(sqlite3.connect(db).execute(
+        "select url, last_error from urls where status = 'blocked'").fetchall())
+    assert errors[f"http://{hosts['robots-500']}/"] == "robots: robots.txt 500: nothing allowed"
+    assert errors[f"http://{hosts['robots-redirect']}/blocked/secret.html"] == \
+        "robots: Disallow: /blocked/"

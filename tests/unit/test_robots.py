@@ -62,3 +62,24 @@ def test_redirects_are_followed_on_the_same_host_up_to_five_hops() -> None:
     elsewhere = robots_answer("http://h.com/robots.txt", 302, None, b"", "http://other.com/r", 0)
     assert elsewhere.mode == "allow_all"
     assert robots_answer("http://h.com/robots.txt", 302, None, b"", None, 0).mode == "allow_all"
+
+
+@pytest.mark.parametrize(("url", "rule"), [
+    ("http://h.com/private/x", "Disallow: /private/"),
+    ("http://h.com/private/open/1", None),
+    ("http://h.com/file.PDF", None),
+    ("http://h.com/a/file.pdf", "Disallow: /*.pdf$"),
+    ("http://h.com/public", None),
+])
+def test_the_rule_that_blocks_a_url_is_named(url: str, rule: str | None) -> None:
+    policy = RobotsPolicy(200, "User-agent: *\nDisallow: /private/\nAllow: /private/open/\n"
+                               "Disallow: /*.pdf$\n")
+    assert policy.allowed(url, "crawlapp") is (rule is None)
+    if rule is not None:
+        assert policy.blocking_rule(url, "crawlapp") == rule
+
+
+@pytest.mark.parametrize(("status", "text"), [(503, "robots.txt 503: nothing allowed"),
+                                              (0, "robots.txt unreachable: nothing allowed")])
+def test_an_unavailable_robots_txt_is_named_as_the_reason(status: int, text: str) -> None:
+    assert RobotsPolicy(status).blocking_rule("http://h.com/", "crawlapp") == text
