@@ -5,6 +5,7 @@ past the fetch timeout; a redirect loop and a chain of 8 hops; link spellings, n
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 from collections import Counter
@@ -140,7 +141,7 @@ def test_robots_decisions_are_recorded_with_their_rule(crawled) -> None:  # type
     asked = sorted(r.start for r in requests
                    if r.host == hosts["robots-500"] and r.path == "/robots.txt")
     assert len(asked) == 3
-    assert all(later - earlier >= 2 * DELAY for earlier, later in zip(asked, asked[1:]))
+    assert all(later - earlier >= 2 * DELAY for earlier, later in itertools.pairwise(asked))
     errors = dict(sqlite3.connect(db).execute(
         "select url, last_error from urls where status = 'blocked'").fetchall())
     assert errors[f"http://{hosts['robots-500']}/"] == "robots: robots.txt 500: nothing allowed"
