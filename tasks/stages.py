@@ -79,7 +79,8 @@ def store(pages: list[Page], batch_id: str) -> list[Page]:
 @counters.timed("extract_links")
 def extract_links(pages: list[Page], batch_id: str) -> int:
     ctx = _started(batch_id)
-    added, known, refused = extract_links_stage(ctx, pages)
-    counters.bump(ctx, {"urls:known": known}, refused=refused)
+    done = extract_links_stage(ctx, pages)
+    counters.bump(ctx, {"urls:known": done.known, "pages:blocked": done.robots_blocked},
+                  refused=done.refused)
     ctx.frontier.finish_batch(batch_id)
-    return added
+    return done.added

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -131,6 +131,8 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[
         session, [row for h, row in rows.items() if h not in new])
     new |= repository.add_urls(session, [row for h, row in rows.items()
                                          if h not in new and h not in known])
+    for h in new:
+        rows[h]["new"] = True
     fresh = [QueuedURL(rows[h]["url"], rows[h]["depth"], rows[h]["priority"])
              for h in new if rows[h]["status"] == "queued"]
     unblocked = [item for item in lowered
@@ -152,11 +154,9 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[
     return len(new), wave
 
 
-def _blocked_by_robots(ctx: Context, rows: Rows) -> Counter[tuple[str, str]]:
+def _blocked_by_robots(ctx: Context, rows: Rows) -> None:
     """Record queued rows whose origin's robots.txt is known and disallows them as blocked,
-    with the rule, and count them by host; the others are checked again just before their
-    fetch."""
-    blocked: Counter[tuple[str, str]] = Counter()
+    with the rule; the others are checked again just before their fetch."""
     policies = robots_cache.load(ctx, {origin_of(row["url"]) for row in rows.values()
                                        if row["status"] == "queued"})
     agent = ctx.settings.product_token
@@ -166,8 +166,6 @@ def _blocked_by_robots(ctx: Context, rows: Rows) -> Counter[tuple[str, str]]:
                 and not policy.allowed(row["url"], agent)):
             row.update(status="blocked",
                        last_error=f"robots: {policy.blocking_rule(row['url'], agent)}")
-            blocked[("robots", row["host"])] += 1
-    return blocked
 
 
 def enqueue_new(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None) -> int:
@@ -191,15 +189,23 @@ def _record_hops(ctx: Context, pages: list[Page]) -> None:
         ctx.redis.hset(ctx.key("hops"), mapping=hops)
 
 
-def extract_links(ctx: Context, pages: list[Page]
-                  ) -> tuple[int, int, Counter[tuple[str, str]]]:
-    """Returns how many new URLs were recorded, how many of the batch's distinct link
-    targets were already known (URL dedup hits), and the links refused by (reason, host)."""
+class Extracted(NamedTuple):
+    """What extract_links did: new URLs recorded, distinct link targets already known (URL
+    dedup hits), links refused by (reason, host), new URLs recorded as blocked by robots.txt."""
+
+    added: int
+    known: int
+    refused: Counter[tuple[str, str]]
+    robots_blocked: int
+
+
+def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
     denied = denylist.denied_hosts(
         ctx, (host_of(link[0]) for page in pages for link in page.get("links") or ()))
     rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC),
                                       ctx.settings.traps, denied)
-    refused += _blocked_by_robots(ctx, rows)
+    _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
     added = enqueue_new(ctx, rows, edges)
-    return added, max(0, len(rows) - added), refused
+    blocked = sum(1 for row in rows.values() if row["status"] == "blocked" and row.get("new"))
+    return Extracted(added, max(0, len(rows) - added), refused, blocked)

@@ -235,7 +235,7 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     page = {"url": f"{a}/", "url_hash": url_hash(f"{a}/"), "host": A, "depth": 0,
             "status": "fetched", "links": [[f"http://{SHOP}/new", "", False],
                                            [f"{a}/fresh", "", False]]}
-    added, _, refusals = extract_links(ctx, [page])
+    added, _, refusals, _ = extract_links(ctx, [page])
     assert added == 1 and refusals == {("denylist", SHOP): 1}
     assert state(ctx)["rows"].get(f"http://{SHOP}/new") is None
     before = state(ctx)

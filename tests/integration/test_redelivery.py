@@ -58,8 +58,8 @@ def run_batch_twice(ctx: Context, leases: list[Lease]) -> None:
     before = counts(ctx)
     extract_links(ctx, copy.deepcopy(pages))
     after = counts(ctx)
-    added, _, _ = extract_links(ctx, copy.deepcopy(pages))
-    assert added == 0 and counts(ctx) == after, (before, after)
+    again = extract_links(ctx, copy.deepcopy(pages))
+    assert again.added == 0 and counts(ctx) == after, (before, after)
 
 
 def test_every_stage_delivered_twice_changes_nothing(tmp_path: Path, redis_url: str,
