@@ -143,7 +143,9 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
 
     Example: crawlctl crawl --seeds seeds.txt --until-idle
     """
+    from crawlapp import dispatcher as dispatching
     from crawlapp import runner, stats
+    from tasks.chain import send_batch
 
     urls = _read_seed_file(seeds) if seeds is not None else []
     ctx = _context()
@@ -154,16 +156,27 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.time()
     fleet.start(runner.child_commands(ctx, workers or ctx.settings.worker_concurrency))
+    # The dispatcher runs here, as a thread: one Python process less to start.
+    stop = threading.Event()
+    thread = threading.Thread(target=dispatching.run, args=(ctx, send_batch, stop),
+                              name="dispatcher", daemon=True)
+    thread.start()
+    idle = False
     try:
         if until_idle:
             runner.wait_until_idle(ctx, fleet)
+            idle = True
         else:
             runner.wait_forever(fleet)
     except KeyboardInterrupt:
         click.echo("stopping", err=True)
         raise SystemExit(130) from None
     finally:
-        fleet.stop()
+        stop.set()
+        thread.join(10)
+        # Idle: no task is running or queued, so the workers get a cold shutdown and half a
+        # second for it before SIGKILL (their prefork children die with them).
+        fleet.stop(timeout=0.5, cold=True) if idle else fleet.stop()
     summary = stats.collect(ctx, with_queues=False)
     peak = max((w["peak_rss_mib"] for w in summary["workers"].values()), default=0.0)
     click.echo(f"idle after {time.time() - started:.1f} s: {summary['fetched']} fetched, "

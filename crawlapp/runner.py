@@ -21,7 +21,7 @@ from crawlapp.rebuild import is_alive
 log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
 MAX_RESTARTS = 5
-IDLE_CHECKS = 3  # consecutive idle readings, half a second apart, before a crawl is done
+IDLE_CHECKS = 4  # consecutive idle readings, a quarter of a second apart, before a crawl is done
 
 
 def _die_with_parent() -> None:
@@ -35,7 +35,7 @@ def _die_with_parent() -> None:
 def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
     """Fetch workers (threads: their tasks mostly wait on the network; several processes, so
     the CPU they do use is not held by one GIL), a pipeline worker (processes: parsing and
-    storing use CPU), beat, the dispatcher and, with CRAWL_METRICS_PORT, the metrics
+    storing use CPU), beat and, with CRAWL_METRICS_PORT, the metrics
     endpoint."""
     from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
 
@@ -57,7 +57,6 @@ def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
                             "-c", str(workers), *common, "-n", f"pipeline{os.getpid()}@%h"],
         "beat": [*celery, "beat", "--loglevel", "WARNING",
                  "-s", str(ctx.settings.data_dir / "celerybeat-schedule")],
-        "dispatcher": [sys.executable, "-m", "crawlapp.cli", "dispatcher"],
     }
 
 
@@ -98,11 +97,14 @@ class Fleet:
             self.restarted += 1
             self._spawn(name)
 
-    def stop(self, timeout: float = 20.0) -> None:
-        """SIGTERM every child (warm shutdown), then SIGKILL what is still there."""
-        for proc in self.procs.values():
+    def stop(self, timeout: float = 20.0, cold: bool = False) -> None:
+        """SIGTERM every child (warm shutdown: running tasks finish), then SIGKILL what is
+        still there. `cold` sends the workers SIGQUIT instead (they stop at once): only for
+        a crawl known to be idle, with no task running or queued."""
+        for name, proc in self.procs.items():
             if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+                quick = cold and "worker" in name
+                proc.send_signal(signal.SIGQUIT if quick else signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for proc in self.procs.values():
             try:
@@ -112,7 +114,7 @@ class Fleet:
                 proc.wait()
 
 
-def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.5) -> None:
+def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.25) -> None:
     """Block until the frontier is empty, no batch is in flight and no re-crawl is due, for
     IDLE_CHECKS readings (a Redis that lost the frontier is not idle: the dispatcher
     rebuilds it first)."""
