@@ -174,9 +174,9 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
     finally:
         stop.set()
         thread.join(10)
-        # Idle: no task is running or queued, so the workers get a cold shutdown and half a
-        # second for it before SIGKILL (their prefork children die with them).
-        fleet.stop(timeout=0.5, cold=True) if idle else fleet.stop()
+        # Idle: no task is running or queued, so the workers get a cold shutdown (a warm one
+        # waits for the pool's housekeeping).
+        fleet.stop(timeout=5.0, cold=True) if idle else fleet.stop()
     summary = stats.collect(ctx, with_queues=False)
     peak = max((w["peak_rss_mib"] for w in summary["workers"].values()), default=0.0)
     click.echo(f"idle after {time.time() - started:.1f} s: {summary['fetched']} fetched, "
