@@ -8,6 +8,7 @@ group of its own, so `kill` ends it and every renderer it started, whatever they
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import itertools
 import json
 import os
@@ -38,6 +39,13 @@ EventHandler = Callable[[str | None, dict[str, Any]], Awaitable[None] | None]
 
 class BrowserGone(RuntimeError):
     """The browser exited or its pipe closed."""
+
+
+def _above(fd: int, lowest: int = 10) -> int:
+    """A copy of `fd` numbered `lowest` or more; `fd` is closed."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, lowest)
+    os.close(fd)
+    return moved
 
 
 def find_chromium(configured: str | None = None) -> str | None:
@@ -72,13 +80,15 @@ class Browser:
         loop = asyncio.get_running_loop()
         to_browser_r, to_browser_w = os.pipe()
         from_browser_r, from_browser_w = os.pipe()
+        # The browser's ends move above fd 9, so bash's 3<& and 4>& never overwrite them.
+        to_browser_r, from_browser_w = _above(to_browser_r), _above(from_browser_w)
         self._profile = tempfile.mkdtemp(prefix="crawl-chromium-")
         flags = [*FLAGS, f"--user-data-dir={self._profile}"]
         if os.geteuid() == 0:
             flags.append("--no-sandbox")  # Chromium refuses to start as root with its sandbox
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                "/bin/sh", "-c", _LAUNCH.format(r=to_browser_r, w=from_browser_w), self.path,
+                "/bin/bash", "-c", _LAUNCH.format(r=to_browser_r, w=from_browser_w), self.path,
                 *flags, "about:blank", pass_fds=(to_browser_r, from_browser_w),
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL, start_new_session=True)

@@ -42,6 +42,7 @@ def render_summary(counts: dict[str, int], stage_cpu: dict[str, float]) -> dict[
         "seconds_per_page": round(render.get("ms", 0) / 1000 / pages, 3) if pages else 0.0,
         "cpu_seconds": round(stage_cpu.get("render", 0.0), 3),
         "subrequests": render.get("subrequests", 0),
+        "cached": render.get("cached", 0),
         "refused": {k.removeprefix("refused_"): v for k, v in render.items()
                     if k.startswith("refused_")},
     }

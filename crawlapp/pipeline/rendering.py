@@ -16,7 +16,7 @@ import hashlib
 import os
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,35 @@ from crawlapp.settings import Settings
 from crawlapp.urls import host_of, origin_of
 
 RENDERED_TYPE = "text/html; charset=utf-8"
+CACHE_SECONDS = 300.0  # a script or an XHR answer serves every page rendered meanwhile
+CACHE_ENTRIES = 512
+CACHE_MAX_BYTES = 1 << 20
+
+
+class SubresourceCache:
+    """Successful sub-request answers by URL, for a while, so pages sharing a script do not
+    ask their host for it again (bounded: entries and body size)."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[str, tuple[float, Fetched]] = OrderedDict()
+
+    def get(self, url: str) -> Fetched | None:
+        entry = self._entries.get(url)
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        self._entries.move_to_end(url)
+        return entry[1]
+
+    def put(self, result: Fetched) -> None:
+        if result.error or result.status != 200 or len(result.body) > CACHE_MAX_BYTES:
+            return
+        self._entries[result.url] = (time.monotonic() + CACHE_SECONDS, result)
+        self._entries.move_to_end(result.url)
+        while len(self._entries) > CACHE_ENTRIES:
+            self._entries.popitem(last=False)
+
+
+_CACHE = SubresourceCache()  # used on the process's fetch loop only
 
 
 @dataclass(frozen=True)
@@ -121,6 +150,7 @@ class _Answers:
         self.fetcher = fetcher
         self.policies = policies
         self.slots = slots
+        self.cached = 0  # answers served from the cache
 
     async def answer(self, url: str, deadline: float) -> Answer:
         host, origin = host_of(url), origin_of(url)
@@ -133,9 +163,16 @@ class _Answers:
             return "robots_unknown"
         if not policy.allowed(url, self.ctx.settings.product_token):
             return "robots"
+        cached = _CACHE.get(url)
+        if cached is not None:
+            self.cached += 1
+            return cached
         result: Fetched | None = await self.slots.run(host, lambda: self.fetcher.get(url),
                                                       deadline)
-        return "politeness" if result is None else result
+        if result is None:
+            return "politeness"
+        _CACHE.put(result)
+        return result
 
     def delay(self, host: str, origin: str) -> float:
         policy = self.policies.get(origin)
@@ -146,8 +183,10 @@ class _Answers:
 
 
 async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
-                      policies: dict[str, RobotsPolicy | None]) -> list[tuple[Rendered, float]]:
-    """Render the held pages one after the other; each page's host's next time after it."""
+                      policies: dict[str, RobotsPolicy | None]
+                      ) -> tuple[list[tuple[Rendered, float]], int]:
+    """Render the held pages one after the other; each page's host's next time after it,
+    and how many sub-requests the cache answered."""
     settings = ctx.settings
     renderer = _renderer(settings)
     origins = {host_of(h.lease.url): origin_of(h.lease.url) for h in held}
@@ -167,7 +206,7 @@ async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
             lambda url, end=deadline: answers.answer(url, end), settings.render_timeout,
             settings.render_other_hosts)
         out.append((rendered, slots.next_time[handover.lease.host]))
-    return out
+    return out, answers.cached
 
 
 def render_batch(ctx: Context, handovers: list[Handover]) -> list[Page]:
@@ -179,15 +218,16 @@ def render_batch(ctx: Context, handovers: list[Handover]) -> list[Page]:
     held = [h for h, f in zip(handovers, held_failures, strict=True) if f is not None]
     policies = robots_cache.load(ctx, {origin_of(h.lease.url) for h in held})
     try:
-        results = run_on_fetch_loop(settings, ctx.dns_cache,
-                                    lambda fetcher: _render_all(ctx, fetcher, held, policies))
+        results, cached = run_on_fetch_loop(
+            settings, ctx.dns_cache, lambda fetcher: _render_all(ctx, fetcher, held, policies))
     except BaseException:
         # Give the hosts back at the time the fetch set; the URLs are handled (fetched).
         ctx.frontier.release([Release(h.lease, h.next_time, False, h.failures) for h in held])
         raise
     ctx.frontier.release([Release(h.lease, max(h.next_time, next_time), False, h.failures)
                           for h, (_, next_time) in zip(held, results, strict=True)])
-    counts: Counter[str] = Counter({"render:lease_lost": len(handovers) - len(held)})
+    counts: Counter[str] = Counter({"render:lease_lost": len(handovers) - len(held),
+                                    "render:cached": cached})
     pages = []
     for handover, (rendered, _) in zip(held, results, strict=True):
         pages.append(apply_render(handover.page, rendered, settings.render_store_raw))
