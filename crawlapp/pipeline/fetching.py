@@ -185,9 +185,9 @@ def fetch_batch(ctx: Context, leases: list[Lease]
             releases.append(ended)
             continue
         page = apply_fetch(page_for(lease), result) | {"redirect_hops": hops[lease.url]}
-        reason = wants_render(settings, page, result.body)
-        if reason:  # rendered under this lease, released by the render stage
-            handovers.append(Handover(page | {"render_reason": reason}, lease, ended.next_time,
+        why = wants_render(settings, page, result.body)
+        if why:  # rendered under this lease, released by the render stage
+            handovers.append(Handover(page | {"render_reason": why}, lease, ended.next_time,
                                       ended.failures))
         else:
             releases.append(ended)

@@ -199,12 +199,14 @@ async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
         if i:  # the pages still waiting keep their leases
             ctx.frontier.renew([h.lease for h in held[i:]], time.time(), settings.lease_seconds)
         deadline = time.time() + settings.render_timeout
+
+        async def answer(url: str, end: float = deadline) -> Answer:
+            return await answers.answer(url, end)
+
         page = handover.page
         rendered = await renderer.render(
-            page["url"], gzip.decompress(page["body_gz"]),
-            page.get("content_type") or "text/html",
-            lambda url, end=deadline: answers.answer(url, end), settings.render_timeout,
-            settings.render_other_hosts)
+            page["url"], gzip.decompress(page["body_gz"]), page.get("content_type") or "text/html",
+            answer, settings.render_timeout, settings.render_other_hosts)
         out.append((rendered, slots.next_time[handover.lease.host]))
     return out, answers.cached
 

@@ -79,12 +79,13 @@ def test_endless_script_is_cut_at_the_budget_worker_alive(rendered) -> None:  # 
     assert loop["render_error"] == "timeout"
 
 
-def test_page_show_tells_a_rendered_page_and_keeps_both_bodies(rendered) -> None:  # type: ignore[no-untyped-def]
+def test_page_show_tells_a_rendered_page_both_bodies_and_delete_removes_them(rendered) -> None:  # type: ignore[no-untyped-def]
     web, _, _, env = rendered
     shown = crawlctl(env, "page", "show", web.case_urls()["app"], "--json", "--body")
     app = json.loads(shown.stdout)
     assert app["rendered"] is True and app["raw_storage_key"]
     assert app["raw_storage_key"] != app["storage_key"]
     assert all(f"/js/{k}.html" in app["body"] for k in (1, 2, 3))
-    assert len(app["outbound_links"]) >= 3 if isinstance(app["outbound_links"], list) \
-        else app["outbound_links"] >= 3
+    assert app["outbound_links"] >= 3
+    deleted = crawlctl(env, "delete", web.case_urls()["app"], "--yes")
+    assert "bodies removed 2" in deleted.stdout, deleted  # the rendered and the raw body

@@ -58,7 +58,7 @@ def run_batch_twice(ctx: Context, leases: list[Lease]) -> None:
     before = counts(ctx)
     extract_links(ctx, copy.deepcopy(pages))
     after = counts(ctx)
-    added, _ = extract_links(ctx, copy.deepcopy(pages))
+    added, _, _ = extract_links(ctx, copy.deepcopy(pages))
     assert added == 0 and counts(ctx) == after, (before, after)
 
 

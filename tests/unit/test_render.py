@@ -10,12 +10,12 @@ import time
 import pytest
 
 from crawlapp.fetch import Fetched
+from crawlapp.frontier import Lease
 from crawlapp.pipeline.rendering import Handover, SubresourceCache, apply_render, wants_render
 from crawlapp.render import HostSlots, Rendered, refusal
 from crawlapp.render_rule import is_shell, render_reason, shell_hints
 from crawlapp.settings import load_settings
 from crawlapp.stats import render_summary
-from crawlapp.frontier import Lease
 
 HTML = "text/html; charset=utf-8"
 TEXT = " ".join(["word"] * 80)
