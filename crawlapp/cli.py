@@ -206,11 +206,11 @@ def stats(as_json: bool, watch: bool, interval: float) -> None:
     lines.append(f"{'queues':>18}: " + ", ".join(f"{k}={v}" for k, v in data["queues"].items()))
     render = data["render"]
     if render["pages"]:
-        lines.append(f"{'render':>18}: {render['rendered']} of {render['pages']} rendered, "
-                     f"{render['seconds']} s ({render['seconds_per_page']} s/page, "
-                     f"{render['cpu_seconds']} CPU s), {render['subrequests']} sub-requests, "
-                     + ", ".join(f"{k}={v}" for k, v in {**render["errors"],
-                                                          **render["refused"]}.items()))
+        lines.append(f"{'render':>18}: " + ", ".join([
+            f"{render['rendered']} of {render['pages']} rendered",
+            f"{render['seconds']} s ({render['seconds_per_page']} s/page, "
+            f"{render['cpu_seconds']} CPU s)", f"{render['subrequests']} sub-requests",
+            *(f"{k}={v}" for k, v in {**render["errors"], **render["refused"]}.items())]))
     lines.append(f"{'recrawl':>18}: " + ", ".join(
         f"{tier}={v['pages']} ({v['overdue']} overdue)" for tier, v in data["recrawl"].items()))
     _emit(data, as_json, "\n".join(lines))

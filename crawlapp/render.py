@@ -149,9 +149,9 @@ class Renderer:
         and its requests have settled, or an error: 'timeout' once `budget` seconds are spent."""
         started = time.monotonic()
         result = Rendered()
-        browser = await self._ensure()
         session: str | None = None
         try:
+            browser = await self._ensure()
             async with asyncio.timeout(budget):
                 target = (await browser.send("Target.createTarget", {"url": "about:blank"}))
                 session = (await browser.send("Target.attachToTarget",
@@ -177,7 +177,7 @@ class Renderer:
             result.error = "timeout"
             if session is not None:  # the renderer may be stuck in a script: end its tab
                 await self._close_tab(browser, session, target["targetId"])
-        except (BrowserGone, RuntimeError) as exc:
+        except (BrowserGone, RuntimeError, OSError) as exc:
             log.warning("rendering %s failed: %s", url, exc)
             result.error = "browser"
             await self.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -34,6 +35,7 @@ from crawlapp.robots import RobotsPolicy, effective_delay
 from crawlapp.settings import Settings
 from crawlapp.urls import host_of, origin_of
 
+log = logging.getLogger(__name__)
 RENDERED_TYPE = "text/html; charset=utf-8"
 CACHE_SECONDS = 300.0  # a script or an XHR answer serves every page rendered meanwhile
 CACHE_ENTRIES = 512
@@ -122,10 +124,9 @@ def _renderer(settings: Settings) -> Renderer:
     with _RENDERER_LOCK:
         if _RENDERER is None or _RENDERER[0] != os.getpid():
             path = find_chromium(settings.chromium_path)
-            if path is None:
-                raise RuntimeError("no Chromium found: run `make install-render` or set "
-                                   "CRAWL_CHROMIUM")
-            _RENDERER = (os.getpid(), Renderer(path, settings.user_agent, settings.render_recycle,
+            if path is None:  # every page then goes on unrendered (render_error 'browser')
+                log.error("no Chromium found: run `make install-render` or set CRAWL_CHROMIUM")
+            _RENDERER = (os.getpid(), Renderer(path or "chromium", settings.user_agent, settings.render_recycle,
                                                settings.render_max_memory_mb << 20),
                          asyncio.get_running_loop())
         return _RENDERER[1]

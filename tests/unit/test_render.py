@@ -162,3 +162,14 @@ def test_render_settings() -> None:
         load_settings({"CRAWL_RENDER_HOSTS": "not a host"})
     with pytest.raises(SettingsError, match="CRAWL_RENDER_TIMEOUT"):
         load_settings({"CRAWL_RENDER_TIMEOUT": "200", "CRAWL_LEASE_SECONDS": "100"})
+
+
+def test_a_missing_browser_leaves_the_page_unrendered() -> None:
+    from crawlapp.render import Renderer
+
+    async def refuse(url: str) -> str:
+        return "never asked"
+
+    renderer = Renderer("/nonexistent/chromium", "crawlapp", 10, 1 << 30)
+    rendered = asyncio.run(renderer.render("http://a.test/", SHELL, HTML, refuse, 5.0))
+    assert rendered.html is None and rendered.error == "browser"
