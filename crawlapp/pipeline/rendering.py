@@ -126,9 +126,9 @@ def _renderer(settings: Settings) -> Renderer:
             path = find_chromium(settings.chromium_path)
             if path is None:  # every page then goes on unrendered (render_error 'browser')
                 log.error("no Chromium found: run `make install-render` or set CRAWL_CHROMIUM")
-            _RENDERER = (os.getpid(), Renderer(path or "chromium", settings.user_agent, settings.render_recycle,
-                                               settings.render_max_memory_mb << 20),
-                         asyncio.get_running_loop())
+            renderer = Renderer(path or "chromium", settings.user_agent, settings.render_recycle,
+                                settings.render_max_memory_mb << 20)
+            _RENDERER = (os.getpid(), renderer, asyncio.get_running_loop())
         return _RENDERER[1]
 
 
