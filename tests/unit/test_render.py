@@ -173,3 +173,25 @@ def test_a_missing_browser_leaves_the_page_unrendered() -> None:
     renderer = Renderer("/nonexistent/chromium", "crawlapp", 10, 1 << 30)
     rendered = asyncio.run(renderer.render("http://a.test/", SHELL, HTML, refuse, 5.0))
     assert rendered.html is None and rendered.error == "browser"
+
+
+@pytest.mark.parametrize("render", ["true", "false"])
+def test_crawl_starts_a_render_worker_only_with_rendering_on(render: str) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = ("import json; from crawlapp.context import Context; "
+              "from crawlapp.settings import get_settings; from crawlapp.runner import child_commands; "
+              "print(json.dumps(child_commands(Context(get_settings()), 2)))")
+    env = {**os.environ, "CRAWL_RENDER": render, "CRAWL_SHARDS": "3", "CRAWL_RENDER_PROCESSES": "2"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    commands = json.loads(out)
+    if render == "false":
+        assert "render-worker" not in commands
+        return
+    worker = commands["render-worker"]
+    assert worker[worker.index("-Q") + 1] == "render.0,render.1,render.2"
+    assert worker[worker.index("-P") + 1] == "prefork" and worker[worker.index("-c") + 1] == "2"
