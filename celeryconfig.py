@@ -8,6 +8,9 @@ _settings = get_settings()
 
 PIPELINE_QUEUES = ("parse", "dedup", "store", "links", "control")
 FETCH_QUEUES = tuple(f"fetch.{shard}" for shard in range(_settings.shards))
+# Pages to render wait here (same shards as fetch); only with CRAWL_RENDER.
+RENDER_QUEUES = tuple(f"render.{shard}" for shard in range(_settings.shards)
+                      ) if _settings.render else ()
 
 broker_url = _settings.broker_url
 broker_connection_retry_on_startup = True
@@ -32,7 +35,7 @@ worker_prefetch_multiplier = 1
 worker_send_task_events = _settings.task_events
 task_send_sent_event = False
 
-task_queues = [Queue(name) for name in (*FETCH_QUEUES, *PIPELINE_QUEUES)]
+task_queues = [Queue(name) for name in (*FETCH_QUEUES, *RENDER_QUEUES, *PIPELINE_QUEUES)]
 task_default_queue = "control"
 task_routes = {
     "crawl.parse": {"queue": "parse"},
@@ -41,7 +44,8 @@ task_routes = {
     "crawl.extract_links": {"queue": "links"},
     "crawl.dispatch": {"queue": "control"},
     "crawl.recrawl": {"queue": "control"},
-    # crawl.fetch goes to fetch.<mmh3(host) % CRAWL_SHARDS>, chosen when a batch is dispatched.
+    # crawl.fetch goes to fetch.<mmh3(host) % CRAWL_SHARDS>, chosen when a batch is dispatched,
+    # crawl.render to render.<the same shard>.
 }
 
 beat_schedule = {

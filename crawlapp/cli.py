@@ -217,6 +217,13 @@ def stats(as_json: bool, watch: bool, interval: float) -> None:
     lines.append(f"{'frontier':>18}: " + ", ".join(
         f"{k}={v}" for k, v in data["frontier"].items() if k != "shards"))
     lines.append(f"{'queues':>18}: " + ", ".join(f"{k}={v}" for k, v in data["queues"].items()))
+    render = data["render"]
+    if render["pages"]:
+        lines.append(f"{'render':>18}: " + ", ".join([
+            f"{render['rendered']} of {render['pages']} rendered",
+            f"{render['seconds']} s ({render['seconds_per_page']} s/page, "
+            f"{render['cpu_seconds']} CPU s)", f"{render['subrequests']} sub-requests",
+            *(f"{k}={v}" for k, v in {**render["errors"], **render["refused"]}.items())]))
     lines.append(f"{'recrawl':>18}: " + ", ".join(
         f"{tier}={v['pages']} ({v['overdue']} overdue)" for tier, v in data["recrawl"].items()))
     _emit(data, as_json, "\n".join(lines))
@@ -275,7 +282,8 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
             "url", "url_hash", "host", "depth", "status", "priority", "http_status",
             "content_type", "content_length", "content_hash", "content_dedup", "duplicate_of",
             "storage_key", "title", "etag", "last_modified", "redirect_to", "redirect_hops",
-            "canonical_url", "noindex", "discovered_at",
+            "canonical_url", "noindex", "rendered", "render_error", "raw_storage_key",
+            "discovered_at",
             "last_fetched_at", "next_crawl_at", "fail_count", "last_error")}
         data["simhash"] = f"{row.simhash & (2**64 - 1):016x}" if row.simhash is not None else None
         data["outbound_links"] = repository.outbound_links(session, row.url_hash)

@@ -1,4 +1,4 @@
-"""`crawlctl crawl`: the worker, beat and dispatcher as child processes, and idle detection."""
+"""`crawlctl crawl`: the workers and beat as child processes, and idle detection."""
 
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ def _die_with_parent() -> None:
 def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
     """Fetch workers (threads: their tasks mostly wait on the network; several processes, so
     the CPU they do use is not held by one GIL), a pipeline worker (processes: parsing and
-    storing use CPU), beat and, with CRAWL_METRICS_PORT, the metrics
-    endpoint."""
-    from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
+    storing use CPU), with CRAWL_RENDER the render worker, beat and, with
+    CRAWL_METRICS_PORT, the metrics endpoint."""
+    from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES, RENDER_QUEUES
 
     celery = [sys.executable, "-m", "celery", "-A", "crawlapp.celery_app"]
     events = ["-E"] if ctx.settings.task_events else []
@@ -47,11 +47,16 @@ def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
                               "-c", str(ctx.settings.fetch_concurrency), *common,
                               "-n", f"fetch{i}-{os.getpid()}@%h"]
         for i in range(ctx.settings.fetch_processes)}
+    # With CRAWL_RENDER: processes (one browser each) on every render.N queue.
+    renderers = {"render-worker": [*celery, "worker", "-Q", ",".join(RENDER_QUEUES), "-P",
+                                   "prefork", "-c", str(ctx.settings.render_processes), *common,
+                                   "-n", f"render{os.getpid()}@%h"]} if RENDER_QUEUES else {}
     port = ctx.settings.metrics_port
     exporter = {"metrics": [sys.executable, "-m", "crawlapp.cli", "metrics", "serve",
                             "--port", str(port)]} if port else {}
     return {
         **fetchers,
+        **renderers,
         **exporter,
         "pipeline-worker": [*celery, "worker", "-Q", ",".join(PIPELINE_QUEUES), "-P", "prefork",
                             "-c", str(workers), *common, "-n", f"pipeline{os.getpid()}@%h"],

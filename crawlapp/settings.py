@@ -107,6 +107,29 @@ class Settings:
         "CRAWL_METRICS_PORT", "`crawlctl crawl` serves the Prometheus metrics on this port",
         default="unset: not served")
     metrics_addr: str = _doc("CRAWL_METRICS_ADDR", "address the metrics endpoint listens on")
+    render: bool = _doc(
+        "CRAWL_RENDER", "render pages that need it in headless Chromium (`render.N` queues)")
+    render_hosts: tuple[str, ...] = _doc(
+        "CRAWL_RENDER_HOSTS", "hosts whose pages are always rendered (`example.com`, "
+        "`*.example.com`, comma-separated); other pages only when they look like an app shell",
+        default="empty")
+    render_timeout: float = _doc(
+        "CRAWL_RENDER_TIMEOUT", "seconds one page may take to render; then it goes on unrendered")
+    render_recycle: int = _doc("CRAWL_RENDER_RECYCLE", "a browser is started again after this many pages")
+    render_max_memory_mb: int = _doc(
+        "CRAWL_RENDER_MAX_MEMORY_MB", "a browser using more memory (PSS, MiB) is started again")
+    render_other_hosts: tuple[str, ...] = _doc(
+        "CRAWL_RENDER_OTHER_HOSTS",
+        "patterns of other hosts a rendered page's scripts may load from (refused otherwise)",
+        default="empty")
+    render_store_raw: bool = _doc(
+        "CRAWL_RENDER_STORE_RAW", "keep the body as fetched too, next to the rendered one")
+    render_min_text: int = _doc(
+        "CRAWL_RENDER_MIN_TEXT", "visible characters under which a page with scripts may be a shell")
+    render_processes: int = _doc(
+        "CRAWL_RENDER_PROCESSES", "render worker processes (one browser each) started by `crawlctl crawl`")
+    chromium_path: str | None = _doc(
+        "CRAWL_CHROMIUM", "the browser to render with", default="`chromium` on the PATH")
 
     @property
     def product_token(self) -> str:
@@ -172,6 +195,12 @@ def _boolean(raw: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ValueError("expected true or false")
+
+
+def _host_patterns(raw: str) -> tuple[str, ...]:
+    from crawlapp.denylist import normalize
+
+    return tuple(normalize(part) for part in raw.split(",") if part.strip())
 
 
 def _email(raw: str) -> str:
@@ -253,7 +282,20 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         task_events=_parse(env, "CRAWL_TASK_EVENTS", False, _boolean),
         metrics_port=_parse(env, "CRAWL_METRICS_PORT", None, _bounded(int, 1, 65535)),
         metrics_addr=_parse(env, "CRAWL_METRICS_ADDR", "127.0.0.1", str),
+        render=_parse(env, "CRAWL_RENDER", False, _boolean),
+        render_hosts=_parse(env, "CRAWL_RENDER_HOSTS", (), _host_patterns),
+        render_timeout=_parse(env, "CRAWL_RENDER_TIMEOUT", 15.0, _bounded(float, 0.5, 600)),
+        render_recycle=_parse(env, "CRAWL_RENDER_RECYCLE", 200, _bounded(int, 1, 1_000_000)),
+        render_max_memory_mb=_parse(env, "CRAWL_RENDER_MAX_MEMORY_MB", 1024,
+                                    _bounded(int, 64, 1 << 20)),
+        render_other_hosts=_parse(env, "CRAWL_RENDER_OTHER_HOSTS", (), _host_patterns),
+        render_store_raw=_parse(env, "CRAWL_RENDER_STORE_RAW", False, _boolean),
+        render_min_text=_parse(env, "CRAWL_RENDER_MIN_TEXT", 200, _bounded(int, 0, 1 << 20)),
+        render_processes=_parse(env, "CRAWL_RENDER_PROCESSES", 1, _bounded(int, 1, 64)),
+        chromium_path=_parse(env, "CRAWL_CHROMIUM", None, str),
     )
+    if settings.render_timeout >= settings.lease_seconds:
+        raise SettingsError("CRAWL_RENDER_TIMEOUT: must be shorter than CRAWL_LEASE_SECONDS")
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")
     return settings

@@ -28,6 +28,26 @@ def queue_lengths(queue_names: list[str]) -> dict[str, int]:
     return out
 
 
+def render_summary(counts: dict[str, int], stage_cpu: dict[str, float]) -> dict[str, Any]:
+    """Pages through the render stage, rendered or not (by error), their wall and CPU time
+    (browser included), sub-requests fetched and refused (by reason). Pure."""
+    render = {k.removeprefix("render:"): v for k, v in counts.items() if k.startswith("render:")}
+    pages = render.get("pages", 0)
+    return {
+        "pages": pages, "rendered": render.get("rendered", 0),
+        "errors": {k.removeprefix("error_"): v for k, v in render.items()
+                   if k.startswith("error_")},
+        "lease_lost": render.get("lease_lost", 0),
+        "seconds": round(render.get("ms", 0) / 1000, 3),
+        "seconds_per_page": round(render.get("ms", 0) / 1000 / pages, 3) if pages else 0.0,
+        "cpu_seconds": round(stage_cpu.get("render", 0.0), 3),
+        "subrequests": render.get("subrequests", 0),
+        "cached": render.get("cached", 0),
+        "refused": {k.removeprefix("refused_"): v for k, v in render.items()
+                    if k.startswith("refused_")},
+    }
+
+
 def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
     """Everything `crawlctl stats` shows, as one JSON-ready dict."""
     with ctx.sessions() as session:
@@ -64,13 +84,14 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
         },
         "counters": counts,
         "stage_cpu_seconds": counters.read_stage_cpu(ctx),
+        "render": render_summary(counts, counters.read_stage_cpu(ctx)),
         "recrawl": recrawl_sets.stats(ctx, now),
         "workers": workers.read(ctx),
     }
     if with_queues:
-        from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
+        from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES, RENDER_QUEUES
 
-        stats["queues"] = queue_lengths([*FETCH_QUEUES, *PIPELINE_QUEUES])
+        stats["queues"] = queue_lengths([*FETCH_QUEUES, *RENDER_QUEUES, *PIPELINE_QUEUES])
     return stats
 
 

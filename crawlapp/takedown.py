@@ -118,20 +118,24 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
     with ctx.sessions.begin() as session:
         where = Url.url_hash == url_hash(url) if url else Url.host == host
         rows = session.execute(select(Url.url_hash, Url.url, Url.host, Url.depth, Url.status,
-                                      Url.storage_key, Url.content_hash, Url.simhash)
+                                      Url.storage_key, Url.raw_storage_key, Url.content_hash,
+                                      Url.simhash)
                                .where(where)).all()
         if url and not rows:
             _tombstone(session, url)
         live = [r for r in rows if r.status != "deleted"]
         hashes = [r.url_hash for r in live]
-        keys = sorted({r.storage_key for r in rows if r.storage_key})
+        # A rendered page may keep its body as fetched too (raw_storage_key).
+        keys = sorted({k for r in rows for k in (r.storage_key, r.raw_storage_key) if k})
         shared: set[str] = set()
         for start in range(0, len(keys), 500):
-            shared.update(session.scalars(select(Url.storage_key).where(
-                Url.storage_key.in_(keys[start:start + 500]), ~where)))
+            for column in (Url.storage_key, Url.raw_storage_key):
+                shared.update(session.scalars(select(column).where(
+                    column.in_(keys[start:start + 500]), ~where)))
         for start in range(0, len(hashes), 500):
             session.execute(update(Url).where(Url.url_hash.in_(hashes[start:start + 500])).values(
-                status="deleted", storage_key=None, content_hash=None, simhash=None, title=None,
+                status="deleted", storage_key=None, raw_storage_key=None, content_hash=None,
+                simhash=None, title=None,
                 etag=None, last_modified=None, next_crawl_at=None, last_error="deleted"))
     by_host: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for r in live:

@@ -1,4 +1,6 @@
 """The five chained stages: fetch, parse, dedup, store, extract_links. Each takes a batch.
+With CRAWL_RENDER, a sixth, render, takes the pages of a fetch batch that need rendering and
+passes them on to the same parse, dedup, store and extract_links.
 
 Every stage marks its batch as in flight for another lease period when it starts, so a
 batch whose worker died stops holding up `crawl --until-idle` once its leases expire (its
@@ -13,6 +15,7 @@ from typing import Any
 
 import redis
 from botocore.exceptions import BotoCoreError, ClientError
+from celery.signals import worker_process_shutdown
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from crawlapp.celery_app import app
@@ -26,7 +29,9 @@ from crawlapp.pipeline.fetching import fetch_batch
 from crawlapp.pipeline.linking import extract_links as extract_links_stage
 from crawlapp.pipeline.pages import Page
 from crawlapp.pipeline.parsing import parse_pages
+from crawlapp.pipeline.rendering import Handover, browser_cpu, close_renderer, render_batch
 from crawlapp.pipeline.storing import store_pages
+from tasks.chain import send_render
 
 # Infrastructure failures retry with backoff; politeness never waits through a retry.
 RETRY = {"autoretry_for": (redis.ConnectionError, redis.TimeoutError, OperationalError,
@@ -44,10 +49,19 @@ def _started(batch_id: str) -> Context:
 @counters.timed("fetch", elsewhere=fetch_loop_cpu)
 def fetch(batch_id: str, leases: list[list[Any]]) -> list[Page]:
     ctx = _started(batch_id)
-    pages, retried = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
-    counts = Counter(p["status"] for p in pages)
+    pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
+    counts = Counter(p["status"] for p in pages) + Counter(h.page["status"] for h in handovers)
     counters.bump(ctx, {f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
+    if handovers:
+        send_render(ctx, batch_id, handovers)
     return pages
+
+
+@app.task(name="crawl.render", **RETRY)
+@counters.timed("render", elsewhere=browser_cpu)
+def render(batch_id: str, handovers: list[list[Any]]) -> list[Page]:
+    """Render the pages handed over by a fetch batch, under their leases."""
+    return render_batch(_started(batch_id), [Handover.from_wire(raw) for raw in handovers])
 
 
 @app.task(name="crawl.parse", **RETRY)
@@ -84,3 +98,8 @@ def extract_links(pages: list[Page], batch_id: str) -> int:
                   refused=done.refused)
     ctx.frontier.finish_batch(batch_id)
     return done.added
+
+
+@worker_process_shutdown.connect
+def _stop_browser(**_: Any) -> None:
+    close_renderer()

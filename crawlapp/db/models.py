@@ -54,6 +54,9 @@ class Url(Base):
     redirect_hops: Mapped[int | None] = mapped_column(SmallInteger)
     canonical_url: Mapped[str | None] = mapped_column(Text)  # <link rel=canonical>, if another
     noindex: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    rendered: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    render_error: Mapped[str | None] = mapped_column(String(32))  # why rendering failed
+    raw_storage_key: Mapped[str | None] = mapped_column(String(128))  # body as fetched
     fail_count: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
 

@@ -106,7 +106,8 @@ def hashes_with_status(session: Session, hashes: Sequence[str], status: str) -> 
 FETCH_COLUMNS = ("status", "last_fetched_at", "http_status", "content_type", "content_length",
                  "content_hash", "simhash", "content_dedup", "duplicate_of", "storage_key",
                  "title", "etag", "last_modified", "last_error", "redirect_to", "redirect_hops",
-                 "next_crawl_at", "canonical_url", "noindex")
+                 "next_crawl_at", "canonical_url", "noindex", "rendered", "render_error",
+                 "raw_storage_key")
 # The columns a 304 Not Modified writes: the stored content stays as it was.
 NOT_MODIFIED_COLUMNS = ("status", "last_fetched_at", "http_status", "next_crawl_at")
 
@@ -119,7 +120,7 @@ def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
     values = {col: bindparam(f"v_{col}") for col in columns}
     stmt = (update(Url).where(Url.url_hash == bindparam("v_url_hash"))
             .values(**values, fail_count=Url.fail_count + bindparam("v_failed")))
-    flags = [col for col in ("content_dedup", "noindex") if col in columns]
+    flags = [col for col in ("content_dedup", "noindex", "rendered") if col in columns]
     params = [{f"v_{k}": row.get(k) for k in (*columns, "url_hash")}
               | {f"v_{col}": bool(row.get(col)) for col in flags}
               | {"v_failed": int(row.get("status") == "failed")} for row in rows]

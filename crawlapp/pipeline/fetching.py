@@ -1,4 +1,5 @@
-"""Stage 1, fetch: renew the leases, learn robots.txt, fetch the batch, release the hosts."""
+"""Stage 1, fetch: renew the leases, learn robots.txt, fetch the batch, release the hosts
+(or hand pages to render over to the render stage, leases held)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from crawlapp.frontier.redis_frontier import Release
 from crawlapp.metrics import fetch_counts
 from crawlapp.pipeline import robots_cache
 from crawlapp.pipeline.pages import Page, apply_fetch, blocked, page_for, robots_page
+from crawlapp.pipeline.rendering import Handover, wants_render
 from crawlapp.politeness import host_next, is_retryable
 from crawlapp.recrawl import conditional_headers
 from crawlapp.robots import (
@@ -120,10 +122,13 @@ def _url_state(ctx: Context, urls: list[str]) -> tuple[dict[str, int], dict[str,
              if v})
 
 
-def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
-    """Fetch one batch; every held lease is released with the host's next allowed time.
+def fetch_batch(ctx: Context, leases: list[Lease]
+                ) -> tuple[list[Page], int, list[Handover]]:
+    """Fetch one batch; every held lease is released with the host's next allowed time,
+    except those of pages to render, which go on held with their page.
 
-    Returns the page records and how many URLs went back to the frontier to be retried.
+    Returns the page records, how many URLs went back to the frontier to be retried, and
+    the pages to render.
     """
     settings = ctx.settings
     ua = settings.product_token
@@ -178,10 +183,19 @@ def fetch_batch(ctx: Context, leases: list[Lease]) -> tuple[list[Page], int]:
                            fetch_counts(fetched))
     retry = {lease.url for (lease, _), n in zip(transient, counts, strict=True)
              if n <= settings.max_retries}
+    handovers: list[Handover] = []
     for lease, result in zip(plan.pages, fetched, strict=True):
-        requeue = lease.url in retry
-        releases.append(release(lease, result, requeue))
-        if not requeue:
-            pages.append(apply_fetch(page_for(lease), result) | {"redirect_hops": hops[lease.url]})
+        ended = release(lease, result, lease.url in retry)
+        if ended.requeue:
+            releases.append(ended)
+            continue
+        page = apply_fetch(page_for(lease), result) | {"redirect_hops": hops[lease.url]}
+        why = wants_render(settings, page, result.body)
+        if why:  # rendered under this lease, released by the render stage
+            handovers.append(Handover(page | {"render_reason": why}, lease, ended.next_time,
+                                      ended.failures))
+        else:
+            releases.append(ended)
+            pages.append(page)
     ctx.frontier.release(releases)
-    return pages, len(retry)
+    return pages, len(retry), handovers

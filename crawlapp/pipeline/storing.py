@@ -32,6 +32,8 @@ def _row(page: Page) -> dict[str, object]:
         "redirect_hops": page.get("redirect_hops") or None,
         "next_crawl_at": page.get("next_crawl_at"),
         "canonical_url": page.get("canonical"), "noindex": bool(page.get("noindex")),
+        "rendered": bool(page.get("rendered")), "render_error": page.get("render_error"),
+        "raw_storage_key": page.get("raw_storage_key"),
     }
 
 
@@ -67,6 +69,10 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
         body = page.pop("body_gz", None)
         if body is not None:
             uploads.append((page["storage_key"], body, page.get("content_type")))
+        raw = page.pop("raw_gz", None)  # a rendered page's body as fetched (render_store_raw)
+        if raw is not None and page.get("storage_key"):
+            page["raw_storage_key"] = body_key(page["raw_hash"])
+            uploads.append((page["raw_storage_key"], raw, "text/html"))
     ctx.blobs.put_many(uploads)
     robots = [p for p in pages if p["status"] == "robots"]
     urls = [p for p in pages if p["status"] != "robots"]

@@ -29,6 +29,10 @@ dedup-0..3       /articles/mirror.html byte-identical on dedup-0..2; /articles/s
                  all four with small edits (a word changed, a byline added, a sentence removed).
 fresh-both, fresh-etag, fresh-lm, fresh-none
                  /v/<0..7>.html, sending both validators, only ETag, only Last-Modified, none.
+render           /app.html, an app shell: /static/app.js fetches /api/items.json and writes links
+                 to /js/<1..3>.html (found only by rendering); it also asks for /img/logo.png
+                 and host 0's /api/leak.json (never to fetch: an image, another host).
+                 /loop.html, a shell whose script never ends.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import functools
 import gzip
 import hashlib
 import html
+import json
 import random
 import re
 import struct
@@ -104,7 +109,28 @@ _HOME_LINKS: dict[str, tuple[tuple[str, str], ...]] = {
     "sitemap-plain": (("/linked.html", "Linked"),),
     **{f"fresh-{v}": tuple((f"/v/{j}.html", f"Page {j}") for j in range(FRESH_PAGES))
        for v in ("both", "etag", "lm", "none")},
+    "render": (("/app.html", "App"), ("/loop.html", "Endless script")),
 }
+JS_PAGES = 3  # /js/<1..JS_PAGES>.html, linked only by what /static/app.js writes
+LEAK_PATH = "/api/leak.json"  # on host 0: the app's request to another host
+SHELL_HTML = (
+    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>{head}</head>\n"
+    "<body><noscript>This application needs JavaScript.</noscript><div id=\"root\"></div>\n"
+    "{body}</body></html>\n")
+APP_JS = """\
+fetch("/api/items.json").then(r => r.json()).then(items => {{
+  const root = document.getElementById("root");
+  for (const item of items) {{
+    const a = document.createElement("a");
+    a.href = item.href;
+    a.textContent = item.title;
+    root.appendChild(a);
+  }}
+}});
+fetch("{leak}").catch(() => {{}});
+const logo = new Image();
+logo.src = "/img/logo.png";
+"""
 # (href as written on /spellings.html, with {netloc}; the canonical path+query it means)
 SPELLINGS: tuple[tuple[str, str], ...] = (
     ("canon/a.html", "/canon/a.html"),
@@ -205,6 +231,10 @@ class Cases:
                        (r"/articles/syndicated\.html", self._syndicated)]
         elif kind.startswith("fresh-"):
             routes.append((r"/v/([0-9])\.html", self._fresh))
+        elif kind == "render":
+            routes += [(r"/app\.html", self._app), (r"/loop\.html", self._loop),
+                       (r"/static/app\.js", self._app_js), (r"/api/items\.json", self._items),
+                       (r"/js/([0-9]+)\.html", self._js_page)]
         else:
             routes += getattr(self, f"_routes_{kind.replace('-', '_')}")()
         return tuple((re.compile(pattern), handler) for pattern, handler in routes)
@@ -453,13 +483,50 @@ class Cases:
         return self._leaf(i, f"/v/{j}.html", f"Version page {j}",
                           (Link(f"/v/{(j + 1) % FRESH_PAGES}.html", "Next"),))
 
+    # --- render ------------------------------------------------------------------------------
+
+    def _app(self, i: int) -> Special:
+        body = SHELL_HTML.format(title="App", head="<script src=\"/static/app.js\" defer></script>",
+                                 body="")
+        return Special(self.web._ok(i, HTML_TYPE, body.encode()), expand=False)
+
+    def _loop(self, i: int) -> Special:
+        body = SHELL_HTML.format(title="Busy app", head="",
+                                 body="<script>for (;;) {}</script>\n"
+                                      "<script src=\"/static/app.js\"></script>\n")
+        return Special(self.web._ok(i, HTML_TYPE, body.encode()), expand=False)
+
+    def _app_js(self, i: int) -> Response:
+        script = APP_JS.format(leak=self.web.base_url(0) + LEAK_PATH)
+        return self.web._ok(i, "text/javascript; charset=utf-8", script.encode())
+
+    def _items(self, i: int) -> Response:
+        items = [{"href": f"/js/{k}.html", "title": f"Script page {k}"}
+                 for k in range(1, JS_PAGES + 1)]
+        return self.web._ok(i, "application/json", json.dumps(items).encode())
+
+    def _js_page(self, i: int, number: str) -> Page | None:
+        k = int(number)
+        if not 1 <= k <= JS_PAGES:
+            return None
+        return self._leaf(i, f"/js/{k}.html", f"Script page {k}")
+
+    def render_pages(self) -> list[str]:
+        """Pages a crawler finds only by running /app.html's script."""
+        if "render" not in self.web.case_kinds:
+            return []
+        return [self._url("render", f"/js/{k}.html") for k in range(1, JS_PAGES + 1)]
+
     # --- expectations ------------------------------------------------------------------------
 
     def never_fetch(self) -> list[str]:
         """Case URL prefixes never to fetch, besides the robots.txt-disallowed ones."""
-        if "links" not in self.web.case_kinds:
-            return []
-        return [self._url("links", path) for path in LINKS_NEVER]
+        never = []
+        if "links" in self.web.case_kinds:
+            never += [self._url("links", path) for path in LINKS_NEVER]
+        if "render" in self.web.case_kinds:
+            never += [self._url("render", "/img/"), self.web.base_url(0) + LEAK_PATH]
+        return never
 
     def trap_prefixes(self) -> dict[str, str]:
         if "traps" not in self.web.case_kinds:
@@ -543,6 +610,8 @@ class Cases:
             "dedup-0": (("mirror", "/articles/mirror.html"),
                         ("syndicated", "/articles/syndicated.html")),
             **{f"fresh-{v}": ((f"fresh-{v}", "/"),) for v in ("both", "etag", "lm", "none")},
+            "render": (("app", "/app.html"), ("loop", "/loop.html"),
+                       ("app-js", "/static/app.js")),
         }
         return {name: self._url(kind, path) for kind in self.web.case_kinds
                 for name, path in names.get(kind, ())}

@@ -45,7 +45,7 @@ _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "io", "ou")
 _CODAS = ("", "", "", "n", "r", "s", "l", "m", "nd", "st", "x")
 
 # Case groups (WebSpec.<group>_cases flags) and the case hosts of each, in host order.
-CASE_GROUPS = ("robots", "heavy", "odd", "link", "trap", "sitemap", "dedup", "recrawl")
+CASE_GROUPS = ("robots", "heavy", "odd", "link", "trap", "sitemap", "dedup", "recrawl", "render")
 CASE_HOSTS: tuple[tuple[str, str], ...] = (
     ("robots", "robots-500"), ("robots", "robots-404"), ("robots", "robots-redirect"),
     ("heavy", "heavy"), ("heavy", "redirects"),
@@ -56,6 +56,7 @@ CASE_HOSTS: tuple[tuple[str, str], ...] = (
     ("dedup", "dedup-0"), ("dedup", "dedup-1"), ("dedup", "dedup-2"), ("dedup", "dedup-3"),
     ("recrawl", "fresh-both"), ("recrawl", "fresh-etag"), ("recrawl", "fresh-lm"),
     ("recrawl", "fresh-none"),
+    ("render", "render"),
 )
 VALIDATORS = ("ETag", "Last-Modified")
 # vary_validators: what normal host i sends, by i % 8
@@ -84,6 +85,7 @@ class WebSpec:
     sitemap_cases: bool = False  # robots.txt Sitemap: index + gzip child, plain /sitemap.xml
     dedup_cases: bool = False  # byte-identical mirrors, near-duplicate syndicated article
     recrawl_cases: bool = False  # hosts sending both, one or none of ETag / Last-Modified
+    render_cases: bool = False  # app shells whose links only their scripts write; endless script
     vary_validators: bool = False  # normal hosts vary ETag / Last-Modified too (not in `cases`)
     generation: int = 0  # content generation: > 0 changes the text of some pages
     change_fraction: float = 0.25  # share of pages whose text changes in each generation
@@ -613,6 +615,10 @@ class Web:
     def redirect_cases(self) -> list[RedirectCase]:
         """The redirect cases: loop, 8-hop chain, a single move, the robots.txt redirect."""
         return self._cases.redirect_cases() if self._cases is not None else []
+
+    def render_pages(self) -> list[str]:
+        """Pages linked only by what a page's script writes (found by rendering alone)."""
+        return self._cases.render_pages() if self._cases is not None else []
 
     def sitemap_pages(self) -> set[str]:
         """Pages that only sitemaps list (nothing links to them)."""

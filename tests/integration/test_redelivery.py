@@ -49,8 +49,8 @@ def counts(ctx: Context) -> dict[str, int]:
 
 
 def run_batch_twice(ctx: Context, leases: list[Lease]) -> None:
-    pages, _ = fetch_batch(ctx, leases)
-    again, _ = fetch_batch(ctx, leases)  # the leases were released: nothing is fetched
+    pages, _, _ = fetch_batch(ctx, leases)
+    again, _, _ = fetch_batch(ctx, leases)  # the leases were released: nothing is fetched
     assert again == []
     pages = twice(lambda p: parse_pages(p, ctx.settings)[0], pages)
     pages = twice(lambda p: dedup_pages(ctx, p), pages)

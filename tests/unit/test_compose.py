@@ -46,7 +46,7 @@ def _services() -> dict[str, dict[str, Any]]:
 
 
 def _ours(service: dict[str, Any]) -> bool:
-    return service.get("image") == "crawlapp:latest"
+    return service.get("image") in ("crawlapp:latest", "crawlapp-render:latest")
 
 
 def _option(args: list[str], name: str) -> str | None:
@@ -83,7 +83,8 @@ def _check_celery(args: list[str], queues: set[str]) -> set[str]:
 @pytest.fixture(scope="module")
 def queues() -> set[str]:
     shards = int(ENV["CRAWL_SHARDS"])
-    return {f"fetch.{n}" for n in range(shards)} | PIPELINE_QUEUES
+    return ({f"fetch.{n}" for n in range(shards)} | {f"render.{n}" for n in range(shards)}
+            | PIPELINE_QUEUES)
 
 
 def test_every_command_refers_to_something_that_exists(queues: set[str]) -> None:

@@ -161,7 +161,7 @@ def test_case_flags_and_host_layout(web: Web) -> None:
     assert CASES.case_groups == CASE_GROUPS and len(web.case_kinds) == len(CASE_HOSTS)
     assert web.host_count == 20 + len(CASE_HOSTS) and len(web.hosts()) == web.host_count
     assert web.seeds() == Web(DEFAULT).seeds()
-    assert [web.host_index(n) for n in web.case_hosts().values()] == list(range(20, 38))
+    assert [web.host_index(n) for n in web.case_hosts().values()] == list(range(20, 20 + len(CASE_HOSTS)))
     assert web.case_hosts()["robots-500"] == "127.0.1.21:8080"
     only = Web(WebSpec(hosts=5, trap_cases=True, dedup_cases=True))
     assert only.case_kinds == ("traps", "dedup-0", "dedup-1", "dedup-2", "dedup-3")

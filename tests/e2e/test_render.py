@@ -1,0 +1,91 @@
+"""The render stage end to end: pages whose links only their scripts write are found with
+CRAWL_RENDER and not without; the scripts' requests keep the host's politeness, images and
+other hosts are never asked for; a page whose script never ends is cut at the time budget
+while the render worker lives on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from crawlapp.cdp import find_chromium
+from crawlapp.testweb.serverlog import Request, fetched_urls, never_fetch_violations, summary
+from crawlapp.testweb.site import Web, WebSpec
+from tests.conftest import crawl_env, own_redis_url
+from tests.e2e.helpers import crawl_web, crawlctl
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
+    find_chromium() is None,
+    reason="Chromium is not installed (`make install-render` installs it with apt)")]
+DELAY = 0.3
+BUDGET = 3.0
+SPEC = WebSpec(hosts=1, pages_per_host=2, port=0, crawl_delay_every=0, render_cases=True)
+
+
+def _crawl(tmp_path: Path, **extra: str) -> tuple[Web, list[Request], str, dict[str, str]]:
+    import redis
+
+    redis_url = own_redis_url()
+    redis.Redis.from_url(redis_url).flushdb()
+    env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY), **extra)
+    web, requests, output = crawl_web(tmp_path, env, SPEC)
+    return web, requests, output, env
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Web, list[Request]]:
+    web, requests, _, _ = _crawl(tmp_path_factory.mktemp("plain"))
+    return web, requests
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory
+             ) -> tuple[Web, list[Request], str, dict[str, str]]:
+    return _crawl(tmp_path_factory.mktemp("rendered"), CRAWL_RENDER="true",
+                  CRAWL_RENDER_TIMEOUT=str(BUDGET), CRAWL_RENDER_STORE_RAW="true")
+
+
+def test_script_links_are_found_only_with_rendering(plain, rendered) -> None:  # type: ignore[no-untyped-def]
+    web, requests = plain
+    assert web.render_pages() and not set(web.render_pages()) & set(fetched_urls(requests))
+    assert web.case_urls()["app-js"] not in fetched_urls(requests)
+    web, requests, _, _ = rendered
+    fetched = fetched_urls(requests)
+    assert set(web.render_pages()) <= set(fetched)
+    assert fetched[web.case_urls()["app"]] == 1  # rendered from the body the fetch got
+
+
+def test_sub_requests_keep_politeness_and_the_guards(rendered) -> None:  # type: ignore[no-untyped-def]
+    web, requests, _, _ = rendered
+    verdict = summary(requests, web, DELAY)
+    assert verdict["gap_violations"] == 0 and verdict["overlaps"] == 0, verdict
+    assert verdict["robots_first_violations"] == 0 and verdict["duplicate_fetches"] == 0
+    assert never_fetch_violations(requests, web) == []  # no image, no other host
+    app_js = [r for r in requests if r.url == web.case_urls()["app-js"]]
+    assert len(app_js) == 1 and all("crawlapp" in r.ua for r in app_js)
+
+
+def test_endless_script_is_cut_at_the_budget_worker_alive(rendered) -> None:  # type: ignore[no-untyped-def]
+    web, _, output, env = rendered
+    assert "starting it again" not in output
+    stats = json.loads(crawlctl(env, "stats", "--json").stdout)["render"]
+    assert stats["errors"] == {"timeout": 1}
+    assert stats["rendered"] == stats["pages"] - 1 >= 1
+    assert stats["cpu_seconds"] > 0 and stats["refused"].get("other_host", 0) >= 1
+    loop = json.loads(crawlctl(env, "page", "show", web.case_urls()["loop"], "--json").stdout)
+    assert loop["status"] == "fetched" and not loop["rendered"]
+    assert loop["render_error"] == "timeout"
+
+
+def test_page_show_tells_a_rendered_page_both_bodies_and_delete_removes_them(rendered) -> None:  # type: ignore[no-untyped-def]
+    web, _, _, env = rendered
+    shown = crawlctl(env, "page", "show", web.case_urls()["app"], "--json", "--body")
+    app = json.loads(shown.stdout)
+    assert app["rendered"] is True and app["raw_storage_key"]
+    assert app["raw_storage_key"] != app["storage_key"]
+    assert all(f"/js/{k}.html" in app["body"] for k in (1, 2, 3))
+    assert app["outbound_links"] >= 3
+    deleted = crawlctl(env, "delete", web.case_urls()["app"], "--yes")
+    assert "bodies removed 2" in deleted.stdout, deleted  # the rendered and the raw body

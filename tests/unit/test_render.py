@@ -1,0 +1,197 @@
+"""The render stage's pure parts: which pages are rendered, which sub-requests are refused
+before any lookup, one request at a time per host at its delay, the rendered page record."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import time
+
+import pytest
+
+from crawlapp.fetch import Fetched
+from crawlapp.frontier import Lease
+from crawlapp.pipeline.rendering import Handover, SubresourceCache, apply_render, wants_render
+from crawlapp.render import HostSlots, Rendered, refusal
+from crawlapp.render_rule import is_shell, render_reason, shell_hints
+from crawlapp.settings import load_settings
+from crawlapp.stats import render_summary
+
+HTML = "text/html; charset=utf-8"
+TEXT = " ".join(["word"] * 80)
+SHELL = (b'<html><head><script src="/static/main.3f2a.js"></script></head><body>'
+         b'<noscript>You need to enable JavaScript to run this app.</noscript>'
+         b'<div id="root"></div></body></html>')
+
+
+@pytest.mark.parametrize(("body", "hints"), [
+    (SHELL, ["little_text", "noscript", "app_root", "bundles"]),
+    (b'<html><body><div id="app"></div><script>start()</script></body></html>',
+     ["little_text", "app_root"]),
+    (b"<html><body><app-root></app-root><script src=/a.js></script></body></html>",
+     ["little_text", "app_root", "bundles"]),
+    (f'<html><body><div id="root"><p>{TEXT}</p></div><script src="/a.js"></script>'
+     f"</body></html>".encode(), ["app_root", "bundles"]),
+    (b"<html><body><p>Short page, no scripts.</p><noscript>x</noscript></body></html>", []),
+    (b"<html><body><script>var x = 1;</script><p>tiny</p></body></html>", ["little_text"]),
+    (b"", []),
+])
+def test_shell_hints(body: bytes, hints: list[str]) -> None:
+    assert shell_hints(body, HTML) == hints
+
+
+def test_a_shell_has_little_text_and_another_hint() -> None:
+    assert is_shell(["little_text", "noscript"]) and is_shell(["little_text", "bundles"])
+    assert not is_shell(["little_text"])  # a short page with a script is no app
+    assert not is_shell(["app_root", "bundles", "noscript"])  # its text is there already
+
+
+def test_render_reason_host_patterns_first_then_shell() -> None:
+    plain = f"<html><body><p>{TEXT}</p></body></html>".encode()
+    patterns = ("app.example.com", "*.spa.test")
+    assert render_reason("app.example.com", plain, HTML, patterns) == "host"
+    assert render_reason("x.spa.test:8080", plain, HTML, patterns) == "host"
+    assert render_reason("example.com", plain, HTML, patterns) is None
+    assert render_reason("example.com", SHELL, HTML, patterns) == "shell"
+    assert render_reason("app.example.com", SHELL, "application/pdf", patterns) is None
+    assert render_reason("example.com", SHELL, HTML, (), min_text=0) is None
+
+
+def test_wants_render_only_with_the_setting_and_a_fetched_page() -> None:
+    page = {"host": "example.com", "status": "fetched", "content_type": HTML}
+    assert wants_render(load_settings({}), page, SHELL) is None  # off by default
+    on = load_settings({"CRAWL_RENDER": "true"})
+    assert wants_render(on, page, SHELL) == "shell"
+    assert wants_render(on, page | {"not_modified": True}, SHELL) is None
+    assert wants_render(on, page | {"status": "failed"}, SHELL) is None
+
+
+@pytest.mark.parametrize(("url", "kind", "method", "reason"), [
+    ("http://a.test/app.js", "Script", "GET", None),
+    ("http://a.test/api/x.json", "XHR", "GET", None),
+    ("http://a.test/logo.png", "Image", "GET", "type"),
+    ("http://a.test/f.woff2", "Font", "GET", "type"),
+    ("http://a.test/v.mp4", "Media", "GET", "type"),
+    ("http://a.test/favicon.ico", "Other", "GET", "type"),
+    ("http://a.test/api", "Fetch", "POST", "method"),
+    ("ftp://a.test/x", "Script", "GET", "scheme"),
+    ("http://b.test/x.js", "Script", "GET", "other_host"),
+    ("http://a.test:8080/x.js", "Script", "GET", "other_host"),  # another port, another host
+    ("http://cdn.static.test/x.js", "Script", "GET", None),
+    ("http://user@a.test/x.js", "Script", "GET", None),
+])
+def test_sub_request_refusals(url: str, kind: str, method: str, reason: str | None) -> None:
+    assert refusal(url, kind, method, "a.test", ("*.static.test",)) == reason
+
+
+def test_host_slots_one_at_a_time_each_a_delay_after_the_last_end() -> None:
+    spans: list[tuple[float, float]] = []
+
+    async def call() -> Fetched:
+        start = time.time()
+        await asyncio.sleep(0.05)
+        spans.append((start, time.time()))
+        return Fetched("http://a.test/", 200, started=start, ended=time.time())
+
+    async def main() -> list[Fetched | None]:
+        first = time.time() + 0.1
+        slots = HostSlots({"a.test": first}, lambda host: 0.1)
+        far = time.time() + 10
+        results = await asyncio.gather(*(slots.run("a.test", call, far) for _ in range(3)))
+        late = await slots.run("a.test", call, time.time())  # its turn comes after the deadline
+        assert spans[0][0] >= first
+        return [*results, late]
+
+    results = asyncio.run(main())
+    assert results[-1] is None and all(results[:3])
+    assert len(spans) == 3
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        assert start - end >= 0.1
+
+
+def test_apply_render_swaps_the_body_and_keeps_the_raw_one_on_request() -> None:
+    page = {"url": "http://a.test/", "status": "fetched", "content_type": "text/html; charset=latin-1",
+            "body_gz": gzip.compress(SHELL), "content_hash": "raw-hash", "content_length": len(SHELL)}
+    done = apply_render(page, Rendered(html="<html><body><a href=/x>é</a></body></html>"), True)
+    assert done["rendered"] and done["content_type"] == "text/html; charset=utf-8"
+    assert gzip.decompress(done["body_gz"]).decode() == "<html><body><a href=/x>é</a></body></html>"
+    assert done["raw_gz"] == page["body_gz"] and done["raw_hash"] == "raw-hash"
+    assert done["content_hash"] != "raw-hash"
+    failed = apply_render(page, Rendered(error="timeout"), True)
+    assert failed["render_error"] == "timeout" and "rendered" not in failed
+    assert failed["body_gz"] == page["body_gz"] and "raw_gz" not in failed
+    assert "raw_gz" not in apply_render(page, Rendered(html="<html></html>"), False)
+
+
+def test_handover_round_trips_the_wire() -> None:
+    lease = Lease(3, "a.test", "tok", "http://a.test/", 2, 12.5)
+    handover = Handover({"url": "http://a.test/", "body_gz": b"\x1f"}, lease, 99.5, 1)
+    assert Handover.from_wire(handover.to_wire()) == handover
+
+
+def test_subresource_cache_keeps_successes_only() -> None:
+    cache = SubresourceCache()
+    cache.put(Fetched("http://a.test/app.js", 200, body=b"x"))
+    cache.put(Fetched("http://a.test/missing.js", 404))
+    cache.put(Fetched("http://a.test/slow.js", error="timeout"))
+    assert cache.get("http://a.test/app.js") is not None
+    assert cache.get("http://a.test/missing.js") is None and cache.get("http://a.test/slow.js") is None
+
+
+def test_render_summary() -> None:
+    counts = {"render:pages": 4, "render:rendered": 3, "render:error_timeout": 1,
+              "render:ms": 8000, "render:subrequests": 6, "render:cached": 2,
+              "render:refused_type": 5, "render:refused_other_host": 1, "pages:fetched": 9}
+    summary = render_summary(counts, {"render": 3.5, "fetch": 1.0})
+    assert summary == {"pages": 4, "rendered": 3, "errors": {"timeout": 1}, "lease_lost": 0,
+                       "seconds": 8.0, "seconds_per_page": 2.0, "cpu_seconds": 3.5,
+                       "subrequests": 6, "cached": 2,
+                       "refused": {"type": 5, "other_host": 1}}
+    assert render_summary({}, {})["seconds_per_page"] == 0.0
+
+
+def test_render_settings() -> None:
+    settings = load_settings({"CRAWL_RENDER_HOSTS": "App.Example.com, *.spa.test",
+                              "CRAWL_RENDER_OTHER_HOSTS": "cdn.test"})
+    assert not settings.render
+    assert settings.render_hosts == ("app.example.com", "*.spa.test")
+    assert settings.render_other_hosts == ("cdn.test",)
+    from crawlapp.settings import SettingsError
+
+    with pytest.raises(SettingsError, match="CRAWL_RENDER_HOSTS"):
+        load_settings({"CRAWL_RENDER_HOSTS": "not a host"})
+    with pytest.raises(SettingsError, match="CRAWL_RENDER_TIMEOUT"):
+        load_settings({"CRAWL_RENDER_TIMEOUT": "200", "CRAWL_LEASE_SECONDS": "100"})
+
+
+def test_a_missing_browser_leaves_the_page_unrendered() -> None:
+    from crawlapp.render import Renderer
+
+    async def refuse(url: str) -> str:
+        return "never asked"
+
+    renderer = Renderer("/nonexistent/chromium", "crawlapp", 10, 1 << 30)
+    rendered = asyncio.run(renderer.render("http://a.test/", SHELL, HTML, refuse, 5.0))
+    assert rendered.html is None and rendered.error == "browser"
+
+
+@pytest.mark.parametrize("render", ["true", "false"])
+def test_crawl_starts_a_render_worker_only_with_rendering_on(render: str) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = ("import json; from crawlapp.context import Context; "
+              "from crawlapp.settings import get_settings; from crawlapp.runner import child_commands; "
+              "print(json.dumps(child_commands(Context(get_settings()), 2)))")
+    env = {**os.environ, "CRAWL_RENDER": render, "CRAWL_SHARDS": "3", "CRAWL_RENDER_PROCESSES": "2"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    commands = json.loads(out)
+    if render == "false":
+        assert "render-worker" not in commands
+        return
+    worker = commands["render-worker"]
+    assert worker[worker.index("-Q") + 1] == "render.0,render.1,render.2"
+    assert worker[worker.index("-P") + 1] == "prefork" and worker[worker.index("-c") + 1] == "2"
