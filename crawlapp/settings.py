@@ -294,7 +294,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         render_processes=_parse(env, "CRAWL_RENDER_PROCESSES", 1, _bounded(int, 1, 64)),
         chromium_path=_parse(env, "CRAWL_CHROMIUM", None, str),
     )
-    if settings.render_timeout >= settings.lease_seconds:
+    if settings.render and settings.render_timeout >= settings.lease_seconds:
         raise SettingsError("CRAWL_RENDER_TIMEOUT: must be shorter than CRAWL_LEASE_SECONDS")
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")

@@ -34,3 +34,10 @@ def test_bad_values_name_the_variable(env: dict[str, str], message: str) -> None
 def test_binaries_setting_reaches_the_trap_rules() -> None:
     assert load_settings({}).traps.skip_binaries
     assert not load_settings({"CRAWL_FETCH_BINARIES": "true"}).traps.skip_binaries
+
+
+def test_render_timeout_must_fit_in_a_lease_only_when_rendering() -> None:
+    short_lease = {"CRAWL_LEASE_SECONDS": "4", "CRAWL_RENDER_TIMEOUT": "15"}
+    assert not load_settings(short_lease).render
+    with pytest.raises(SettingsError, match="CRAWL_RENDER_TIMEOUT"):
+        load_settings(short_lease | {"CRAWL_RENDER": "true"})
