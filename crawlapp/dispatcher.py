@@ -33,6 +33,10 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
     if restored is not None:
         log.warning("Redis had lost the frontier; rebuilt from the database: %s", restored)
     now = time.time()
+    if ctx.frontier.batches_in_flight(now) >= settings.max_batches_in_flight:
+        # Backpressure: the pipeline is behind. A batch left waiting in a queue past its
+        # leases would be taken for lost and fetched again; hosts simply wait instead.
+        return 0, None
     due_by = now + (settings.dispatch_lookahead if due_within is None else due_within)
     leases, next_ready = ctx.frontier.dispatch(
         range(settings.shards), now, settings.batch_size, settings.lease_seconds,

@@ -55,6 +55,10 @@ class Settings:
         "CRAWL_DEFAULT_DELAY", "seconds between the end of one request to a host and the start of the next")
     max_crawl_delay: float = _doc("CRAWL_MAX_CRAWL_DELAY", "cap on a robots.txt `Crawl-delay`")
     batch_size: int = _doc("CRAWL_BATCH_SIZE", "most URLs (from distinct hosts) in one fetch batch")
+    max_batches_in_flight: int = _doc(
+        "CRAWL_MAX_BATCHES_IN_FLIGHT",
+        "no new batch is dispatched while this many are between dispatch and their last stage",
+        default="8 x shards")
     max_leased_per_shard: int = _doc(
         "CRAWL_MAX_LEASED_PER_SHARD", "most hosts of one shard leased at once", default="4 x batch size")
     lease_seconds: float = _doc(
@@ -228,6 +232,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                         _url(("redis", "rediss", "amqp", "amqps", "pyamqp")))
     redis_default = broker_url if broker_url.startswith("redis") else "redis://127.0.0.1:6379/0"
     batch_size = _parse(env, "CRAWL_BATCH_SIZE", 50, _bounded(int, 1, 1000))
+    shards = _parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, 4096))
     fetch_timeout = _parse(env, "CRAWL_FETCH_TIMEOUT", 30.0, _bounded(float, 0.1, 600))
     settings = Settings(
         data_dir=data_dir,
@@ -242,10 +247,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         from_address=_parse(env, "CRAWL_FROM", None, _email),
         allowed_networks=_parse(env, "CRAWL_ALLOWED_NETWORKS", (), _networks),
         max_depth=_parse(env, "CRAWL_MAX_DEPTH", 5, _bounded(int, 0, 1000)),
-        shards=_parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, 4096)),
+        shards=shards,
         default_delay=_parse(env, "CRAWL_DEFAULT_DELAY", 1.0, _bounded(float, 0, 3600)),
         max_crawl_delay=_parse(env, "CRAWL_MAX_CRAWL_DELAY", 30.0, _bounded(float, 0, 86400)),
         batch_size=batch_size,
+        max_batches_in_flight=_parse(env, "CRAWL_MAX_BATCHES_IN_FLIGHT", 8 * shards,
+                                     _bounded(int, 1, 1_000_000)),
         max_leased_per_shard=_parse(env, "CRAWL_MAX_LEASED_PER_SHARD", 4 * batch_size,
                                     _bounded(int, 1, 1_000_000)),
         lease_seconds=_parse(env, "CRAWL_LEASE_SECONDS", max(120.0, 4 * fetch_timeout),
