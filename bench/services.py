@@ -106,9 +106,9 @@ def reset_postgres(url: str) -> int:
     with engine.begin() as conn:
         for table in TABLES:
             conn.execute(sa.text(f"DROP TABLE IF EXISTS {table} CASCADE"))
-        backend = int(conn.scalar(sa.text("SELECT pg_backend_pid()")))
+        # Read while the connection is open: its backend exits with it.
+        stat = read_stat(int(conn.scalar(sa.text("SELECT pg_backend_pid()"))))
     engine.dispose()
-    stat = read_stat(backend)
     if stat is None:
         raise RuntimeError("Postgres is not on this machine: its CPU cannot be read")
     return stat.ppid
