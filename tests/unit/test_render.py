@@ -161,7 +161,8 @@ def test_render_settings() -> None:
     with pytest.raises(SettingsError, match="CRAWL_RENDER_HOSTS"):
         load_settings({"CRAWL_RENDER_HOSTS": "not a host"})
     with pytest.raises(SettingsError, match="CRAWL_RENDER_TIMEOUT"):
-        load_settings({"CRAWL_RENDER_TIMEOUT": "200", "CRAWL_LEASE_SECONDS": "100"})
+        load_settings({"CRAWL_RENDER": "true", "CRAWL_RENDER_TIMEOUT": "200",
+                       "CRAWL_LEASE_SECONDS": "100"})
 
 
 def test_a_missing_browser_leaves_the_page_unrendered() -> None:
