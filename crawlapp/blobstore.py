@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
@@ -11,6 +12,11 @@ from typing import Any, Protocol
 from crawlapp.settings import Settings
 
 PREFIX = "bodies"
+HEAD_CONCURRENCY = 16  # S3 HEADs in flight at once when checking many keys
+
+
+class BodyMissing(FileNotFoundError):
+    """No body is stored under the key."""
 
 
 def body_key(content_hash: str) -> str:
@@ -29,6 +35,13 @@ class BlobStore(Protocol):
     def get(self, key: str) -> bytes: ...
 
     def exists(self, key: str) -> bool: ...
+
+    def missing(self, keys: Sequence[str]) -> set[str]:
+        """The keys of `keys` with no body stored."""
+
+    def listing(self, limit: int) -> set[str] | None:
+        """Every body key, when listing them is cheaper than checking keys one by one and
+        there are at most `limit`; else None."""
 
     def put_many(self, items: list[tuple[str, bytes, str | None]]) -> int:
         """put() each (key, data, content_type); returns how many were written."""
@@ -50,6 +63,12 @@ class LocalBlobStore:
     def exists(self, key: str) -> bool:
         return self._path(key).exists()
 
+    def missing(self, keys: Sequence[str]) -> set[str]:
+        return {key for key in keys if not self._path(key).exists()}
+
+    def listing(self, limit: int) -> set[str] | None:
+        return None  # a stat per key costs about what a listing would
+
     def put(self, key: str, data: bytes, content_type: str | None) -> bool:
         path = self._path(key)
         if path.exists():
@@ -62,7 +81,10 @@ class LocalBlobStore:
         return True
 
     def get(self, key: str) -> bytes:
-        return self._path(key).read_bytes()
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            raise BodyMissing(f"no body stored under {key}") from None
 
     def put_many(self, items: list[tuple[str, bytes, str | None]]) -> int:
         return sum(self.put(*item) for item in items)
@@ -89,10 +111,26 @@ class S3BlobStore:
         try:
             self.client.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            if _not_found(exc):
                 return False
             raise
         return True
+
+    def missing(self, keys: Sequence[str]) -> set[str]:
+        """HEADs, HEAD_CONCURRENCY at a time: S3 latency, not CPU, bounds a check."""
+        with ThreadPoolExecutor(max_workers=max(1, min(HEAD_CONCURRENCY, len(keys)))) as pool:
+            return {key for key, there in zip(keys, pool.map(self.exists, keys), strict=True)
+                    if not there}
+
+    def listing(self, limit: int) -> set[str] | None:
+        """One LIST per 1,000 keys, where checking them costs a HEAD each."""
+        keys: set[str] = set()
+        for page in self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=f"{PREFIX}/"):
+            keys.update(item["Key"] for item in page.get("Contents", ()))
+            if len(keys) > limit:
+                return None
+        return keys
 
     def put(self, key: str, data: bytes, content_type: str | None) -> bool:
         if self.exists(key):
@@ -103,7 +141,14 @@ class S3BlobStore:
         return True
 
     def get(self, key: str) -> bytes:
-        return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        from botocore.exceptions import ClientError
+
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if _not_found(exc):
+                raise BodyMissing(f"no body stored under {key} in {self.location}") from None
+            raise
 
     def put_many(self, items: list[tuple[str, bytes, str | None]]) -> int:
         """Upload concurrently: S3 latency, not CPU, bounds a batch."""
@@ -127,6 +172,10 @@ class S3BlobStore:
             self.client.create_bucket(Bucket=self.bucket)
 
 
+def _not_found(exc: Any) -> bool:
+    return exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound")
+
+
 def open_blobstore(settings: Settings) -> BlobStore:
     """S3 when S3_BUCKET is set, else the local folder under the data dir."""
     if not settings.s3_bucket:
@@ -135,5 +184,6 @@ def open_blobstore(settings: Settings) -> BlobStore:
     from botocore.config import Config
 
     client = boto3.client("s3", endpoint_url=settings.s3_endpoint_url,
-                          config=Config(retries={"max_attempts": 5, "mode": "standard"}))
+                          config=Config(retries={"max_attempts": 5, "mode": "standard"},
+                                        max_pool_connections=HEAD_CONCURRENCY))
     return S3BlobStore(client, settings.s3_bucket)

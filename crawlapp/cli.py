@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from crawlapp.settings import SettingsError, get_settings
-from crawlapp.urls import URLRejected, canonicalize, url_hash
+from crawlapp.urls import URLRejected, dedup_key, request_url, url_hash
 
 
 class CrawlCtl(click.Group):
@@ -43,12 +43,19 @@ class CrawlCtl(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
-        except (SettingsError, URLRejected) as exc:
+        except SettingsError as exc:
             raise click.UsageError(str(exc)) from None
+        except URLRejected as exc:
+            raise click.UsageError(_rejection(exc)) from None
         except Exception as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+
+
+def _rejection(exc: URLRejected) -> str:
+    """A refused URL, for people: the URL, why in words, and the reason's code."""
+    return f"{exc.url[:200]!r}: {exc.sentence} ({exc.reason})"
 
 
 def _context():  # type: ignore[no-untyped-def]
@@ -94,28 +101,41 @@ def seed() -> None:
     """Seed URLs.  Example: crawlctl seed add https://example.com/"""
 
 
-def _read_seed_file(path: Path) -> list[str]:
+def _read_seed_file(path: Path, option: str) -> list[str]:
+    """The seed URLs of a file; a line that is not a URL refuses the whole file (exit 2,
+    nothing added), as a bad URL argument does."""
     from crawlapp.seeds import read_seeds
 
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as exc:
-        raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="--seeds") from None
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint=option) from None
     urls, problems = read_seeds(lines, get_settings().max_url_length)
-    for problem in problems:
-        click.echo(f"{path}:{problem.line}: skipped ({problem.reason}): {problem.text}", err=True)
+    if problems:
+        shown = "; ".join(f"line {p.line}: {p.text[:80]!r}: {p.sentence}" for p in problems[:3])
+        more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+        raise click.BadParameter(
+            f"{path}: {len(problems)} line(s) are not URLs, nothing added ({shown}{more}); "
+            "fix or remove them (a line starting with # is a comment)", param_hint=option)
     return urls
 
 
 def _prepare_and_seed(urls: list[str]) -> int:
     from crawlapp.blobstore import S3BlobStore
     from crawlapp.db.engine import upgrade
+    from crawlapp.rebuild import ensure_frontier
     from crawlapp.seeding import add_seeds
 
     ctx = _context()
     upgrade(ctx.settings)
     if isinstance(ctx.blobs, S3BlobStore):
         ctx.blobs.ensure_bucket()
+    # A Redis without the frontier is rebuilt from the database before anything is queued;
+    # on a first crawl there is nothing to rebuild and nothing to say.
+    restored = ensure_frontier(ctx)
+    if restored and any(restored.values()):
+        click.echo("Redis had lost the frontier; rebuilt from the database: "
+                   + ", ".join(f"{k}={v}" for k, v in restored.items()), err=True)
     return add_seeds(ctx, urls) if urls else 0
 
 
@@ -126,11 +146,11 @@ def seed_add(urls: tuple[str, ...], file_: Path | None) -> None:
     """Add seed URLs.  Example: crawlctl seed add https://example.com/ --file more.txt"""
     if not urls and file_ is None:
         raise click.UsageError("give URLs or --file PATH")
-    canonical = [canonicalize(u, max_length=get_settings().max_url_length) for u in urls]
+    seeds = [request_url(u, max_length=get_settings().max_url_length) for u in urls]
     if file_ is not None:
-        canonical += _read_seed_file(file_)
-    added = _prepare_and_seed(canonical)
-    click.echo(f"{added} new seed(s) queued, {len(canonical) - added} already known")
+        seeds += _read_seed_file(file_, "--file")
+    added = _prepare_and_seed(seeds)
+    click.echo(f"{added} new seed(s) queued, {len(seeds) - added} already known")
 
 
 @cli.command()
@@ -147,11 +167,12 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
     from crawlapp import runner, stats
     from tasks.chain import send_batch
 
-    urls = _read_seed_file(seeds) if seeds is not None else []
+    urls = _read_seed_file(seeds, "--seeds") if seeds is not None else []
     ctx = _context()
     added = _prepare_and_seed(urls)
     if seeds is not None:
         click.echo(f"{added} new seed(s) queued")
+    before = stats.collect(ctx, with_queues=False)
     fleet = runner.Fleet(ctx.settings.data_dir / "logs")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.time()
@@ -179,10 +200,19 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
         fleet.stop(timeout=5.0, cold=True) if idle else fleet.stop()
     summary = stats.collect(ctx, with_queues=False)
     peak = max((w["peak_rss_mib"] for w in summary["workers"].values()), default=0.0)
-    click.echo(f"idle after {time.time() - started:.1f} s: {summary['fetched']} fetched, "
-               f"{summary['failed']} failed, {summary['blocked_robots']} blocked by robots, "
-               f"{summary['duplicates']} duplicates; {fleet.restarted} restart(s), "
+    run = {k: summary[k] - before[k] for k in ("fetched", "failed", "blocked_robots",
+                                               "duplicates")}
+    click.echo(f"idle after {time.time() - started:.1f} s: this run {run['fetched']} fetched, "
+               f"{run['failed']} failed, {run['blocked_robots']} blocked by robots, "
+               f"{run['duplicates']} duplicates (the crawl so far: {summary['fetched']} "
+               f"fetched, {summary['failed']} failed); {fleet.restarted} restart(s), "
                f"peak worker memory {peak:.0f} MiB; logs in {fleet.log_dir}")
+    given_up = summary["hosts_given_up"]
+    if given_up:
+        click.echo(f"{len(given_up)} host(s) given up as unreachable (crawlctl frontier resume "
+                   "HOST tries again):")
+        for line in stats.given_up_lines(given_up):
+            click.echo(f"  {line}")
 
 
 @cli.command()
@@ -208,10 +238,14 @@ def stats(as_json: bool, watch: bool, interval: float) -> None:
         except KeyboardInterrupt:
             pass
         return
-    from crawlapp.stats import collect
+    from crawlapp.stats import collect, given_up_lines, verify_line, where_the_crawl_is
 
-    data = collect(_context())
-    lines = [f"{k:>18}: {data[k]}" for k in ("discovered", "queued", "fetched", "redirected",
+    ctx = _context()
+    data = collect(ctx)
+    lines = [] if data["started"] else [
+        f"no crawl yet in {where_the_crawl_is(ctx)} "
+        "(crawlctl crawl --seeds FILE --until-idle starts one)"]
+    lines += [f"{k:>18}: {data[k]}" for k in ("discovered", "queued", "fetched", "redirected",
                                              "failed", "blocked_robots", "too_deep", "stored", "duplicates",
                                              "pages_per_second")]
     lines.append(f"{'frontier':>18}: " + ", ".join(
@@ -224,8 +258,16 @@ def stats(as_json: bool, watch: bool, interval: float) -> None:
             f"{render['seconds']} s ({render['seconds_per_page']} s/page, "
             f"{render['cpu_seconds']} CPU s)", f"{render['subrequests']} sub-requests",
             *(f"{k}={v}" for k, v in {**render["errors"], **render["refused"]}.items())]))
+    for label, key in (("pages unread", "unread"), ("parse errors", "parse_errors"),
+                       ("links rejected", "rejected_links")):
+        if data[key]:
+            lines.append(f"{label:>18}: " + ", ".join(f"{k}={v}" for k, v in data[key].items()))
+    lines.append(f"{'last verify':>18}: {verify_line(data['last_verify'])}")
     lines.append(f"{'recrawl':>18}: " + ", ".join(
         f"{tier}={v['pages']} ({v['overdue']} overdue)" for tier, v in data["recrawl"].items()))
+    if data["hosts_given_up"]:
+        lines.append(f"{'hosts given up':>18}: {len(data['hosts_given_up'])}")
+        lines += [f"{'':>20}{line}" for line in given_up_lines(data["hosts_given_up"])]
     _emit(data, as_json, "\n".join(lines))
 
 
@@ -253,6 +295,7 @@ def hosts(top: int, errors: bool, as_json: bool) -> None:
         + (f" (until {time.strftime('%H:%M:%S', time.localtime(h['until']))})"
            if h["until"] and h["frontier_state"] not in ("ready", "idle") else "")
         + (f", denied by {h['denied_by']}" if h["denied_by"] else "")
+        + (f" ({h['given_up']})" if h["given_up"] else "")
         for h in rows]
     _emit(rows, as_json, "\n".join(lines) if rows else "no hosts")
 
@@ -273,13 +316,15 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
     from crawlapp.db import repository
 
     ctx = _context()
-    canonical = canonicalize(url, max_length=ctx.settings.max_url_length)
+    wanted = request_url(url, max_length=ctx.settings.max_url_length)
     with ctx.sessions() as session:
-        row = repository.get_url(session, url_hash(canonical))
+        row = repository.get_url(session, url_hash(wanted))
         if row is None:
-            raise click.BadParameter(f"not known: {canonical}", param_hint="URL")
-        data = {col: getattr(row, col) for col in (
-            "url", "url_hash", "host", "depth", "status", "priority", "http_status",
+            raise click.BadParameter(f"not known: {wanted}", param_hint="URL")
+        data = {col: getattr(row, col) for col in ("url",)}
+        data["key"] = dedup_key(row.url)
+        data |= {col: getattr(row, col) for col in (
+            "url_hash", "host", "depth", "status", "priority", "http_status",
             "content_type", "content_length", "content_hash", "content_dedup", "duplicate_of",
             "storage_key", "title", "etag", "last_modified", "redirect_to", "redirect_hops",
             "canonical_url", "noindex", "rendered", "render_error", "raw_storage_key",
@@ -291,6 +336,128 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
         data["body"] = gzip.decompress(ctx.blobs.get(data["storage_key"])).decode(
             "utf-8", errors="replace")
     _emit(data, as_json, "\n".join(f"{k:>16}: {v}" for k, v in data.items()))
+
+
+def _jsonl_out(lines: Any, source: Path) -> None:
+    """Answer a --jsonl input (a file, or - for stdin) one line at a time, in order."""
+    stream = sys.stdin if str(source) == "-" else None
+    try:
+        handle = stream or source.open(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {source}: {exc.strerror}",
+                                 param_hint="--jsonl") from None
+    with handle:
+        for answer in lines(handle):
+            click.echo(answer)
+
+
+def _answers(rows: list[dict[str, Any]], as_json: bool, fields: tuple[str, ...]) -> None:
+    if as_json:
+        click.echo(json.dumps(rows if len(rows) != 1 else rows[0], indent=2))
+        return
+    for row in rows:
+        shown = [f"{k}={row[k]}" for k in fields if row[k] is not None]
+        click.echo(" ".join(shown))
+
+
+JSONL = click.option("--jsonl", type=click.Path(path_type=Path, allow_dash=True),
+                     help="One JSON object a line in (a file, or - for stdin), one a line out.")
+
+
+@cli.group(name="url")
+def url_group() -> None:
+    """How the crawler reads URLs.  Example: crawlctl url check '../a?b#c' --base http://h/x/y"""
+
+
+@url_group.command("check")
+@click.argument("hrefs", nargs=-1)
+@click.option("--base", help="The page the links were found on.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@JSONL
+def url_check(hrefs: tuple[str, ...], base: str | None, as_json: bool, jsonl: Path | None
+              ) -> None:
+    """For each link: the URL fetched (fetch), its dedup key (key), its politeness key
+    (host), or why it is refused (rejected). With --jsonl, input lines are
+    {"href": ..., "base": ...}.
+
+    Example: crawlctl url check 'index.php?/blog/post-1' --base http://example.com/ --json
+    """
+    from crawlapp import checks
+
+    limit = get_settings().max_url_length
+    if jsonl is not None:
+        _jsonl_out(lambda lines: checks.url_jsonl(lines, limit), jsonl)
+        return
+    if not hrefs:
+        raise click.UsageError("give links, or --jsonl FILE")
+    if base is not None:
+        request_url(base)  # a bad base is bad usage, said once
+    _answers([checks.url_answer(h, base, limit) for h in hrefs], as_json,
+             ("href", "fetch", "key", "host", "rejected"))
+
+
+@cli.group(name="robots")
+def robots_group() -> None:
+    """robots.txt as the crawler applies it.
+
+    Example: crawlctl robots check http://example.com/a --robots-file robots.txt
+    """
+
+
+def _known_policy(origin: str) -> Any:
+    """The robots.txt policy the crawler holds for an origin (the hosts table)."""
+    from crawlapp.db import repository
+    from crawlapp.robots import RobotsPolicy
+    from crawlapp.urls import origin_of
+
+    key = origin_of(request_url(origin if "://" in origin else f"http://{origin}/"))
+    with _context().sessions() as session:
+        known = repository.robots_of(session, key)
+    if known is None:
+        raise click.BadParameter(f"no robots.txt known for {key}: crawl it first, or give "
+                                 "--robots-file", param_hint="--host")
+    return RobotsPolicy(*known)
+
+
+@robots_group.command("check")
+@click.argument("urls", nargs=-1)
+@click.option("--robots-file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+              help="The robots.txt to apply.")
+@click.option("--host", "origin", help="Apply the robots.txt the crawler holds for ORIGIN.")
+@click.option("--agent", help="User-Agent (default CRAWL_USER_AGENT); its product token "
+                              "picks the group.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@JSONL
+def robots_check(urls: tuple[str, ...], robots_file: Path | None, origin: str | None,
+                 agent: str | None, as_json: bool, jsonl: Path | None) -> None:
+    """Whether the crawler would fetch each URL (found in a link, resolved as the crawler
+    resolves it): allowed, the group and rule that decided, and the crawl delay. With
+    --jsonl, input lines are {"robots": "<file text>", "url": ..., "agent": ...}.
+
+    Example: crawlctl robots check 'http://example.com/?q=user/login/' --robots-file robots.txt
+    """
+    from crawlapp import checks
+    from crawlapp.robots import RobotsPolicy, decode_robots
+
+    settings = get_settings()
+    agent = agent or settings.user_agent
+    if jsonl is not None:
+        _jsonl_out(lambda lines: checks.robots_jsonl(lines, agent, settings.max_url_length), jsonl)
+        return
+    if not urls or (robots_file is None) == (origin is None):
+        raise click.UsageError("give URLs and one of --robots-file FILE or --host ORIGIN")
+    if robots_file is not None:
+        try:
+            raw = sys.stdin.buffer.read() if str(robots_file) == "-" else robots_file.read_bytes()
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {robots_file}: {exc.strerror}",
+                                     param_hint="--robots-file") from None
+        policy = RobotsPolicy(200, decode_robots(raw))
+    else:
+        policy = _known_policy(str(origin))
+    _answers([checks.robots_answer(policy, u, agent, max_length=settings.max_url_length)
+              for u in urls], as_json,
+             ("url", "fetch", "allowed", "group", "rule", "crawl_delay", "rejected"))
 
 
 @cli.command()
@@ -307,17 +474,18 @@ def links(url: str, inbound: bool, limit: int, as_json: bool) -> None:
     from crawlapp.db import repository
 
     ctx = _context()
-    canonical = canonicalize(url, max_length=ctx.settings.max_url_length)
+    wanted = request_url(url, max_length=ctx.settings.max_url_length)
     with ctx.sessions() as session:
-        if repository.get_url(session, url_hash(canonical)) is None:
-            raise click.BadParameter(f"not known: {canonical}", param_hint="URL")
-        found = repository.links_of(session, url_hash(canonical), inbound, limit)
-    data = [{"url": u, "anchor": a, "nofollow": n, "status": st} for u, a, n, st in found]
+        if repository.get_url(session, url_hash(wanted)) is None:
+            raise click.BadParameter(f"not known: {wanted}", param_hint="URL")
+        found = repository.links_of(session, url_hash(wanted), inbound, limit)
+    data = [{"url": u, "key": dedup_key(u), "anchor": a, "nofollow": n, "status": st}
+            for u, a, n, st in found]
     arrow = "<-" if inbound else "->"
     _emit(data, as_json, "\n".join(
         f"{arrow} {d['url']}  [{d['status']}]" + (" nofollow" if d["nofollow"] else "")
         + (f"  {d['anchor']!r}" if d["anchor"] else "") for d in data)
-        or f"no links {'into' if inbound else 'out of'} {canonical}")
+        or f"no links {'into' if inbound else 'out of'} {wanted}")
 
 
 @cli.command()
@@ -340,7 +508,7 @@ def recrawl(urls: tuple[str, ...], host: str | None, all_: bool, now: bool) -> N
     ctx = _context()
     hashes: list[str] | None = None
     if urls:
-        hashes = [url_hash(canonicalize(u, max_length=ctx.settings.max_url_length)) for u in urls]
+        hashes = [url_hash(request_url(u, max_length=ctx.settings.max_url_length)) for u in urls]
     elif host:
         with ctx.sessions() as session:
             hashes = list(session.scalars(select(Url.url_hash).where(Url.host == _host_arg(host))))
@@ -372,9 +540,43 @@ def export_warc(out: Path, since: Any, host: str | None) -> None:
 
     ctx = _context()
     with open(out, "wb") as fh:
-        written = export_pages(ctx, fh, since=since, host=_host_arg(host) if host else None,
-                               progress=lambda n: click.echo(f"  {n} pages", err=True))
-    click.echo(f"{written} pages written to {out}")
+        exported = export_pages(ctx, fh, since=since, host=_host_arg(host) if host else None,
+                                progress=lambda n: click.echo(f"  {n} pages", err=True))
+    click.echo(f"{exported.written} pages written to {out}")
+    if exported.skipped:
+        click.echo(exported.describe() + " (crawlctl verify --repair queues them again)")
+
+
+@cli.command()
+@click.option("--host", "host", help="Only the pages of this host (and the claims they own).")
+@click.option("--sample", type=click.IntRange(min=1),
+              help="Check N rows picked at random (and up to N claims and band entries).")
+@click.option("--repair", is_flag=True,
+              help="Clear what cannot be trusted and queue those pages again.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def verify(click_ctx: click.Context, host: str | None, sample: int | None, repair: bool,
+           as_json: bool) -> None:
+    """Check that every body a row names is in the blob store, that the content claims and
+    SimHash bands in Redis name stored originals, and that every copy's duplicate_of chain
+    ends at one. Exit 1 if problems were found and not repaired.
+
+    Example: crawlctl verify --sample 10000, or crawlctl verify --host example.com --repair
+    """
+    from dataclasses import asdict
+
+    from crawlapp import verify as checks
+
+    ctx = _context()
+    name = _host_arg(host) if host else None
+    if name and not checks.host_known(ctx, name):
+        raise click.BadParameter(f"no pages of {name}", param_hint="--host")
+    with click.progressbar(length=checks.rows_to_check(ctx, name, sample), label="rows",
+                           file=sys.stderr) as bar:
+        report = checks.verify(ctx, name, sample, repair, bar.update)
+    _emit(asdict(report), as_json, checks.describe(report))
+    if report.total and not repair:
+        click_ctx.exit(1)
 
 
 @cli.group()
@@ -415,8 +617,7 @@ def _host_arg(host: str) -> str:
     from crawlapp.urls import host_of
 
     value = host.strip()
-    canonical = canonicalize(value if "://" in value else f"http://{value}/")
-    return host_of(canonical)
+    return host_of(request_url(value if "://" in value else f"http://{value}/"))
 
 
 @frontier.command("pause")
@@ -585,12 +786,12 @@ def delete(url: str | None, host: str | None, yes: bool) -> None:
     if bool(url) == bool(host):
         raise click.UsageError("give a URL or --host HOST")
     ctx = _context()
-    canonical = canonicalize(url, max_length=ctx.settings.max_url_length) if url else None
+    target = request_url(url, max_length=ctx.settings.max_url_length) if url else None
     name = _host_arg(host) if host else None
     if not yes:
-        click.confirm(f"Delete {canonical or 'every page of ' + str(name)}?", abort=True)
-    counts = takedown.delete(ctx, url=canonical, host=name)
-    click.echo(f"deleted {canonical or name}: {_counts(counts)}")
+        click.confirm(f"Delete {target or 'every page of ' + str(name)}?", abort=True)
+    counts = takedown.delete(ctx, url=target, host=name)
+    click.echo(f"deleted {target or name}: {_counts(counts)}")
 
 
 @cli.command()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import os
+import re
+import ssl
 import threading
 import time
 import zlib
@@ -22,8 +25,33 @@ from crawlapp.netguard import refusal_reason
 from crawlapp.settings import Settings
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 KEPT_HEADERS = ("content-type", "etag", "last-modified", "location", "retry-after",
                 "x-robots-tag", "content-encoding")
+_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)\Z")
+# TLS failures of the connection itself (a closed or reset connection is "connect").
+_NOT_TLS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError, ssl.SSLWantReadError,
+            ssl.SSLWantWriteError)
+
+
+def valid_host_name(host: str) -> bool:
+    """A name DNS can be asked for: labels of 1-63 letters, digits, '-' or '_', 253 in all."""
+    name = host.lower().removesuffix(".")
+    return 0 < len(name) <= 253 and all(_LABEL.match(label) for label in name.split("."))
+
+
+def tls_failure(exc: BaseException) -> str | None:
+    """'tls_certificate' or 'tls' when a connection error is a failed TLS handshake."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # httpx -> httpcore -> ssl
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return "tls_certificate"
+        if isinstance(seen, ssl.SSLError) and not isinstance(seen, _NOT_TLS):
+            return "tls"
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 @dataclass
@@ -90,6 +118,8 @@ class Fetcher:
         if literal:
             reason = refusal_reason(host, self.settings.allowed_networks)
             return (None, reason) if reason else (host, None)
+        if not valid_host_name(host):
+            return None, "invalid_host"
         answer = await self.dns.resolve(host)
         if answer.error:
             return None, answer.error
@@ -107,7 +137,8 @@ class Fetcher:
         try:
             address, refused = await self._address(host)
             if address is None:
-                result.error = "dns" if refused == "dns" else f"ssrf_{refused}"
+                result.error = (refused if refused in ("dns", "invalid_host")
+                                else f"ssrf_{refused}")
                 return result
             async with asyncio.timeout(self.settings.fetch_timeout):
                 await self._stream(url, address, extra_headers or {}, cap, truncate, result)
@@ -115,8 +146,8 @@ class Fetcher:
             result.error = "timeout"
         except httpx.TimeoutException:
             result.error = "timeout"
-        except httpx.ConnectError:
-            result.error = "connect"
+        except httpx.ConnectError as exc:
+            result.error = tls_failure(exc) or "connect"
         except BodyTooLarge:
             result.error = "too_large"
         except UnsupportedEncoding:
@@ -126,6 +157,11 @@ class Fetcher:
             result.error = "protocol"
         except httpx.HTTPError as exc:
             result.error = f"http_{type(exc).__name__}"[:40]
+        except httpx.InvalidURL:
+            result.error = "invalid_url"
+        except Exception as exc:  # one request's failure is its own, never its batch's
+            log.exception("fetching %s failed", url)
+            result.error = f"error_{type(exc).__name__}"[:40]
         finally:
             result.ended = time.time()
         return result

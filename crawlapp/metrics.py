@@ -15,6 +15,7 @@ Counter fields this module reads (all integers in the hash `<prefix>:counters`):
   store:bodies, bytes:stored   bodies written to the object store, and their gzip bytes
   dedup:exact, dedup:near, urls:known   content and URL dedup hits
   refused:<reason>, rejected:<reason>, fetch:retried
+  unread:<reason>, parse_error:<exception class>   pages read as nothing, and why
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from prometheus_client.core import (
@@ -88,6 +90,7 @@ class Snapshot:
     batches_in_flight: int
     recrawl: Mapping[str, Mapping[str, int]]
     queues: Mapping[str, int]
+    last_verify: Mapping[str, Any] | None = None  # crawlapp.verify.last_report
 
 
 def _with_prefix(counters: Mapping[str, int], prefix: str) -> dict[str, int]:
@@ -99,6 +102,20 @@ def _labelled(family: CounterMetricFamily | GaugeMetricFamily,
     for label, value in sorted(values.items()):
         family.add_metric([label], value)
     return family
+
+
+def verify_families(last: Mapping[str, Any] | None) -> Iterator[Metric]:
+    """The last `crawlctl verify`: when it ran, rows checked, problems found by kind. Pure."""
+    if not last:
+        return
+    yield GaugeMetricFamily("crawl_verify_last_run_timestamp_seconds",
+                            "When the last crawlctl verify started.",
+                            value=datetime.fromisoformat(last["started_at"]).timestamp())
+    yield GaugeMetricFamily("crawl_verify_rows_checked", "Rows the last crawlctl verify checked.",
+                            value=last["rows"])
+    yield _labelled(GaugeMetricFamily(
+        "crawl_verify_problems", "Problems the last crawlctl verify found: missing_body, "
+        "broken_chain, stale_claim, stale_band.", labels=["kind"]), last["problems"])
 
 
 def families(snap: Snapshot) -> Iterator[Metric]:
@@ -137,8 +154,15 @@ def families(snap: Snapshot) -> Iterator[Metric]:
          "near": c.get("dedup:near", 0)})
     yield CounterMetricFamily("crawl_fetch_retries", "Page requests handed back to be tried again.",
                               value=c.get("fetch:retried", 0))
-    yield _labelled(CounterMetricFamily("crawl_parse_rejected", "Pages rejected by the parse stage.",
-                                        labels=["reason"]), _with_prefix(c, "rejected:"))
+    yield _labelled(CounterMetricFamily(
+        "crawl_parse_rejected", "Links and redirects refused by the parse stage (not a URL, "
+        "not http(s), too long).", labels=["reason"]), _with_prefix(c, "rejected:"))
+    yield _labelled(CounterMetricFamily(
+        "crawl_pages_unread", "HTML pages that yielded no text and no links, by reason.",
+        labels=["reason"]), _with_prefix(c, "unread:"))
+    yield _labelled(CounterMetricFamily(
+        "crawl_parse_errors", "Pages whose parsing raised, by exception class (recorded failed).",
+        labels=["exception"]), _with_prefix(c, "parse_error:"))
     yield GaugeMetricFamily("crawl_frontier_urls", "URLs queued in the frontier.",
                             value=sum(s.urls_queued for s in snap.shards))
     hosts = GaugeMetricFamily(
@@ -165,6 +189,7 @@ def families(snap: Snapshot) -> Iterator[Metric]:
                     {t: v["overdue"] for t, v in snap.recrawl.items()})
     yield _labelled(GaugeMetricFamily("crawl_queue_messages", "Messages waiting per Celery queue.",
                                       labels=["queue"]), snap.queues)
+    yield from verify_families(snap.last_verify)
 
 
 class CrawlCollector(Collector):
@@ -177,6 +202,7 @@ class CrawlCollector(Collector):
     def snapshot(self) -> Snapshot:
         from crawlapp import recrawl_sets, stats
         from crawlapp.pipeline import counters
+        from crawlapp.verify import last_report
 
         now = time.time()
         queues: dict[str, int] = {}
@@ -186,7 +212,7 @@ class CrawlCollector(Collector):
             queues = stats.queue_lengths([*FETCH_QUEUES, *PIPELINE_QUEUES])
         return Snapshot(counters.read(self.ctx), self.ctx.frontier.stats(now),
                         self.ctx.frontier.batches_in_flight(now),
-                        recrawl_sets.stats(self.ctx, now), queues)
+                        recrawl_sets.stats(self.ctx, now), queues, last_report(self.ctx))
 
     def collect(self) -> Iterator[Metric]:
         return families(self.snapshot())

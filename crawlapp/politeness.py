@@ -9,6 +9,10 @@
 A URL whose server was overloaded or unreachable (429, 5xx, connection refused) goes back
 to its host's queue, at most `max_retries` times; a timeout is not retried (the server was
 slow for that URL, and another try would cost the host another full timeout).
+- A host that cannot be reached for a reason that will not change soon (the address guard
+  refuses its address, its name does not resolve, it is not a valid host name, TLS fails)
+  is backed off the same way, and after `give_up_after` such failures in a row it is given
+  up: parked for good ("unreachable: <error>") until an operator resumes it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,14 @@ from email.utils import parsedate_to_datetime
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 TRANSIENT_ERRORS = frozenset({"timeout", "connect", "protocol", "dns"})
 ABANDONED_ERRORS = frozenset({"timeout", "protocol", "too_large"})
+# Errors of the host, not of one request, that another try soon will not change
+# (plus every `ssrf_*`: the address guard refused the host's address).
+UNREACHABLE_ERRORS = frozenset({"dns", "invalid_host", "tls", "tls_certificate"})
+GIVEN_UP = "unreachable: "  # the park reason of a given-up host starts with this
+_ADDRESS_KINDS = {"loopback": "a loopback address", "private": "a private address",
+                  "link_local": "a link-local address", "multicast": "a multicast address",
+                  "unspecified": "unspecified (0.0.0.0 or ::)", "reserved": "a reserved address",
+                  "bad_address": "not an IP address"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +41,7 @@ class Backoff:
     park_seconds: float = 600.0
     max_retries: int = 2
     abort_grace: float = 5.0
+    give_up_after: int = 3
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,25 @@ def is_transient(status: int | None, error: str | None) -> bool:
     return status in TRANSIENT_STATUSES
 
 
+def is_unreachable(error: str | None) -> bool:
+    """A failure of the host itself that will not change soon (see UNREACHABLE_ERRORS)."""
+    return error is not None and (error in UNREACHABLE_ERRORS or error.startswith("ssrf_"))
+
+
+def unreachable_sentence(error: str) -> str:
+    """Why a host cannot be reached, in words, for people. Pure."""
+    if error.startswith("ssrf_"):
+        kind = _ADDRESS_KINDS.get(error.removeprefix("ssrf_"), "not a public address")
+        return (f"refused by the private-address guard: its address is {kind}; "
+                "CRAWL_ALLOWED_NETWORKS names networks to fetch anyway")
+    return {
+        "dns": "its name does not resolve (DNS)",
+        "invalid_host": "not a valid host name",
+        "tls": "the TLS handshake fails",
+        "tls_certificate": "its TLS certificate does not verify",
+    }.get(error, error)
+
+
 def is_retryable(status: int | None, error: str | None) -> bool:
     """A failed URL worth queueing again."""
     return status in TRANSIENT_STATUSES if error is None else error == "connect"
@@ -57,11 +89,11 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return float(value)
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None:
         return None
@@ -73,6 +105,12 @@ def host_next(end: float, delay: float, status: int | None, error: str | None,
     """The host's next allowed time after a request that ended at `end`."""
     if error in ABANDONED_ERRORS:
         end += policy.abort_grace
+    if is_unreachable(error):
+        failures += 1
+        if failures >= policy.give_up_after:
+            return HostNext(float("inf"), failures, f"{GIVEN_UP}{error}")
+        return HostNext(end + max(min(delay * 2 ** failures, policy.max_backoff), delay),
+                        failures)
     if not is_transient(status, error):
         return HostNext(end + delay, 0)
     failures += 1

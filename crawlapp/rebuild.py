@@ -114,7 +114,8 @@ def _content_claims(ctx: Context) -> int:
     with ctx.sessions() as session:
         rows = session.execute(
             select(Url.content_hash, Url.url_hash)
-            .where(Url.content_hash.is_not(None), Url.content_dedup.is_(False))).all()
+            .where(Url.content_hash.is_not(None), Url.content_dedup.is_(False),
+                   Url.storage_key.is_not(None))).all()
     pipe = ctx.redis.pipeline(transaction=False)
     for content_hash, owner in rows:
         pipe.set(ctx.key("content", content_hash), owner, nx=True)
@@ -129,7 +130,8 @@ def _bands(ctx: Context) -> int:
         with ctx.sessions() as session:
             rows = session.execute(
                 select(Url.id, Url.url_hash, Url.simhash)
-                .where(Url.simhash.is_not(None), Url.content_dedup.is_(False), Url.id > last_id)
+                .where(Url.simhash.is_not(None), Url.content_dedup.is_(False),
+                       Url.storage_key.is_not(None), Url.id > last_id)
                 .order_by(Url.id).limit(CHUNK)).all()
         if not rows:
             return filed

@@ -5,19 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from crawlapp.urls import URLRejected, canonicalize
+from crawlapp.urls import URLRejected, request_url
 
 
 @dataclass(frozen=True)
 class SeedProblem:
     line: int
     text: str
-    reason: str
+    reason: str  # the code (URLRejected.reason)
+    sentence: str = ""  # the reason in words (URLRejected.sentence)
 
 
 def read_seeds(lines: Iterable[str], max_length: int = 2048
                ) -> tuple[list[str], list[SeedProblem]]:
-    """Canonical seed URLs (deduplicated, in order) and the lines that are not URLs.
+    """Seed request URLs (deduplicated, in order) and the lines that are not URLs.
 
     Blank lines and lines starting with '#' are skipped.
     """
@@ -28,7 +29,7 @@ def read_seeds(lines: Iterable[str], max_length: int = 2048
         if not text or text.startswith("#"):
             continue
         try:
-            seeds.setdefault(canonicalize(text, max_length=max_length))
+            seeds.setdefault(request_url(text, max_length=max_length))
         except URLRejected as exc:
-            problems.append(SeedProblem(number, text[:200], exc.reason))
+            problems.append(SeedProblem(number, text[:200], exc.reason, exc.sentence))
     return list(seeds), problems

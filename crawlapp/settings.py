@@ -87,6 +87,11 @@ class Settings:
     park_seconds: float = _doc("CRAWL_PARK_SECONDS", "how long a failing host stays parked")
     max_retries: int = _doc(
         "CRAWL_MAX_RETRIES", "tries again of a URL answered 429/5xx or refused connection")
+    give_up_after: int = _doc(
+        "CRAWL_GIVE_UP_AFTER",
+        "a host whose requests fail this many times in a row for a reason that will not change "
+        "soon (private-address guard, DNS, invalid host name, TLS) is given up: parked until "
+        "`crawlctl frontier resume`")
     max_pages_per_host: int = _doc(
         "CRAWL_MAX_PAGES_PER_HOST", "URLs queued per host; the rest are recorded `over_budget`")
     near_duplicate_bits: int = _doc(
@@ -152,7 +157,7 @@ class Settings:
     @property
     def backoff(self) -> Backoff:
         return Backoff(self.max_backoff, self.max_retry_after, self.park_after,
-                       self.park_seconds, self.max_retries)
+                       self.park_seconds, self.max_retries, give_up_after=self.give_up_after)
 
 
 def _parse(env: Mapping[str, str], name: str, default: T, convert: Callable[[str], T]) -> T:
@@ -275,6 +280,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         park_after=_parse(env, "CRAWL_PARK_AFTER", 8, _bounded(int, 1, 1000)),
         park_seconds=_parse(env, "CRAWL_PARK_SECONDS", 600.0, _bounded(float, 1, 7 * 86400)),
         max_retries=_parse(env, "CRAWL_MAX_RETRIES", 2, _bounded(int, 0, 100)),
+        give_up_after=_parse(env, "CRAWL_GIVE_UP_AFTER", 3, _bounded(int, 1, 100)),
         max_pages_per_host=_parse(env, "CRAWL_MAX_PAGES_PER_HOST", 100_000,
                                   _bounded(int, 1, 1 << 40)),
         near_duplicate_bits=_parse(env, "CRAWL_NEAR_DUPLICATE_BITS", 3, _bounded(int, 0, 3)),

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from crawlapp import denylist, recrawl_sets, workers
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.pipeline import counters
+from crawlapp.politeness import GIVEN_UP, unreachable_sentence
 from crawlapp.urls import host_of
+from crawlapp.verify import last_report
 
 
 def queue_lengths(queue_names: list[str]) -> dict[str, int]:
@@ -48,20 +51,66 @@ def render_summary(counts: dict[str, int], stage_cpu: dict[str, float]) -> dict[
     }
 
 
+def crawl_started(ctx: Context) -> bool:
+    """Whether the crawl's database has its tables (never creates a SQLite file)."""
+    import sqlalchemy as sa
+
+    from crawlapp.db.engine import get_engine, normalize_url
+
+    url = sa.engine.make_url(normalize_url(ctx.settings.database_url))
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and not Path(url.database).exists():
+        return False
+    return sa.inspect(get_engine(ctx.settings)).has_table("urls")
+
+
+def where_the_crawl_is(ctx: Context) -> str:
+    """The crawl's database, for people (no password). Pure."""
+    import sqlalchemy as sa
+
+    url = sa.engine.make_url(ctx.settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        return url.database or ""
+    return url.render_as_string(hide_password=True)
+
+
+def given_up_hosts(ctx: Context) -> dict[str, str]:
+    """Hosts given up as unreachable (address guard, DNS, invalid name, TLS): host -> error."""
+    return {host: why.removeprefix(GIVEN_UP) for host, (_, why) in ctx.frontier.parked().items()
+            if why.startswith(GIVEN_UP)}
+
+
+def given_up_lines(hosts: dict[str, str], limit: int = 10) -> list[str]:
+    """`host: why` for people, `limit` at most. Pure."""
+    lines = [f"{host}: {unreachable_sentence(error)}"
+             for host, error in sorted(hosts.items())[:limit]]
+    if len(hosts) > limit:
+        lines.append(f"... and {len(hosts) - limit} more (crawlctl hosts --errors)")
+    return lines
+
+
 def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
-    """Everything `crawlctl stats` shows, as one JSON-ready dict."""
-    with ctx.sessions() as session:
-        by_status = repository.status_counts(session)
-        duplicates = repository.dedup_count(session)
-        stored = repository.stored_bodies(session)
-        first, last = repository.fetch_window(session)
+    """Everything `crawlctl stats` shows, as one JSON-ready dict (zeros for the database's
+    part before the crawl's database exists)."""
+    started = crawl_started(ctx)
+    by_status: dict[str, int] = {}
+    duplicates = stored = 0
+    first = last = None
+    if started:
+        with ctx.sessions() as session:
+            by_status = repository.status_counts(session)
+            duplicates = repository.dedup_count(session)
+            stored = repository.stored_bodies(session)
+            first, last = repository.fetch_window(session)
     counts = counters.read(ctx)
     fetched = by_status.get("fetched", 0)
     requested = fetched + by_status.get("redirected", 0) + by_status.get("failed", 0)
     window = (last - first).total_seconds() if first and last else 0.0
     now = time.time()
     shards = ctx.frontier.stats(now)
+    given_up = given_up_hosts(ctx)
     stats: dict[str, Any] = {
+        "started": started,
         "discovered": sum(by_status.values()),
         "queued": by_status.get("queued", 0),
         "fetched": fetched,
@@ -74,6 +123,10 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
         "pages_per_second": round(requested / window, 2) if window > 0 else 0.0,
         "crawl_seconds": round(window, 3),
         "by_status": by_status,
+        "unread": _by_reason(counts, "unread:"),
+        "parse_errors": _by_reason(counts, "parse_error:"),
+        "rejected_links": _by_reason(counts, "rejected:"),
+        "hosts_given_up": dict(sorted(given_up.items())),
         "frontier": {
             "urls_queued": sum(s.urls_queued for s in shards),
             "hosts_ready": sum(s.hosts_ready for s in shards),
@@ -87,6 +140,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
         "render": render_summary(counts, counters.read_stage_cpu(ctx)),
         "recrawl": recrawl_sets.stats(ctx, now),
         "workers": workers.read(ctx),
+        "last_verify": last_report(ctx),
     }
     if with_queues:
         from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES, RENDER_QUEUES
@@ -95,12 +149,31 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
     return stats
 
 
+def _by_reason(counts: dict[str, int], prefix: str) -> dict[str, int]:
+    """The counters under `prefix`, by reason, largest first. Pure."""
+    found = {k.removeprefix(prefix): v for k, v in counts.items() if k.startswith(prefix) and v}
+    return dict(sorted(found.items(), key=lambda kv: -kv[1]))
+
+
+def verify_line(last: dict[str, Any] | None) -> str:
+    """The `stats` line of the last `crawlctl verify`. Pure."""
+    if not last:
+        return "never run (crawlctl verify)"
+    found = ", ".join(f"{k} {v}" for k, v in last["problems"].items() if v) or "no problems"
+    repaired = f", {sum(last['repaired'].values())} repaired" if last.get("repaired") else ""
+    return (f"{last['started_at']} ({last['scope']}): {last['rows']} rows in {last['seconds']} s, "
+            f"{found}{repaired}")
+
+
 def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[str, Any]]:
     """Per host: pages by outcome, robots.txt answer and delay, frontier state, denylist.
 
     The `top` hosts by pages known, or with `errors_only` those with failed or blocked
-    pages or a backoff, most failures first.
+    pages or a backoff, most failures first. A host given up as unreachable has its reason
+    in words (`given_up`).
     """
+    if not crawl_started(ctx):
+        return []
     with ctx.sessions() as session:
         by_host = repository.host_status_counts(session)
         robots = {host_of(h.origin + "/"): h for h in repository.hosts_table(session)}
@@ -117,7 +190,9 @@ def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[
                  failures_in_a_row=state.failures, until=state.until,
                  robots_status=known.robots_status if known else None,
                  crawl_delay=known.crawl_delay if known else None,
-                 denied_by=denylist.denied_by(h["host"], patterns))
+                 denied_by=denylist.denied_by(h["host"], patterns),
+                 given_up=unreachable_sentence(state.state.removeprefix(GIVEN_UP))
+                 if state.state.startswith(GIVEN_UP) else None)
     if errors_only:
         hosts = [h for h in hosts if h["failed"] or h["blocked"] or h["failures_in_a_row"]
                  or h["denied_by"] or h["frontier_state"] not in ("ready", "waiting", "leased",

@@ -16,7 +16,9 @@ from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.db.models import Deny, Url
 from crawlapp.frontier import QueuedURL
-from crawlapp.pipeline.dedup import band_keys
+from crawlapp.pipeline import dedup
+from crawlapp.pipeline.dedup import Held
+from crawlapp.pipeline.storing import requeue, send_back
 from crawlapp.rebuild import restore_recrawls
 from crawlapp.simhash import from_signed
 from crawlapp.urls import host_of, url_hash
@@ -93,24 +95,6 @@ def _tombstone(session: Session, url: str) -> None:
                                    "discovered_at": datetime.now(UTC)}])
 
 
-def _forget_content(ctx: Context, rows: list[Any]) -> None:
-    """Dedup must not point new pages at deleted ones: drop their exact-content claims (if
-    they own them) and their SimHash band entries."""
-    pipe = ctx.redis.pipeline(transaction=False)
-    for row in rows:
-        if row.content_hash:
-            pipe.get(ctx.key("content", row.content_hash))
-    owners = iter(pipe.execute())
-    for row in rows:
-        if row.content_hash and (next(owners) or b"").decode() == row.url_hash:
-            pipe.delete(ctx.key("content", row.content_hash))
-        if row.simhash is not None:
-            fingerprint = from_signed(row.simhash)
-            for key in band_keys(ctx, fingerprint):
-                pipe.srem(key, f"{fingerprint:016x}{row.url_hash}")
-    pipe.execute()
-
-
 def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dict[str, int]:
     """Take down one URL or every URL of a host: bodies no other page points to are removed,
     rows become 'deleted' (never crawled again), and they leave the frontier and the
@@ -143,11 +127,20 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
             by_host[r.host].append((r.depth, r.url))
     dropped = (ctx.frontier.drop(host) if host
                else sum(ctx.frontier.drop(h, urls) for h, urls in by_host.items()))
-    _forget_content(ctx, live)
+    # Dedup must not point new pages at deleted ones: their claims and band entries go, and
+    # their copies are handed to another original (or fetched again when none is left).
+    dedup.release(ctx, [Held(r.url_hash, r.content_hash,
+                             from_signed(r.simhash) if r.simhash is not None else None)
+                        for r in live])
+    with ctx.sessions.begin() as session:
+        orphans = requeue(session, dedup.adopt(ctx, session, hashes),
+                          "requeued: its original was taken down")
+    send_back(ctx, orphans)
     counts = {"rows_deleted": len(live) + (1 if url and not rows else 0),
               "bodies_removed": sum(ctx.blobs.delete(k) for k in keys if k not in shared),
               "bodies_kept_shared": len(shared),
               "urls_dropped": dropped,
-              "recrawls_stopped": recrawl_sets.forget(ctx, hashes)}
+              "recrawls_stopped": recrawl_sets.forget(ctx, hashes),
+              "copies_requeued": len(orphans)}
     audit(ctx, "delete", url or f"host {host}", counts)
     return counts

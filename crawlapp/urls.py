@@ -1,22 +1,40 @@
-"""The canonical form of a URL, its hash, its host and its shard. Pure: no I/O."""
+"""The two forms of a URL, its politeness key, its hash and its shard. Pure: no I/O.
+
+- The *request URL* (`request_url`): a link resolved against its page's base and serialized
+  per the WHATWG URL Standard (ada-url, the parser browsers' behaviour is specified by),
+  fragment dropped, nothing else rewritten. It is what is fetched, what robots.txt is matched
+  against, what redirects resolve against, and what is stored and exported.
+- The *dedup key* (`dedup_key`): the request URL normalised further (tracking and session
+  parameters dropped, query sorted, case and escapes normalised by w3lib), used only to decide
+  "seen before?". Two links with one key are one row, fetched once under the request URL of
+  the first found. `url_hash` hashes the key.
+- The *politeness key* (`host_of`): host (UTS #46, IPv4 in any numeric form as a dotted quad:
+  the WHATWG host parser does both) and port when it is not the default.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from urllib.parse import unquote_plus, urljoin, urlsplit, urlunsplit
+from functools import lru_cache
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
+import ada_url
 import mmh3
 from w3lib.url import canonicalize_url
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
-_PATH_PARAM = re.compile(r";([^/;=?#]+)=[^/;?#]*")  # ";jsessionid=..." inside a path
-_BAD_HOST = re.compile(r"[\s\x00-\x1f\x7f<>\"'`{}|\\^%/?#@]")
-DEFAULT_PORTS = {"http": 80, "https": 443}
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 TRACKING_PARAMS = frozenset({
     "fbclid", "gclid", "msclkid", "dclid", "yclid", "mc_eid", "mc_cid", "_ga", "igshid",
     "sid", "sessionid", "session_id", "phpsessid", "jsessionid", "aspsessionid", "cfid", "cftoken",
 })
+REASONS = {
+    "empty": "the URL is empty",
+    "malformed": "not a valid URL (WHATWG URL Standard)",
+    "scheme_missing": "not an absolute URL: no scheme such as http://",
+    "too_long": "longer than CRAWL_MAX_URL_LENGTH",
+}
 
 
 class URLRejected(ValueError):
@@ -27,101 +45,136 @@ class URLRejected(ValueError):
         self.reason = reason
         self.url = url
 
+    @property
+    def sentence(self) -> str:
+        """The reason in words, for people."""
+        if self.reason in REASONS:
+            return REASONS[self.reason]
+        if self.reason.startswith("scheme_"):
+            return f"only http and https URLs are crawled, not {self.reason[7:]}:"
+        return self.reason
 
-def _is_tracking(name: str, extra: frozenset[str]) -> bool:
-    lowered = name.lower()
-    return lowered.startswith("utm_") or lowered in TRACKING_PARAMS or lowered in extra
+
+def _encode_query(href: str, encoding: str) -> str:
+    """`href` with the non-ASCII characters of its query percent-encoded in the page's
+    `encoding`, as the WHATWG URL parser does for a document in a legacy encoding (a character
+    the encoding lacks becomes an HTML numeric reference, "%26%23N%3B")."""
+    head, hash_, fragment = href.partition("#")
+    path, mark, query = head.partition("?")
+    if not mark or query.isascii():
+        return href
+    out = []
+    for char in query:
+        if char.isascii():
+            out.append(char)
+            continue
+        try:
+            out.append("".join(f"%{b:02X}" for b in char.encode(encoding)))
+        except UnicodeEncodeError:
+            out.append(f"%26%23{ord(char)}%3B")
+    return f"{path}?{''.join(out)}{hash_}{fragment}"
 
 
-def canonicalize(url: str, base: str | None = None, *, max_length: int = 2048,
-                 drop_params: frozenset[str] = frozenset()) -> str:
-    """Return the canonical form of `url` (resolved against `base`), or raise URLRejected.
-
-    Lower-case scheme and host, IDNA host, no default port, no fragment, no user info,
-    dot segments resolved, percent-encoding normalised, tracking and session parameters
-    dropped (from the query, and `;jsessionid=...`-style from the path) and the query sorted.
-    """
-    raw = url.strip()
-    if not raw:
-        raise URLRejected("empty", url)
-    if base is not None:
-        raw = _resolve(base, raw)
+def request_url(href: str, base: str | None = None, *, max_length: int = 2048,
+                encoding: str = "utf-8") -> str:
+    """The URL to fetch for `href` found on a page whose base URL is `base` and whose
+    encoding (for link queries: UTF-8 for UTF-8 and UTF-16 pages) is `encoding`: resolved and
+    serialized per the WHATWG URL Standard, fragment dropped. Raises URLRejected."""
+    if not base and not href.strip():
+        raise URLRejected("empty", href)
+    if encoding != "utf-8":
+        try:
+            href = _encode_query(href, encoding)
+        except LookupError:
+            pass  # not a codec here: UTF-8, like the parser's own fallback
     try:
-        parts = urlsplit(raw)
-        host = (parts.hostname or "").rstrip(".")
-        port = parts.port
+        parsed = ada_url.URL(href, base) if base else ada_url.URL(href)
     except ValueError:
-        raise URLRejected("malformed", url) from None
-    if port == 0:
-        raise URLRejected("malformed", url)
-    scheme = parts.scheme.lower()
+        reason = "malformed" if base or _SCHEME.match(href.strip()) else "scheme_missing"
+        raise URLRejected(reason, href) from None
+    scheme = parsed.protocol[:-1]
     if scheme not in ALLOWED_SCHEMES:
-        raise URLRejected(f"scheme_{scheme or 'missing'}"[:32], url)
-    if not host:
-        raise URLRejected("no_host", url)
-    if _BAD_HOST.search(host):
-        raise URLRejected("bad_host", url)
-    netloc = f"[{host}]" if ":" in host else host
-    if port is not None and port != DEFAULT_PORTS[scheme]:
-        netloc = f"{netloc}:{port}"
-    query = "&".join(part for part in parts.query.split("&")
-                     if part and not _is_tracking(unquote_plus(part.split("=", 1)[0]),
-                                                  drop_params))
-    path = _PATH_PARAM.sub(lambda m: "" if _is_tracking(m.group(1), drop_params) else m.group(0),
-                           parts.path)
-    rebuilt = urlunsplit((scheme, netloc, path or "/", query, ""))
-    try:
-        canonical = canonicalize_url(rebuilt)
-    except (ValueError, UnicodeError):
-        raise URLRejected("malformed", url) from None
-    if not urlsplit(canonical).netloc.isascii():
-        raise URLRejected("bad_host", url)  # IDNA could not encode it
-    if len(canonical) > max_length:
-        raise URLRejected("too_long", url)
-    return canonical
+        raise URLRejected(f"scheme_{scheme}"[:32], href)
+    url = parsed.href.partition("#")[0]  # a serialized URL has "#" only before its fragment
+    if len(url) > max_length:
+        raise URLRejected("too_long", href)
+    return url
 
 
-def _resolve(base: str, ref: str) -> str:
-    """urljoin, except that a reference of only "?" drops the base's query (RFC 3986 5.2.2)."""
-    if ref.startswith("?") and len(ref.split("#", 1)[0]) == 1:
-        return urlunsplit(urlsplit(base)._replace(query="", fragment=""))
-    return urljoin(base, ref)
+def request_urls(hrefs: Iterable[str], base: str | None = None, *, max_length: int = 2048
+                 ) -> tuple[list[str], list[URLRejected]]:
+    """The request URL of each href (in order, each once) and the rejections."""
+    accepted: dict[str, None] = {}
+    rejected: list[URLRejected] = []
+    for href in hrefs:
+        try:
+            accepted.setdefault(request_url(href, base, max_length=max_length))
+        except URLRejected as exc:
+            rejected.append(exc)
+    return list(accepted), rejected
+
+
+def _netloc(url: str) -> tuple[str, str, str]:
+    """(scheme, host without a trailing dot, ":port" or "") of a serialized URL."""
+    parts = urlsplit(url)
+    hostport = parts.netloc.rpartition("@")[2]
+    split_at = hostport.rfind(":")
+    if split_at > hostport.rfind("]"):
+        host, port = hostport[:split_at], hostport[split_at:]
+    else:
+        host, port = hostport, ""
+    return parts.scheme, host.rstrip(".") or host, port
 
 
 def host_of(url: str) -> str:
-    """The politeness key of a canonical URL: its host, with the port when not default."""
-    return urlsplit(url).netloc
+    """The politeness key of a request URL: its host, with the port when not default."""
+    _, host, port = _netloc(url)
+    return host + port
 
 
 def origin_of(url: str) -> str:
     """scheme://host[:port], the scope of a robots.txt file."""
+    scheme, host, port = _netloc(url)
+    return f"{scheme}://{host}{port}"
+
+
+def _is_tracking(name: str) -> bool:
+    lowered = name.lower()
+    return lowered.startswith("utm_") or lowered in TRACKING_PARAMS
+
+
+def _drop_path_params(path: str) -> str:
+    """Drop ";jsessionid=..."-style session parameters from a path."""
+    if ";" not in path:
+        return path
+    kept = []
+    for segment in path.split("/"):
+        head, *params = segment.split(";")
+        params = [p for p in params if not ("=" in p and _is_tracking(p.split("=", 1)[0]))]
+        kept.append(";".join([head, *params]))
+    return "/".join(kept)
+
+
+@lru_cache(maxsize=1 << 16)
+def dedup_key(url: str) -> str:
+    """The dedup key of a request URL: no user info, fragment, tracking or session
+    parameters; query sorted; case and percent-escapes normalised (w3lib)."""
+    scheme, host, port = _netloc(url)
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+    query = "&".join(part for part in parts.query.split("&")
+                     if part and not _is_tracking(unquote_plus(part.split("=", 1)[0])))
+    rebuilt = urlunsplit((scheme, host + port, _drop_path_params(parts.path) or "/", query, ""))
+    try:
+        return canonicalize_url(rebuilt)
+    except (ValueError, UnicodeError):
+        return rebuilt
 
 
 def url_hash(url: str) -> str:
-    """A 128-bit MurmurHash3 of the canonical URL, as 32 hex characters."""
-    return mmh3.hash_bytes(url.encode("utf-8")).hex()
+    """The 128-bit MurmurHash3 of a URL's dedup key, as 32 hex characters: the row's id."""
+    return mmh3.hash_bytes(dedup_key(url).encode("utf-8")).hex()
 
 
 def shard_of(host: str, shards: int) -> int:
     """The fetch queue of a host: mmh3(host) % shards."""
     return mmh3.hash(host.encode("utf-8"), signed=False) % shards
-
-
-def canonicalize_many(urls: Iterable[str], base: str | None = None, **kwargs: object
-                      ) -> tuple[list[str], list[URLRejected]]:
-    """Canonicalize each URL; return the accepted ones (in order, deduplicated) and rejections."""
-    seen: set[str] = set()
-    accepted: list[str] = []
-    rejected: list[URLRejected] = []
-    for url in urls:
-        try:
-            canonical = canonicalize(url, base, **kwargs)  # type: ignore[arg-type]
-        except URLRejected as exc:
-            rejected.append(exc)
-            continue
-        if canonical not in seen:
-            seen.add(canonical)
-            accepted.append(canonical)
-    return accepted, rejected

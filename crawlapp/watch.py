@@ -40,7 +40,7 @@ def error_kinds(counts: Mapping[str, int]) -> dict[str, int]:
              "not fetched (robots, denylist)": counts.get("pages:blocked", 0)}
     for name, n in counts.items():
         group, _, reason = name.partition(":")
-        if group in ("refused", "rejected"):
+        if group in ("refused", "rejected", "unread", "parse_error"):
             kinds[f"{group} {reason}"] = n
     return dict(sorted(((k, v) for k, v in kinds.items() if v), key=lambda kv: -kv[1]))
 

@@ -68,8 +68,8 @@ def render(batch_id: str, handovers: list[list[Any]]) -> list[Page]:
 @counters.timed("parse")
 def parse(pages: list[Page], batch_id: str) -> list[Page]:
     ctx = _started(batch_id)
-    parsed, rejected = parse_pages(pages, ctx.settings)
-    counters.bump(ctx, rejected, "rejected:")
+    parsed, counts = parse_pages(pages, ctx.settings)
+    counters.bump(ctx, counts)
     return parsed
 
 

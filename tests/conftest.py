@@ -1,8 +1,24 @@
-"""Fixtures for the integration and end-to-end tests: the real Redis, Postgres and S3 server."""
+"""Fixtures for the integration and end-to-end tests: a Redis server, a Postgres database and
+an S3 server of the tests' own, so that nothing of the user's is read, flushed or dropped.
+
+- Redis: a `redis-server` on a free loopback port (no persistence), started the first time a
+  test needs it and stopped at the end of the session. `TEST_REDIS_URL` (a server, e.g.
+  `redis://127.0.0.1:6379`) and/or `TEST_REDIS_DB` (default 9) point the tests at a server
+  of the user's instead, and `TEST_BLOOM_REDIS_URL` (a database) the Bloom filter tests; each
+  such database is emptied before every test, so the tests refuse one that holds keys unless
+  `TEST_REDIS_FLUSH=1`, and empty it again at the end.
+- Postgres: a database of the tests' own (`crawlapp_test_<pid>_<random>`), created on the
+  server of `TEST_DATABASE_URL` (default `postgresql://postgres@127.0.0.1:5432/postgres`; the
+  database it names is only connected to, for CREATE and DROP DATABASE) and dropped at the end.
+  Without a reachable server the Postgres tests are skipped with the reason.
+- S3: moto's server on a free loopback port.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -13,9 +29,15 @@ from pathlib import Path
 
 import pytest
 
-REDIS_BASE = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
-PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+from crawlapp.localredis import NotEmpty, RedisServer, refuse_unless_empty
+
+PG_SERVER = os.environ.get("TEST_DATABASE_URL",
+                           "postgresql://postgres@127.0.0.1:5432/postgres")
+EXTERNAL_REDIS = "TEST_REDIS_URL" in os.environ or "TEST_REDIS_DB" in os.environ
+REDIS_BASE = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
 TEST_REDIS_DB = int(os.environ.get("TEST_REDIS_DB", "9"))
+ALLOW_FLUSH = os.environ.get("TEST_REDIS_FLUSH") == "1"
+OWN_TEST_DB, OWN_BLOOM_DB = 0, 1  # the databases used on our own redis-server
 
 
 def _free_port() -> int:
@@ -24,9 +46,74 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+class _Redis:
+    """The session's Redis: our own server, or the user's databases once checked empty."""
+
+    server: RedisServer | None = None
+    error: str | None = None
+    checked: set[str] = set()  # noqa: RUF012 - one per session
+
+    @classmethod
+    def base(cls) -> str:
+        if cls.error:
+            raise RuntimeError(cls.error)
+        if cls.server is None:
+            server = RedisServer()
+            try:
+                server.start()
+            except RuntimeError as exc:
+                cls.error = f"{exc} (TEST_REDIS_URL)"
+                raise RuntimeError(cls.error) from None
+            cls.server = server
+            atexit.register(cls.stop)
+        return cls.server.url
+
+    @classmethod
+    def external(cls, url: str, variable: str) -> str:
+        """`url`, a database of the user's, refused if it holds keys (first use only)."""
+        if url not in cls.checked:
+            try:
+                refuse_unless_empty(url, variable, "TEST_REDIS_FLUSH", ALLOW_FLUSH)
+            except NotEmpty as exc:
+                pytest.exit(str(exc), returncode=4)
+            cls.checked.add(url)
+        return url
+
+    @classmethod
+    def stop(cls) -> None:
+        import redis
+
+        for url in cls.checked:  # the user's databases: emptied of what the tests left
+            try:
+                redis.Redis.from_url(url, socket_connect_timeout=2).flushdb()
+            except redis.RedisError:
+                pass
+        cls.checked.clear()
+        if cls.server is not None:
+            cls.server.stop()
+            cls.server = None
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _Redis.stop()
+
+
 def own_redis_url() -> str:
-    """The tests' own Redis database (`TEST_REDIS_DB`, default 9)."""
-    return f"{REDIS_BASE}/{TEST_REDIS_DB}"
+    """The tests' Redis database: database 0 of a redis-server of their own, or
+    `TEST_REDIS_URL`/`TEST_REDIS_DB` (checked empty first)."""
+    if EXTERNAL_REDIS:
+        return _Redis.external(f"{REDIS_BASE}/{TEST_REDIS_DB}", "TEST_REDIS_URL")
+    return f"{_Redis.base()}/{OWN_TEST_DB}"
+
+
+def bloom_redis_url() -> str:
+    """The Bloom filter tests' database: `TEST_BLOOM_REDIS_URL`, or one of our own server."""
+    url = os.environ.get("TEST_BLOOM_REDIS_URL")
+    if url:
+        return _Redis.external(url, "TEST_BLOOM_REDIS_URL")
+    if EXTERNAL_REDIS:
+        return _Redis.external(f"{REDIS_BASE}/{TEST_REDIS_DB + 2}", "TEST_REDIS_URL")
+    return f"{_Redis.base()}/{OWN_BLOOM_DB}"
 
 
 @pytest.fixture
@@ -39,17 +126,67 @@ def redis_url() -> str:
     return url
 
 
-@pytest.fixture
-def pg_url() -> str:
-    """The Postgres `test` database with every table of ours dropped."""
-    import sqlalchemy as sa
+def _pg_url(database: str) -> str:
+    from sqlalchemy.engine import make_url
 
-    engine = sa.create_engine(PG_URL.replace("postgresql://", "postgresql+psycopg://"))
-    with engine.begin() as conn:
-        for table in ("links", "urls", "hosts", "denylist", "alembic_version"):
-            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table} CASCADE"))
-    engine.dispose()
-    return PG_URL
+    return make_url(PG_SERVER).set(database=database).render_as_string(hide_password=False)
+
+
+def _admin():  # type: ignore[no-untyped-def]
+    import psycopg
+
+    return psycopg.connect(PG_SERVER.replace("postgresql+psycopg://", "postgresql://"),
+                           autocommit=True, connect_timeout=3)
+
+
+def drop_database(name: str) -> None:
+    """DROP DATABASE `name` (a database these tests created), closing its connections."""
+    import psycopg
+
+    with _admin() as conn:
+        try:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        except psycopg.errors.SyntaxError:  # before Postgres 13
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                         "WHERE datname = %s", (name,))
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def create_database() -> str:
+    """CREATE DATABASE crawlapp_test_<pid>_<random> on TEST_DATABASE_URL's server; its name.
+    Skips the test, with the reason, when no server answers or it refuses."""
+    import psycopg
+
+    name = f"crawlapp_test_{os.getpid()}_{secrets.token_hex(4)}"
+    try:
+        with _admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"no Postgres server at {PG_SERVER} (set TEST_DATABASE_URL): "
+                    f"{str(exc).strip().splitlines()[-1]}")
+    except psycopg.Error as exc:
+        pytest.skip(f"cannot create a database on {PG_SERVER}: {exc}".strip())
+    return name
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A Postgres database of the tests' own for the whole session, dropped at the end."""
+    name = create_database()
+    yield name
+    drop_database(name)
+
+
+@pytest.fixture
+def pg_url(pg_database: str) -> str:
+    """The tests' own Postgres database, emptied (schema `public` made anew) before each test."""
+    import psycopg
+
+    url = _pg_url(pg_database)
+    with psycopg.connect(url, autocommit=True, connect_timeout=3) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    return url
 
 
 @pytest.fixture(scope="session")

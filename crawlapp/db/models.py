@@ -47,7 +47,7 @@ class Url(Base):
     content_hash: Mapped[str | None] = mapped_column(String(64), index=True)
     simhash: Mapped[int | None] = mapped_column(BigInteger)
     content_dedup: Mapped[bool] = mapped_column(Boolean, default=False)
-    duplicate_of: Mapped[str | None] = mapped_column(String(32))
+    duplicate_of: Mapped[str | None] = mapped_column(String(32), index=True)
     storage_key: Mapped[str | None] = mapped_column(String(128))
     title: Mapped[str | None] = mapped_column(Text)
     redirect_to: Mapped[str | None] = mapped_column(Text)

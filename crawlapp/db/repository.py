@@ -173,6 +173,15 @@ def save_robots(session: Session, origin: str, status: int, body: str,
     session.execute(stmt.on_conflict_do_update(index_elements=["origin"], set_=values))
 
 
+def robots_of(session: Session, origin: str) -> tuple[int, str] | None:
+    """(status, body) of the robots.txt answer recorded for an origin, if any."""
+    row = session.execute(select(Host.robots_status, Host.robots_body)
+                          .where(Host.origin == origin)).first()
+    if row is None or row.robots_status is None:
+        return None
+    return int(row.robots_status), row.robots_body or ""
+
+
 def status_counts(session: Session) -> dict[str, int]:
     rows = session.execute(select(Url.status, func.count()).group_by(Url.status)).all()
     return {status: int(n) for status, n in rows}

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from crawlapp import denylist
 from crawlapp.context import Context
@@ -18,7 +18,13 @@ from crawlapp.metrics import fetch_counts
 from crawlapp.pipeline import robots_cache
 from crawlapp.pipeline.pages import Page, apply_fetch, blocked, page_for, robots_page
 from crawlapp.pipeline.rendering import Handover, wants_render
-from crawlapp.politeness import host_next, is_retryable
+from crawlapp.politeness import (
+    GIVEN_UP,
+    host_next,
+    is_retryable,
+    is_unreachable,
+    unreachable_sentence,
+)
 from crawlapp.recrawl import conditional_headers
 from crawlapp.robots import (
     MAX_ROBOTS_BYTES,
@@ -28,7 +34,7 @@ from crawlapp.robots import (
     robots_url,
 )
 from crawlapp.sitemaps import default_sitemap
-from crawlapp.urls import canonicalize_many, origin_of
+from crawlapp.urls import origin_of, request_urls
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +66,14 @@ def plan_batch(leases: list[Lease], policies: dict[str, RobotsPolicy | None],
 
 
 def sitemap_links(origin: str, policy: RobotsPolicy) -> list[str]:
-    """The canonical sitemap URLs a robots.txt names; /sitemap.xml when it names none. Pure."""
+    """The sitemap URLs a robots.txt names; /sitemap.xml when it names none. Pure."""
     if policy.mode == "rules":
         named = policy.sitemaps() or [default_sitemap(origin)]
     elif policy.mode == "allow_all":
         named = [default_sitemap(origin)]
     else:
         return []
-    links, _ = canonicalize_many(named)
+    links, _ = request_urls(named)
     return links
 
 
@@ -158,19 +164,28 @@ def fetch_batch(ctx: Context, leases: list[Lease]
                         result.headers.get("retry-after"), fails_of[lease.host], settings.backoff)
         return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason)
 
-    releases = [release(lease, r, True) for lease, r in zip(plan.robots, robots, strict=True)]
     # A robots.txt that could not be fetched (5xx, no answer) is asked again with the host's
     # backoff while its URL waits; only after CRAWL_MAX_RETRIES more failures does the
     # answer "nothing allowed" stand (cached, and the host's URLs recorded as blocked).
+    # A host that cannot be reached at all (address guard, DNS, invalid name, TLS) is given
+    # up after CRAWL_GIVE_UP_AFTER tries instead: its waiting URL is recorded failed with
+    # the reason, and nothing is cached, so that `frontier resume` asks for robots.txt again.
+    releases = [release(lease, r, True) for lease, r in zip(plan.robots, robots, strict=True)]
+    releases = [replace(r, requeue=False) if _given_up(r) else r for r in releases]
     failures_now = {origin_of(r.lease.url): r.failures for r in releases}
+    unreachable = {origin_of(lease.url) for lease, r in zip(plan.robots, robots, strict=True)
+                   if is_unreachable(r.error)}
     robots_cache.save(ctx, {origin: policy for origin, policy in learned.items()
                             if policy.mode != "disallow_all"
-                            or failures_now[origin] > settings.max_retries})
+                            or (failures_now[origin] > settings.max_retries
+                                and origin not in unreachable)})
     pages: list[Page] = []
-    for lease, result in zip(plan.robots, robots, strict=True):
+    for lease, result, ended in zip(plan.robots, robots, releases, strict=True):
         origin = origin_of(lease.url)
         pages.append(robots_page(result.url, lease.host, sitemap_links(origin, learned[origin]),
                                  result.ended, robots_cache.record(origin, learned[origin], ua)))
+        if _given_up(ended):
+            pages.append(apply_fetch(page_for(lease), result) | {"error": ended.park_reason})
     now = time.time()
     for lease, reason in plan.refused:
         pages.append(blocked(page_for(lease), reason, now))
@@ -198,4 +213,23 @@ def fetch_batch(ctx: Context, leases: list[Lease]
             releases.append(ended)
             pages.append(page)
     ctx.frontier.release(releases)
+    _report_given_up(ctx, [r for r in releases if _given_up(r)])
     return pages, len(retry), handovers
+
+
+def _given_up(ended: Release) -> bool:
+    return bool(ended.park_reason and ended.park_reason.startswith(GIVEN_UP))
+
+
+def _report_given_up(ctx: Context, given_up: list[Release]) -> None:
+    """One warning per host given up, and the counters `unreachable:<error>` (stats)."""
+    if not given_up:
+        return
+    pipe = ctx.redis.pipeline(transaction=False)
+    for ended in given_up:
+        error = (ended.park_reason or "").removeprefix(GIVEN_UP)
+        log.warning("giving up %s after %d tries: %s (its URLs stay queued; crawlctl frontier "
+                    "resume %s tries again)", ended.lease.host, ended.failures,
+                    unreachable_sentence(error), ended.lease.host)
+        pipe.hincrby(ctx.key("counters"), f"unreachable:{error}", 1)
+    pipe.execute()

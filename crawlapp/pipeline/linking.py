@@ -24,7 +24,7 @@ from crawlapp.pipeline import robots_cache
 from crawlapp.pipeline.pages import Page
 from crawlapp.priority import depth_priority, link_priority
 from crawlapp.traps import PatternBudget, TrapRules, url_pattern
-from crawlapp.urls import host_of, origin_of, url_hash
+from crawlapp.urls import dedup_key, host_of, origin_of, url_hash
 
 Rows = dict[str, dict[str, Any]]
 # status of a page -> depth its links add (a robots.txt record's sitemaps are at depth 0)
@@ -49,7 +49,8 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
                denied: frozenset[str] = frozenset()
                ) -> tuple[Rows, list[dict[str, Any]], Counter[tuple[str, str]]]:
     """The URL rows to add (by hash, shallowest depth wins), the edges, and the links
-    refused (nofollow, a `denied` host, trap rules), counted by (reason, host). Pure."""
+    refused (nofollow, a `denied` host, trap rules on the dedup key: a session id the key
+    drops is no trap), counted by (reason, host). Pure."""
     rows: Rows = {}
     edges: dict[tuple[str, str], dict[str, Any]] = {}
     refused: Counter[tuple[str, str]] = Counter()
@@ -62,7 +63,7 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
                 "source_hash": page["url_hash"], "target_hash": row["url_hash"],
                 "anchor": anchor or None, "nofollow": bool(nofollow)})
             reason = ("nofollow" if nofollow else "denylist" if row["host"] in denied
-                      else traps.refusal(target, now.date()))
+                      else traps.refusal(dedup_key(target), now.date()))
             if reason:
                 refused[(reason, row["host"])] += 1
                 continue
@@ -88,7 +89,7 @@ def _within_budget(ctx: Context, session: Session, candidates: list[QueuedURL]
     if not candidates:
         return candidates
     hosts = [host_of(item.url) for item in candidates]
-    patterns = [PatternBudget.key(host, url_pattern(item.url))
+    patterns = [PatternBudget.key(host, url_pattern(dedup_key(item.url)))
                 for host, item in zip(hosts, candidates, strict=True)]
     per_host, per_pattern = Counter(hosts), Counter(patterns)
     pipe = ctx.redis.pipeline(transaction=False)

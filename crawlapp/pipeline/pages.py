@@ -1,12 +1,14 @@
 """The page record that travels between stages, as a plain dict (msgpack on the wire).
 
-Keys: url, url_hash, host, depth, priority, status ('fetched', 'redirected', 'failed',
-'blocked'), http_status, error, fetched_at (UNIX time), content_type, etag, last_modified,
-location, x_robots, content_hash, content_length, body_gz (gzip bytes, until stored),
-not_modified (a 304), redirect_hops, simhash, title, links ([url, anchor, nofollow,
-boilerplate] lists, canonical), canonical (the page's <link rel=canonical> when it names
-another URL), noindex, unstored ('canonical' or 'noindex': body not kept), content_dedup,
-duplicate_of, storage_key, next_crawl_at;
+Keys: url (the request URL), url_hash (of its dedup key), host, depth, priority, status
+('fetched', 'redirected', 'failed', 'blocked'), http_status, error (also "unread: <why>" for
+a page that yielded nothing), fetched_at (UNIX time), content_type, etag, last_modified,
+location, x_robots, content_hash, content_length, body_gz (gzip bytes, until stored), copy_gz
+(an exact copy's body, written by the store stage only if its key is missing), not_modified
+(a 304), redirect_hops, simhash, title, links ([request URL, anchor, nofollow, boilerplate]
+lists), canonical (the page's <link rel=canonical> when it names another URL), noindex,
+unstored ('canonical' or 'noindex': body not kept), content_dedup, duplicate_of,
+storage_key, next_crawl_at;
 robots ([origin, status, body, crawl delay], on a 'robots' record only).
 """
 

@@ -33,6 +33,11 @@ render           /app.html, an app shell: /static/app.js fetches /api/items.json
                  to /js/<1..3>.html (found only by rendering); it also asks for /img/logo.png
                  and host 0's /api/leak.json (never to fetch: an image, another host).
                  /loop.html, a shell whose script never ends.
+docbook, sphinx, cms
+                 pages as real sites write them (see realweb.py): a DocBook XHTML manual, a
+                 Sphinx site, a CMS with query-routed URLs, wildcard robots.txt rules, odd
+                 encodings, malformed links, an empty page. must_fetch() lists the request
+                 targets byte for byte; forbidden() judges every spelling of the forbidden ones.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from collections.abc import Iterator
 from http import HTTPStatus
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
+from crawlapp.testweb import realweb
 from crawlapp.testweb.site import (
     DISALLOW,
     HTML_TYPE,
@@ -110,6 +116,8 @@ _HOME_LINKS: dict[str, tuple[tuple[str, str], ...]] = {
     **{f"fresh-{v}": tuple((f"/v/{j}.html", f"Page {j}") for j in range(FRESH_PAGES))
        for v in ("both", "etag", "lm", "none")},
     "render": (("/app.html", "App"), ("/loop.html", "Endless script")),
+    "docbook": ((realweb.DOCBOOK_ROOT + "index.html", realweb.DOCBOOK_BOOK),),
+    "sphinx": ((realweb.SPHINX_ROOT + "index.html", realweb.SPHINX_PROJECT),),
 }
 JS_PAGES = 3  # /js/<1..JS_PAGES>.html, linked only by what /static/app.js writes
 LEAK_PATH = "/api/leak.json"  # on host 0: the app's request to another host
@@ -171,7 +179,12 @@ class Cases:
     def __init__(self, web: Web) -> None:
         self.web = web
         self.spec = web.spec
+        self.realweb = realweb.RealWeb(web)
         self._routes = {kind: self._build_routes(kind) for kind in web.case_kinds}
+        self._query_routes = {
+            kind: tuple((re.compile(pattern), handler)
+                        for pattern, handler in self.realweb.query_routes(kind))
+            for kind in web.case_kinds if kind in realweb.KINDS}
 
     def _kind(self, i: int) -> str:
         kind = self.web.case_kind(i)
@@ -189,6 +202,13 @@ class Cases:
     def routes(self, i: int) -> tuple[tuple[re.Pattern[str], Handler], ...]:
         return self._routes[self._kind(i)]
 
+    def query_routes(self, i: int) -> tuple[tuple[re.Pattern[str], Handler], ...]:
+        """Routes matched against "path?query" as requested, for requests with a query."""
+        return self._query_routes.get(self._kind(i), ())
+
+    def _realweb_kinds(self) -> list[str]:
+        return [kind for kind in realweb.KINDS if kind in self.web.case_kinds]
+
     # --- robots.txt --------------------------------------------------------------------------
 
     def robots_txt(self, i: int) -> str:
@@ -200,7 +220,7 @@ class Cases:
             return ""
         if kind == "robots-redirect":
             return REAL_ROBOTS
-        lines = ["User-agent: *", *(f"Disallow: {prefix}" for prefix in DISALLOW)]
+        lines = ["User-agent: *", *(f"Disallow: {prefix}" for prefix in self.disallow(i))]
         if kind == "sitemap-index":
             lines.append(f"Sitemap: {self.web.base_url(i)}/sitemap_index.xml")
         elif kind == "sitemap-plain":
@@ -209,6 +229,8 @@ class Cases:
 
     def disallow(self, i: int) -> tuple[str, ...]:
         kind = self._kind(i)
+        if kind in realweb.KINDS:
+            return self.realweb.disallow(kind)
         return {"robots-500": ("/",), "robots-404": (),
                 "robots-redirect": ("/blocked/",)}.get(kind, DISALLOW)
 
@@ -235,6 +257,8 @@ class Cases:
             routes += [(r"/app\.html", self._app), (r"/loop\.html", self._loop),
                        (r"/static/app\.js", self._app_js), (r"/api/items\.json", self._items),
                        (r"/js/([0-9]+)\.html", self._js_page)]
+        elif kind in realweb.KINDS:
+            routes += self.realweb.routes(kind)
         else:
             routes += getattr(self, f"_routes_{kind.replace('-', '_')}")()
         return tuple((re.compile(pattern), handler) for pattern, handler in routes)
@@ -251,8 +275,11 @@ class Cases:
             return lambda i: self._leaf(i, path, f"{self._kind(i)} {path}")
         return [(re.escape(path), handler(path)) for path in paths]
 
-    def _home(self, i: int) -> Page:
+    def _home(self, i: int) -> Page | Special:
         kind = self._kind(i)
+        own = self.realweb.home(i, kind) if kind in realweb.KINDS else None
+        if own is not None:
+            return own
         if kind.startswith("dedup-"):
             pairs = [("/articles/syndicated.html", "Syndicated story")]
             if kind != "dedup-3":
@@ -526,7 +553,33 @@ class Cases:
             never += [self._url("links", path) for path in LINKS_NEVER]
         if "render" in self.web.case_kinds:
             never += [self._url("render", "/img/"), self.web.base_url(0) + LEAK_PATH]
+        for kind in self._realweb_kinds():
+            never += [self._url(kind, prefix) for prefix in self.realweb.never_prefixes(kind)]
         return never
+
+    def forbidden(self, url: str) -> bool:
+        """Whether `url` is any spelling of a request a correct crawler never makes on a
+        realweb host (robots.txt rules read on the link as written, dot segments left in)."""
+        netloc, _, target = url.partition("://")[2].partition("/")
+        i = self.web.host_index(netloc)
+        kind = self.web.case_kind(i) if i is not None else None
+        return kind in realweb.KINDS and self.realweb.forbidden(kind, "/" + target)
+
+    def must_fetch(self) -> list[str]:
+        return [self._url(kind, target) for kind in self._realweb_kinds()
+                for target in self.realweb.must_fetch(kind)]
+
+    def must_not_fetch(self) -> list[str]:
+        return [self._url(kind, target) for kind in self._realweb_kinds()
+                for target in self.realweb.must_not_fetch(kind)]
+
+    def page_titles(self) -> dict[str, str]:
+        return {self._url(kind, target): title for kind in self._realweb_kinds()
+                for target, title in self.realweb.titles(kind).items()}
+
+    def page_problems(self) -> dict[str, str]:
+        return {self._url(kind, target): problem for kind in self._realweb_kinds()
+                for target, problem in self.realweb.problems(kind).items()}
 
     def trap_prefixes(self) -> dict[str, str]:
         if "traps" not in self.web.case_kinds:
@@ -612,6 +665,7 @@ class Cases:
             **{f"fresh-{v}": ((f"fresh-{v}", "/"),) for v in ("both", "etag", "lm", "none")},
             "render": (("app", "/app.html"), ("loop", "/loop.html"),
                        ("app-js", "/static/app.js")),
+            **{kind: self.realweb.case_urls(kind) for kind in realweb.KINDS},
         }
         return {name: self._url(kind, path) for kind in self.web.case_kinds
                 for name, path in names.get(kind, ())}

@@ -115,10 +115,19 @@ def summary(requests: list[Request], web: Web, default_delay: float,
 
 
 def never_fetch_violations(requests: Iterable[Request], web: Web) -> list[Request]:
-    """Requests (other than for /robots.txt) that a correct crawler never makes:
-    URLs under one of web.never_fetch()'s prefixes."""
-    prefixes = tuple(web.never_fetch())
-    return [r for r in requests if r.path != ROBOTS_PATH and r.url.startswith(prefixes)]
+    """Requests (other than for /robots.txt) that a correct crawler never makes: URLs under
+    one of web.never_fetch()'s prefixes, disallowed by a robots.txt rule (wildcards too), or
+    any spelling of a forbidden case URL (web.never_fetch_violations())."""
+    requests = [r for r in requests if r.path != ROBOTS_PATH]
+    bad = set(web.never_fetch_violations({r.url for r in requests}))
+    return [r for r in requests if r.url in bad]
+
+
+def must_fetch_misses(requests: Iterable[Request], web: Web) -> list[str]:
+    """The URLs of web.must_fetch() never requested byte for byte as they are written there
+    (path and query exactly; a reordered or re-encoded query does not count)."""
+    asked = {r.url for r in requests}
+    return [url for url in web.must_fetch() if url not in asked]
 
 
 def trap_requests(requests: Iterable[Request], web: Web) -> dict[str, int]:
@@ -150,8 +159,10 @@ def case_report(requests: list[Request], web: Web, max_depth: int = 5, *,
                 sitemaps: bool = False) -> dict[str, object]:
     """How a crawl handled the web's cases: never-fetch violations, requests per trap,
     fetches per canonical page, expected pages missed (sitemap-only pages if `sitemaps`),
-    and what happened on the big, bomb and drip pages (requests, bytes sent, aborted)."""
+    must_fetch() URLs not requested exactly as written, and what happened on the big, bomb
+    and drip pages (requests, bytes sent, aborted)."""
     violations = never_fetch_violations(requests, web)
+    misses = must_fetch_misses(requests, web)
     expected = web.expected_pages(max_depth, sitemaps=sitemaps)
     missing = sorted(expected - set(fetched_urls(requests)))
     heavy = {}
@@ -168,5 +179,6 @@ def case_report(requests: list[Request], web: Web, max_depth: int = 5, *,
         "canonical_fetches": canonical_fetches(requests, web),
         "expected_pages": len(expected),
         "missing": {"count": len(missing), "first": missing[:10]},
+        "must_fetch_missing": {"count": len(misses), "first": misses[:10]},
         "heavy": heavy,
     }

@@ -45,7 +45,8 @@ _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "io", "ou")
 _CODAS = ("", "", "", "n", "r", "s", "l", "m", "nd", "st", "x")
 
 # Case groups (WebSpec.<group>_cases flags) and the case hosts of each, in host order.
-CASE_GROUPS = ("robots", "heavy", "odd", "link", "trap", "sitemap", "dedup", "recrawl", "render")
+CASE_GROUPS = ("robots", "heavy", "odd", "link", "trap", "sitemap", "dedup", "recrawl", "render",
+               "realweb")
 CASE_HOSTS: tuple[tuple[str, str], ...] = (
     ("robots", "robots-500"), ("robots", "robots-404"), ("robots", "robots-redirect"),
     ("heavy", "heavy"), ("heavy", "redirects"),
@@ -57,6 +58,7 @@ CASE_HOSTS: tuple[tuple[str, str], ...] = (
     ("recrawl", "fresh-both"), ("recrawl", "fresh-etag"), ("recrawl", "fresh-lm"),
     ("recrawl", "fresh-none"),
     ("render", "render"),
+    ("realweb", "docbook"), ("realweb", "sphinx"), ("realweb", "cms"),
 )
 VALIDATORS = ("ETag", "Last-Modified")
 # vary_validators: what normal host i sends, by i % 8
@@ -86,6 +88,7 @@ class WebSpec:
     dedup_cases: bool = False  # byte-identical mirrors, near-duplicate syndicated article
     recrawl_cases: bool = False  # hosts sending both, one or none of ETag / Last-Modified
     render_cases: bool = False  # app shells whose links only their scripts write; endless script
+    realweb_cases: bool = False  # DocBook and Sphinx sites, a CMS: query routes, odd encodings
     vary_validators: bool = False  # normal hosts vary ETag / Last-Modified too (not in `cases`)
     generation: int = 0  # content generation: > 0 changes the text of some pages
     change_fraction: float = 0.25  # share of pages whose text changes in each generation
@@ -335,10 +338,17 @@ class Web:
         return "\n".join(lines) + "\n"
 
     def disallow_prefixes(self, i: int) -> tuple[str, ...]:
-        """Path prefixes host i's robots.txt disallows for every agent ("/" = everything)."""
+        """The Disallow rules of host i's robots.txt for every agent ("/" = everything): path
+        prefixes, which on case hosts may hold RFC 9309's "*" (any characters) and "$" (end)."""
         if self._cases is not None and i >= self.spec.hosts:
             return self._cases.disallow(i)
         return DISALLOW
+
+    def _blocked(self, i: int, target: str) -> bool:
+        """True if a Disallow rule of host i matches the request target (path and query)."""
+        rules = self.disallow_prefixes(i)
+        return target.startswith(rules) or any(_rule_matches(rule, target) for rule in rules
+                                               if "*" in rule or rule.endswith("$"))
 
     def disallowed(self, url: str) -> bool:
         """True if the robots.txt of the URL's host disallows it for every user agent.
@@ -350,7 +360,7 @@ class Web:
         if i is None:
             return False
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        return target != "/robots.txt" and target.startswith(self.disallow_prefixes(i))
+        return target != "/robots.txt" and self._blocked(i, target)
 
     def delay_for(self, netloc: str, default_delay: float) -> float:
         """Minimum gap between requests to `netloc`: max(default, the host's Crawl-delay)."""
@@ -370,8 +380,8 @@ class Web:
         i = self.host_index(netloc)
         if i is None:
             return error_response(404)
-        path = path_and_query.split("?", 1)[0].split("#", 1)[0]
-        result = self._resolve(i, path)
+        path, sep, query = path_and_query.split("#", 1)[0].partition("?")
+        result = self._resolve(i, path, query if sep else None)
         if isinstance(result, Page):
             response = self._render(i, result)
         elif isinstance(result, Special):
@@ -389,7 +399,7 @@ class Web:
         spelling variants in their canonical form); None if `url` is no 200 HTML page."""
         parts = urlsplit(url)
         i = self.host_index(parts.netloc) if parts.scheme == "http" else None
-        page = self._resolve(i, parts.path or "/") if i is not None else None
+        page = self._resolve(i, parts.path or "/", parts.query or None) if i is not None else None
         if isinstance(page, Page):
             base = urljoin(url, page.base) if page.base else url
             links: Iterable[Link] = page.followed_links()
@@ -438,7 +448,8 @@ class Web:
 
         A fast equivalent of outlinks() + disallowed() for expected_pages().
         """
-        page = self._resolve(i, target.split("?", 1)[0])
+        path, sep, query = target.partition("?")
+        page = self._resolve(i, path, query if sep else None)
         if isinstance(page, Page):
             if not page.expand or (page.trap and not traps):
                 return []
@@ -454,13 +465,22 @@ class Web:
         for link in links:
             netloc, path = _join(base, link.target or link.href)
             host = i if not netloc else self.host_index(netloc)
-            if host is not None and (path == "/robots.txt"
-                                     or not path.startswith(self.disallow_prefixes(host))):
+            if host is not None and (path == "/robots.txt" or not self._blocked(host, path)):
                 nodes.append((host, path))
         return nodes
 
-    def _resolve(self, i: int, path: str) -> Page | Special | Response:
-        """Dispatch `path` on host i to the first route whose handler accepts it."""
+    def _resolve(self, i: int, path: str, query: str | None = None) -> Page | Special | Response:
+        """Dispatch `path` on host i to the first route whose handler accepts it. A request
+        with a query (`query` not None, "" for a bare "?") first tries the host's query
+        routes, matched against "path?query" exactly as requested."""
+        if query is not None and self._cases is not None and i >= self.spec.hosts:
+            target = f"{path}?{query}"
+            for pattern, handler in self._cases.query_routes(i):
+                match = pattern.fullmatch(target)
+                if match is not None:
+                    result = handler(i, *match.groups())
+                    if result is not None:
+                        return result
         routes = self._routes if i < self.spec.hosts else self._case_routes(i)
         for pattern, handler in routes:
             match = pattern.fullmatch(path)
@@ -582,7 +602,7 @@ class Web:
         for url in self.expected_pages(max_depth, sitemaps=sitemaps):
             parts = urlsplit(url)
             i = self.host_index(parts.netloc)
-            page = self._resolve(i, parts.path) if i is not None else None
+            page = self._resolve(i, parts.path, parts.query or None) if i is not None else None
             if isinstance(page, Page) and (self.version(page.text_key)
                                            != self.version(page.text_key, since)):
                 changed.add(url)
@@ -595,18 +615,44 @@ class Web:
         prefix of every host (all of the host whose robots.txt answers 500), nofollow-only and
         meta-nofollow targets, links only inside <script> or comments, and the URLs that
         ignoring <base href> produces. /robots.txt itself is exempt (serverlog.fetched_urls()
-        leaves it out); the sitemap files are not covered by any prefix."""
-        prefixes = [self.base_url(i) + prefix
-                    for i in range(self.host_count) for prefix in self.disallow_prefixes(i)]
+        leaves it out); the sitemap files are not covered by any prefix. Rules with wildcards
+        are no prefixes: disallowed() judges them, as never_fetch_violations() does."""
+        prefixes = [self.base_url(i) + prefix for i in range(self.host_count)
+                    for prefix in self.disallow_prefixes(i)
+                    if "*" not in prefix and not prefix.endswith("$")]
         if self._cases is not None:
             prefixes += self._cases.never_fetch()
         return prefixes
 
     def never_fetch_violations(self, urls: Iterable[str]) -> list[str]:
-        """The URLs (other than /robots.txt) that start with a never_fetch() prefix."""
+        """The URLs (other than /robots.txt) that a correct crawler never requests: those
+        starting with a never_fetch() prefix, those robots.txt disallows (wildcard rules
+        too), and any spelling of a forbidden case URL (see must_not_fetch())."""
         prefixes = tuple(self.never_fetch())
-        return [url for url in urls
-                if url.startswith(prefixes) and urlsplit(url).path != "/robots.txt"]
+        return [url for url in urls if urlsplit(url).path != "/robots.txt" and (
+            url.startswith(prefixes) or self.disallowed(url)
+            or (self._cases is not None and self._cases.forbidden(url)))]
+
+    def must_fetch(self) -> list[str]:
+        """URLs a correct crawl from seeds() (depth 5) requests, written exactly as they go on
+        the wire: path and query as the link wrote them, resolved and serialized per the
+        WHATWG URL Standard (query neither reordered nor re-encoded). Realweb hosts only."""
+        return self._cases.must_fetch() if self._cases is not None else []
+
+    def must_not_fetch(self) -> list[str]:
+        """Spellings of URLs a correct crawler never requests that a careless one would: the
+        links robots.txt disallows as written, reordered or re-encoded. never_fetch_violations()
+        catches every other spelling too. Realweb hosts only."""
+        return self._cases.must_not_fetch() if self._cases is not None else []
+
+    def page_titles(self) -> dict[str, str]:
+        """Realweb page URL (as in must_fetch()) -> the title a parser finds on it."""
+        return self._cases.page_titles() if self._cases is not None else {}
+
+    def page_problems(self) -> dict[str, str]:
+        """Realweb page URL -> why a parser gets nothing out of it (crawlapp.html's
+        ParsedPage.problem): the empty page and the page of bare markup."""
+        return self._cases.page_problems() if self._cases is not None else {}
 
     def trap_prefixes(self) -> dict[str, str]:
         """URL prefix of each crawler trap, by name (calendar, session, repeat, deep)."""
@@ -650,6 +696,18 @@ def _join(target: str, href: str) -> tuple[str, str]:
     parts = urlsplit(urldefrag(urljoin("http://_" + target, href)).url)
     netloc = "" if parts.netloc == "_" else parts.netloc
     return netloc, parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+@functools.lru_cache(maxsize=256)
+def _rule_pattern(rule: str) -> re.Pattern[str]:
+    """A robots.txt path rule as a regex: "*" any characters, a final "$" the end."""
+    anchored = rule.endswith("$")
+    body = ".*".join(re.escape(part) for part in (rule[:-1] if anchored else rule).split("*"))
+    return re.compile(body + ("$" if anchored else ""), re.DOTALL)
+
+
+def _rule_matches(rule: str, target: str) -> bool:
+    return _rule_pattern(rule).match(target) is not None
 
 
 @functools.lru_cache(maxsize=65536)

@@ -1,8 +1,7 @@
-"""The Redis Bloom filter on the real Redis (database 11)."""
+"""The Redis Bloom filter on the real Redis (a database of the tests' own)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,14 +11,13 @@ import redis
 
 from crawlapp.bloom import BloomShape, positions
 from crawlapp.urlseen import RedisBloom
-
-BLOOM_DB_URL = os.environ.get("TEST_BLOOM_REDIS_URL", "redis://127.0.0.1:6379/11")
+from tests.conftest import bloom_redis_url
 
 
 @pytest.fixture
 def client() -> Iterator[redis.Redis]:
-    """Database 11, emptied before and after each test."""
-    client = redis.Redis.from_url(BLOOM_DB_URL)
+    """The Bloom filter's database (conftest), emptied before and after each test."""
+    client = redis.Redis.from_url(bloom_redis_url())
     client.flushdb()
     yield client
     client.flushdb()

@@ -1,5 +1,7 @@
-"""docker/: every compose service runs something that exists in the project, the fetch
-services cover every shard, and the monitoring files point at what the fleet serves."""
+"""docker/: the compose file is valid against the Compose Specification's JSON schema (offline:
+the schema is vendored in docker/schema/), every compose service runs something that exists in
+the project, the fetch services cover every shard, and the monitoring files point at what the
+fleet serves."""
 
 from __future__ import annotations
 
@@ -43,6 +45,40 @@ def _interpolate(value: str) -> str:
 
 def _services() -> dict[str, dict[str, Any]]:
     return yaml.safe_load((DOCKER / "compose.yaml").read_text())["services"]
+
+
+def _interpolated(value: Any) -> Any:
+    """The compose model as `docker compose config` validates it: variables replaced."""
+    if isinstance(value, dict):
+        return {k: _interpolated(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolated(v) for v in value]
+    return _interpolate(value) if isinstance(value, str) else value
+
+
+def _schema_errors(model: dict[str, Any]) -> list[str]:
+    import jsonschema
+
+    schema = json.loads((DOCKER / "schema" / "compose-spec.json").read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return [f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
+            for e in validator.iter_errors(model)]
+
+
+def test_compose_file_is_valid_against_the_compose_specification() -> None:
+    model = _interpolated(yaml.safe_load((DOCKER / "compose.yaml").read_text()))
+    assert _schema_errors(model) == []
+
+
+def test_the_schema_check_finds_mistakes() -> None:
+    model = _interpolated(yaml.safe_load((DOCKER / "compose.yaml").read_text()))
+    model["services"]["redis"]["restrat"] = "always"
+    model["services"]["beat"]["depends_on"] = {"redis": {"condition": "service_happy"}}
+    model["volumes"]["pgdata"] = {"driver": 3}
+    errors = " | ".join(_schema_errors(model))
+    for where in ("services.redis", "services.beat.depends_on",
+                  "volumes.pgdata.driver"):
+        assert where in errors, errors
 
 
 def _ours(service: dict[str, Any]) -> bool:

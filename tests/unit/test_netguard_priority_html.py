@@ -67,6 +67,17 @@ def test_garbage_never_raises(body: bytes) -> None:
     assert parse_html(body, "text/html").links == []
 
 
+def test_pages_with_an_xml_declaration_are_read_and_empty_ones_say_so() -> None:
+    page = parse_html(b'<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/'
+                      b'xhtml"><head><title>Chapter 2</title></head><body><a accesskey="n" '
+                      b'href="ch03.html">Next</a></body></html>', "text/html")
+    assert (page.title, [link.url for link in page.links], page.problem) == (
+        "Chapter 2", ["ch03.html"], None)
+    assert parse_html(b"", "text/html").problem == "empty body"
+    assert parse_html(b"<html><body><div></div></body></html>", None).problem == \
+        "no text and no links"
+
+
 def test_charset_header_then_meta_then_detection() -> None:
     latin = "<meta charset='iso-8859-1'><p>café</p>".encode("latin-1")
     assert "café" in decode_body(latin, None)
@@ -112,8 +123,9 @@ def test_parse_page_records_another_canonical_and_queues_it() -> None:
     page = {"url": "http://a.com/print", "status": "fetched", "content_type": "text/html",
             "body_gz": gzip.compress(body)}
     parsed = parse_page(page, settings, Counter())
-    assert parsed["canonical"] == "http://a.com/article"
-    assert parsed["links"] == [["http://a.com/article", "", False, False]]  # nofollow: no /other
+    # the request URL as written; its dedup key drops the tracking parameter
+    assert parsed["canonical"] == "http://a.com/article?utm_source=x"
+    assert parsed["links"] == [["http://a.com/article?utm_source=x", "", False, False]]  # no /other
     same = {"url": "http://a.com/article", "status": "fetched", "content_type": "text/html",
-            "body_gz": gzip.compress(b"<link rel=canonical href='/article'>")}
+            "body_gz": gzip.compress(b"<link rel=canonical href='/article?utm_source=y'>")}
     assert "canonical" not in parse_page(same, settings, Counter())

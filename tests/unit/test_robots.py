@@ -1,6 +1,6 @@
 import pytest
 
-from crawlapp.robots import RobotsPolicy, decode_robots, effective_delay
+from crawlapp.robots import RobotsDecision, RobotsPolicy, decode_robots, effective_delay
 
 UA = "crawlapp"
 BODY = """User-agent: *
@@ -35,10 +35,39 @@ def test_crawl_delay_is_capped_and_never_below_the_default() -> None:
     assert effective_delay(None, 1.0, 30.0) == 1.0
 
 
-def test_bom_and_crlf_are_handled() -> None:
-    body = decode_robots(b"\xef\xbb\xbfUser-agent: *\r\nDisallow: /x\r\n")
+@pytest.mark.parametrize("bom", [b"\xef\xbb\xbf", b"\xef\xbb", b"\xef", b""])
+def test_bom_whole_or_partial_and_crlf_are_handled(bom: bytes) -> None:
+    body = decode_robots(bom + b"User-agent: *\r\nDisallow: /x\r\n")
     assert not RobotsPolicy(200, body).allowed("http://h/x/y", UA)
     assert RobotsPolicy(200, body).allowed("http://h/y", UA)
+
+
+def test_a_whole_user_agent_string_is_matched_by_its_product_token() -> None:
+    policy = RobotsPolicy(200, BODY + "Crawl-delay: 3\n")
+    full = "crawlapp/0.1 (+https://github.com/crawlapp/crawlapp; crawler@crawlapp.invalid)"
+    assert not policy.allowed("http://h/only-us/x", full)
+    assert policy.crawl_delay(full) == 3.0
+    assert policy.blocking_rule("http://h/only-us/x", full) == "Disallow: /only-us/"
+
+
+def test_a_group_named_by_a_prefix_of_our_token_does_not_apply() -> None:
+    policy = RobotsPolicy(200, "User-agent: crawl\nDisallow: /\n")
+    assert policy.allowed("http://h/x", UA)
+    assert policy.decide("http://h/x", UA) == RobotsDecision(True, None, None, None)
+
+
+def test_decide_explains_what_applied() -> None:
+    decision = RobotsPolicy(200, BODY).decide("http://h/only-us/open/1", UA)
+    assert decision == RobotsDecision(True, "crawlapp", "Allow: /only-us/open", None)
+    star = RobotsPolicy(200, BODY).decide("http://h/private/1", "otherbot/2.0")
+    assert star == RobotsDecision(False, "*", "Disallow: /private/", 2.0)
+
+
+def test_query_strings_are_matched_as_sent() -> None:
+    policy = RobotsPolicy(200, "User-agent: *\nDisallow: /*?sort=\nDisallow: /?q=user/login/\n")
+    assert policy.blocking_rule("http://h/list?sort=price&color=red", UA) == "Disallow: /*?sort="
+    assert not policy.allowed("http://h/?q=user/login/", UA)
+    assert policy.allowed("http://h/list?color=red", UA)
 
 
 def test_only_the_first_500_kib_are_read() -> None:

@@ -164,6 +164,30 @@ def test_robots_and_delays() -> None:
         assert not web.disallowed(allowed)
 
 
+@pytest.mark.parametrize(("rule", "target", "matches"), [
+    ("/private/", "/private/x", True), ("/private/", "/privatex", False),
+    ("/*?sort=", "/list?sort=price&color=red", True), ("/*?sort=", "/list?color=red&sort=price", False),
+    ("/*?sort=", "/?sort=", True), ("/*.php$", "/index.php", True), ("/*.php$", "/index.php?x", False),
+    ("/?q=user/login/", "/?q=user/login/", True), ("/?q=user/login/", "/?q=user%2Flogin%2F", False),
+    ("/a*b*c", "/a-x-b-y-c-z", True), ("/a*b*c", "/a-c-b", False), ("/x.y", "/x-y", False),
+])
+def test_robots_rules_with_wildcards(rule: str, target: str, matches: bool) -> None:
+    """RFC 9309 on the target as requested: "*" any characters, a final "$" the end, "?" and
+    "." themselves."""
+    from crawlapp.testweb.site import _rule_matches
+
+    assert (target.startswith(rule) or _rule_matches(rule, target)) is matches
+
+
+def test_query_routes_see_the_query_as_sent() -> None:
+    web = Web(WebSpec(hosts=1, realweb_cases=True))
+    cms = web.case_hosts()["cms"]
+    assert web.respond(cms, "/p?print").status == 200
+    assert web.respond(cms, "/p?print#top").status == 200  # a fragment never reaches a server
+    assert web.respond(cms, "/p?").status == 404 and web.respond(cms, "/p").status == 404
+    assert web.respond(H0, "/p/1.html?x=1") == Web(WebSpec(hosts=1)).respond(H0, "/p/1.html")
+
+
 def test_conditional_requests() -> None:
     web = Web(SMALL)
     full = web.respond(H0, "/p/2.html")

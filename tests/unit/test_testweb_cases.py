@@ -20,10 +20,11 @@ import zlib
 from html.parser import HTMLParser
 from itertools import combinations
 from pathlib import Path
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import quote, urldefrag, urljoin, urlsplit
 
 import pytest
 
+from crawlapp.html import ParsedPage, choose_encoding
 from crawlapp.testweb import cases, serverlog
 from crawlapp.testweb.__main__ import main
 from crawlapp.testweb.server import (
@@ -69,8 +70,9 @@ def _url(web: Web, kind: str, path: str) -> str:
 class _Doc(HTMLParser):
     """What a careful link extractor sees in a page."""
 
-    def __init__(self) -> None:
+    def __init__(self, encoding: str = "utf-8") -> None:
         super().__init__()
+        self.encoding = encoding  # what the query of a link is percent-encoded in (WHATWG)
         self.anchors: list[tuple[str, str]] = []  # (href, rel)
         self.base: str | None = None
         self.canonical: str | None = None
@@ -99,18 +101,33 @@ class _Doc(HTMLParser):
         self.text.append(data)
 
     def followed(self, url: str) -> list[str]:
-        """Canonical absolute targets of the followable links of the page at `url`."""
+        """Canonical absolute targets of the followable links of the page at `url`: empty
+        hrefs, other schemes and hrefs no URL parser accepts are skipped."""
         if "nofollow" in self.robots.split(","):
             return []
         base = urljoin(url, self.base) if self.base else url
-        return [cases.canonical_url(urldefrag(urljoin(base, href.strip())).url)
-                for href, rel in self.anchors if "nofollow" not in rel.lower().split()]
+        targets = []
+        for href, rel in self.anchors:
+            if not href.strip() or "nofollow" in rel.lower().split():
+                continue
+            try:
+                target = urldefrag(urljoin(base, href.strip())).url
+            except ValueError:  # an unclosed bracket, a host that NFKC turns into a path
+                continue
+            if urlsplit(target).scheme not in ("http", "https"):
+                continue
+            address, mark, query = target.partition("?")
+            query = quote(query, safe="".join(map(chr, range(0x21, 0x7f))), encoding=self.encoding,
+                          errors="xmlcharrefreplace")
+            targets.append(cases.canonical_url(address + mark + query))
+        return targets
 
 
 def _doc(response: Response) -> _Doc:
-    charset = (response.header("Content-Type") or "").partition("charset=")[2] or "utf-8"
-    parser = _Doc()
-    parser.feed(response.body.decode(charset, errors="replace"))
+    """The page read as a browser reads it: BOM, header charset, the page's declaration."""
+    codec, skip, strict = choose_encoding(response.body, response.header("Content-Type"))
+    parser = _Doc(ParsedPage(encoding=codec).url_encoding)
+    parser.feed(response.body[skip:].decode(codec, "strict" if strict else "replace"))
     return parser
 
 
@@ -762,3 +779,237 @@ def test_live_streams_generations_and_log(tmp_path: Path,
     report = json.loads(capsys.readouterr().out)
     assert report["cases"]["heavy"]["big"] == {"requests": 1, "bytes": 20 * 1024 * 1024,
                                                "aborted": 0}
+
+
+# --- realweb: DocBook, Sphinx, a CMS ---------------------------------------------------------------
+
+REALWEB = WebSpec(hosts=2, pages_per_host=3, port=8080, realweb_cases=True)
+
+
+@pytest.fixture(scope="module")
+def real() -> Web:
+    return Web(REALWEB)
+
+
+def _target(url: str) -> str:
+    return "/" + url.partition("://")[2].partition("/")[2]
+
+
+def test_realweb_group_is_opt_in() -> None:
+    assert "realweb" in CASE_GROUPS and WebSpec().case_groups == ()
+    assert Web(REALWEB).case_kinds == ("docbook", "sphinx", "cms")
+    assert CASES.case_groups[-1] == "realweb"  # `cases` is every group
+    plain = Web(WebSpec(hosts=2, pages_per_host=3, port=8080))
+    assert (plain.must_fetch(), plain.must_not_fetch(), plain.page_titles(),
+            plain.page_problems()) == ([], [], {}, {})
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_spec_arguments(parser)
+    assert spec_from_args(parser.parse_args(spec_argv(REALWEB))) == REALWEB
+    assert "--case" in spec_argv(REALWEB) and "realweb" in spec_argv(REALWEB)
+
+
+def test_realweb_must_fetch_is_reachable_and_allowed(real: Web) -> None:
+    must = real.must_fetch()
+    assert len(must) == len(set(must)) > 40
+    statuses = {url: _get(real, url).status for url in must}
+    assert {url for url, status in statuses.items() if status != 200} == {
+        _url(real, "cms", "/go/bad-redirect")}
+    assert real.never_fetch_violations(must) == []
+    assert not any(real.disallowed(url) for url in must)
+    expected = real.expected_pages(5)
+    redirect = _url(real, "cms", "/go/bad-redirect")
+    # the pages whose links keep their wire form under urljoin are the expected pages too
+    assert {u for u in must if u != redirect} <= expected | {u for u in must if "%" in u}
+    assert set(real.page_titles()) <= set(must) and set(real.page_problems()) <= set(must)
+
+
+def test_realweb_must_not_fetch_in_any_spelling(real: Web) -> None:
+    never = real.must_not_fetch()
+    assert real.never_fetch_violations(never) == never
+    cms = real.case_hosts()["cms"]
+    spellings = ["/?q=user/login/", "/?q=user%2Flogin%2F", "/?q=user/login/&x=1",
+                 "/?x=1&q=user/login/", "/list?sort=price&color=red",
+                 "/list?color=red&sort=price", "/list?sort=price", "/list?color=red&sort=",
+                 "/en/../list?color=red"]
+    urls = [f"http://{cms}{s}" for s in spellings]
+    assert real.never_fetch_violations(urls) == urls
+    # robots.txt read on the URL as written: "/*?sort=" misses "&sort=", so a crawler that
+    # reorders the query before matching gets past it (forbidden() still catches that)
+    assert [u for u in urls if real.disallowed(u)] == [
+        f"http://{cms}{s}" for s in ("/?q=user/login/", "/?q=user/login/&x=1",
+                                     "/list?sort=price&color=red", "/list?sort=price")]
+    fine = [f"http://{cms}{s}" for s in ("/", "/?p=12", "/list?color=red", "/?q=news",
+                                         "/p?print", "/sorted.html")]
+    assert real.never_fetch_violations(fine) == []
+    robots = real.respond(cms, "/robots.txt").body.decode()
+    assert "Disallow: /*?sort=\n" in robots and "Disallow: /?q=user/login/\n" in robots
+    for prefix in ("/wp-content/", "/http:", "/javascript:", "/?feed="):
+        assert f"http://{cms}{prefix}" in real.never_fetch()
+
+
+def test_cms_query_routes_answer_only_the_spelling_linked(real: Web) -> None:
+    cms = real.case_hosts()["cms"]
+
+    def status(target: str) -> int:
+        return real.respond(cms, target).status
+
+    assert [status(t) for t in ("/index.php?/blog/post-1", "/index.php?/blog/post-2",
+                                "/?p=12", "/p?print", "/list?color=red",
+                                "/thumb?w=200&h=100&sig=abc")] == [200] * 6
+    assert [status(t) for t in ("/index.php?%2Fblog%2Fpost-1=", "/p?print=", "/p",
+                                "/thumb?h=100&sig=abc&w=200", "/thumb?w=200&h=100&sig=abc&",
+                                "/thumb", "/list?color=blue")] == [404, 404, 404, 403, 403, 403,
+                                                                   404]
+    assert b"About us" in real.respond(cms, "/?p=12").body
+    assert "Widget News – Just".encode() in real.respond(cms, "/?feed=rss2").body  # the home page
+    assert status("/?q=user%2Flogin%2F") == 200 and b"Log in" in real.respond(
+        cms, "/?q=user%2Flogin%2F").body  # served to whoever asks: robots.txt must stop it
+    home = _doc(_get(real, f"http://{cms}/"))
+    hrefs = [href for href, _ in home.anchors]
+    assert {"index.php?/blog/post-1", "/?p=12", "/p?print", "/list?sort=price&color=red",
+            "/thumb?w=200&h=100&sig=abc", "/?q=user/login/"} <= set(hrefs)
+    assert b'href="/thumb?w=200&amp;h=100&amp;sig=abc"' in real.respond(cms, "/").body
+    post = real.outlinks(f"http://{cms}/index.php?/blog/post-1") or []
+    assert post[-1] == f"http://{cms}/index.php?/blog/post-2"  # from href="?/blog/post-2"
+    bad = real.respond(cms, "/go/bad-redirect")
+    assert (bad.status, bad.header("Location")) == (302, "http://[::1")
+
+
+def test_docbook_pages_as_docbook_writes_them(real: Web) -> None:
+    from crawlapp.testweb import realweb
+
+    docbook = real.case_hosts()["docbook"]
+    names = [page[0] for page in realweb.DOCBOOK]
+    for k, name in enumerate(names):
+        response = real.respond(docbook, f"/docs/{name}")
+        body = response.body
+        assert body.startswith(b"<?xml version=\"1.0\"") and b"XHTML 1.0 Transitional" in body
+        assert b'<html xmlns="http://www.w3.org/1999/xhtml">' in body
+        assert b'summary="Navigation header"' in body and b'summary="Navigation footer"' in body
+        if k + 1 < len(names):
+            assert f'<a accesskey="n" href="{names[k + 1]}">'.encode() in body
+            assert f'<link rel="next" href="{names[k + 1]}"'.encode() in body
+        root = ET.fromstring(body)  # well-formed XML, as the XSL writes it
+        ns = "{http://www.w3.org/1999/xhtml}"
+        hrefs = [a.get("href") for a in root.iter(f"{ns}a") if a.get("href")]
+        assert [urljoin(f"http://{docbook}/docs/{name}", h).partition("#")[0] for h in hrefs] \
+            == real.outlinks(f"http://{docbook}/docs/{name}")
+    content_types = {name: real.respond(docbook, f"/docs/{name}").header("Content-Type")
+                     for name in names}
+    assert content_types["release.xhtml"] == "application/xhtml+xml; charset=utf-8"
+    assert content_types["tutorial-arch.html"] == "text/html; charset=utf-8"
+    assert {content_types[n] for n in names if n not in ("release.xhtml", "tutorial-arch.html")} \
+        == {"text/html"}
+    arch = real.respond(docbook, "/docs/tutorial-arch.html").body
+    assert b'encoding="ISO-8859-1"' in arch and "Überblick".encode() in arch  # UTF-8 bytes
+    latin = real.respond(docbook, "/docs/release-1-0.html").body
+    assert b'encoding="ISO-8859-1"' in latin and b"charset=" not in latin
+    assert "Größe".encode("latin-1") in latin
+    with pytest.raises(UnicodeDecodeError):
+        latin.decode()
+    assert real.respond(docbook, "/docs/preface.html").body.startswith(b'<?xml version="1.0"?>')
+    toc = real.outlinks(f"http://{docbook}/docs/index.html") or []
+    assert {f"http://{docbook}/docs/{name}" for name in names[1:]} <= set(toc)
+    for prefix in ("/docs/stylesheet.css", "/docs/images/"):
+        assert f"http://{docbook}{prefix}" in real.never_fetch()
+        assert prefix.encode()[6:] in real.respond(docbook, "/docs/tutorial-install.html").body \
+            or prefix.endswith(".css")
+
+
+def test_sphinx_pages_as_sphinx_writes_them(real: Web) -> None:
+    sphinx = real.case_hosts()["sphinx"]
+    root = f"http://{sphinx}/en/latest/"
+    usage = _get(real, root + "guide/usage.html")
+    body = usage.body.decode()
+    assert body.startswith("<!DOCTYPE html>") and 'data-content_root="../"' in body
+    assert '<link rel="stylesheet" type="text/css" href="../_static/alabaster.css' in body
+    assert '<script src="../_static/doctools.js' in body
+    doc = _doc(usage)
+    hrefs = [href for href, _ in doc.anchors]
+    assert "#usage" in hrefs and "../intro.html#getting-started" in hrefs
+    assert "../_sources/guide/usage.rst.txt" in hrefs  # rel=nofollow: not followed
+    assert not any("_static" in href for href in hrefs)  # assets: only <link> and <script>
+    followed = real.outlinks(root + "guide/usage.html") or []
+    assert root + "guide/usage.html" in followed and root + "intro.html" in followed
+    assert not any("_sources" in url or "_static" in url for url in followed)
+    index = real.outlinks(root + "index.html") or []
+    assert {root + "genindex.html", root + "search.html"} <= set(index)
+    assert {f"{root}{p}" for p in ("intro.html", "install.html", "guide/index.html",
+                                   "guide/usage.html", "guide/config.html", "api.html")} \
+        <= set(index)
+    assert b'action="../search.html" method="get"' in usage.body
+    for prefix in ("_static/", "_sources/", "searchindex.js", "search.html?"):
+        assert root + prefix in real.never_fetch()
+    assert real.never_fetch_violations([root + "search.html?q=widget"]) != []
+    assert real.never_fetch_violations([root + "guide/../intro.html"]) != []
+    assert _get(real, root + "guide/../intro.html").status == 404
+
+
+def test_cms_encodings_malformed_links_and_empty_pages(real: Web) -> None:
+    from crawlapp.testweb import realweb
+
+    cms = real.case_hosts()["cms"]
+    base = f"http://{cms}"
+    cp1252 = _get(real, base + "/enc/cp1252.html")
+    assert cp1252.header("Content-Type") == "text/html; charset=windows-1252"
+    assert "Café prices – “today”".encode("cp1252") in cp1252.body
+    sjis = _get(real, base + "/enc/sjis.html")
+    assert sjis.header("Content-Type") == "text/html" and b"charset=Shift_JIS" in sjis.body
+    assert "日本語のページ①".encode("cp932") in sjis.body
+    utf16 = _get(real, base + "/enc/utf16.html")
+    assert utf16.body.startswith(b"\xff\xfe<\x00!\x00") and utf16.header("Content-Type") == "text/html"
+    for path, page in realweb.ENCODED_PAGES.items():
+        doc = _doc(_get(real, base + path))
+        wire = [base + target for _, target in page[5]]
+        assert doc.followed(base + path) == [cases.canonical_url(u) for u in wire], path
+        assert all(_get(real, url).status == 200 for url in wire)
+    malformed = _doc(_get(real, base + "/malformed.html"))
+    hrefs = [href for href, _ in malformed.anchors]
+    for href in realweb.MALFORMED_HREFS:
+        assert href in hrefs
+    assert realweb.SPACED_HREF in hrefs
+    assert real.outlinks(base + "/malformed.html") == [
+        base + "/", base + "/?p=12", base + realweb.LOGIN, base + realweb.SPACED_TARGET,
+        base + "/after-malformed.html"]
+    empty = _get(real, base + "/empty.html")
+    assert (empty.status, empty.body, empty.header("Content-Length")) == (200, b"", "0")
+    bare = _doc(_get(real, base + "/bare.html"))
+    assert bare.anchors == [] and "".join(bare.text).strip() == ""
+    assert real.page_problems() == {base + "/empty.html": "empty body",
+                                    base + "/bare.html": "no text and no links"}
+
+
+def test_live_realweb_targets_arrive_byte_for_byte(tmp_path: Path) -> None:
+    """Through the real server: each target is answered as the web says and logged exactly
+    as sent; must_fetch_misses() and never_fetch_violations() judge the log."""
+    log = tmp_path / "requests.jsonl"
+    spec = WebSpec(hosts=1, pages_per_host=2, port=0, realweb_cases=True)
+    sent = ["/index.php?/blog/post-1", "/p?print", "/thumb?w=200&h=100&sig=abc",
+            "/thumb?h=100&sig=abc&w=200", "/enc/find?q=caf%E9", "/enc/find?q=caf%C3%A9",
+            "/tabbed/page%20one.html", "/?q=user%2Flogin%2F", "/list?color=red&sort=price"]
+    with start_in_background(Web(spec), str(log)) as server:
+        web = server.web
+        cms = web.case_host("cms")
+        assert cms is not None
+        connection = http.client.HTTPConnection(web.host_addr(cms), server.port, timeout=5)
+        statuses = []
+        for target in sent:
+            connection.request("GET", target)
+            reply = connection.getresponse()
+            reply.read()
+            statuses.append(reply.status)
+        connection.close()
+    assert statuses == [200, 200, 200, 403, 200, 404, 200, 200, 200]
+    requests = serverlog.load(str(log))
+    assert [r.path for r in requests] == sent
+    violations = serverlog.never_fetch_violations(requests, web)
+    assert [r.path for r in violations] == ["/?q=user%2Flogin%2F", "/list?color=red&sort=price"]
+    misses = serverlog.must_fetch_misses(requests, web)
+    netloc = web.netloc(cms)
+    assert f"http://{netloc}/thumb?w=200&h=100&sig=abc" not in misses
+    assert f"http://{netloc}/index.php?/blog/post-2" in misses
+    report = serverlog.case_report(requests, web)
+    assert report["must_fetch_missing"]["count"] == len(misses)  # type: ignore[index]
+    assert report["never_fetch_violations"]["count"] == 2  # type: ignore[index]

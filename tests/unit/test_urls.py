@@ -1,7 +1,21 @@
 import pytest
 
 from crawlapp.seeds import read_seeds
-from crawlapp.urls import URLRejected, canonicalize, host_of, shard_of, url_hash
+from crawlapp.urls import (
+    URLRejected,
+    dedup_key,
+    host_of,
+    origin_of,
+    request_url,
+    request_urls,
+    shard_of,
+    url_hash,
+)
+
+
+def canonicalize(href: str, base: str | None = None, max_length: int = 2048) -> str:
+    """The dedup key of a link `href` found on a page at `base`."""
+    return dedup_key(request_url(href, base, max_length=max_length))
 
 CANONICAL = [
     ("HTTP://Example.COM/", "http://example.com/"),
@@ -39,8 +53,9 @@ def test_canonical_form_is_idempotent(raw: tuple[str, str]) -> None:
     ("mailto:a@b.c", "scheme_mailto"),
     ("ftp://example.com/", "scheme_ftp"),
     ("data:text/html,hi", "scheme_data"),
-    ("http:///path", "no_host"),
+    ("http://", "malformed"),
     ("http://example.com:99999/", "malformed"),
+    ("not a url", "scheme_missing"),
     ("", "empty"),
 ])
 def test_rejected_urls_carry_a_reason(raw: str, reason: str) -> None:
@@ -79,6 +94,49 @@ def test_seed_file_reports_bad_lines_with_numbers() -> None:
     assert [(p.line, p.reason) for p in problems] == [(3, "scheme_missing"), (5, "scheme_mailto")]
 
 
+# The request URL: the link as a browser resolves it (WHATWG), fragment dropped, nothing else
+# rewritten; each row is a way the canonical form used to change what was fetched.
+REQUEST = [
+    ("index.php?/blog/post-1", "http://h.org/d/index.php?/blog/post-1"),
+    ("/p?print", "http://h.org/p?print"),
+    ("img.jpg?w=200&h=100&sig=abc", "http://h.org/d/img.jpg?w=200&h=100&sig=abc"),
+    ("/list?sort=price&color=red", "http://h.org/list?sort=price&color=red"),
+    ("/?q=user/login/", "http://h.org/?q=user/login/"),
+    ("/?utm_source=x&a=1#frag", "http://h.org/?utm_source=x&a=1"),
+    ("\\x", "http://h.org/x"),
+    ("http:/example.com/", "http://h.org/example.com/"),
+    ("http://faß.example/", "http://xn--fa-hia.example/"),
+    ("http://straße.de/", "http://xn--strae-oqa.de/"),
+    ("http://2130706433/", "http://127.0.0.1/"),
+    ("http://0x7f000001/", "http://127.0.0.1/"),
+    ("http://127.1/", "http://127.0.0.1/"),
+    ("HTTP://H.org:80/a/./b/../c?Q=1", "http://h.org/a/c?Q=1"),
+    ("/a b?c d", "http://h.org/a%20b?c%20d"),
+    ("?", "http://h.org/d/page?"),
+]
+
+
+@pytest.mark.parametrize(("href", "expected"), REQUEST)
+def test_request_url_is_the_link_as_a_browser_resolves_it(href: str, expected: str) -> None:
+    assert request_url(href, "http://h.org/d/page?x=1#top") == expected
+
+
+def test_one_server_one_politeness_key_whatever_the_spelling() -> None:
+    spellings = ["http://2130706433/a", "http://0x7f000001/b", "http://127.1/c",
+                 "http://127.0.0.1/d", "http://user:pw@127.0.0.1:80/e", "http://127.0.0.1./f"]
+    assert {host_of(request_url(s)) for s in spellings} == {"127.0.0.1"}
+    assert origin_of(request_url("https://u@Example.com.:8443/x?y")) == "https://example.com:8443"
+
+
+def test_links_with_one_key_are_one_row_under_the_first_request_url() -> None:
+    urls, rejected = request_urls(["/a?b=1&a=2#x", "/a?a=2&b=1", "/a?b=1&a=2&utm_source=z",
+                                   "http://[oops/"], "http://h.org/")
+    assert urls == ["http://h.org/a?b=1&a=2", "http://h.org/a?a=2&b=1",
+                    "http://h.org/a?b=1&a=2&utm_source=z"]
+    assert len({url_hash(u) for u in urls}) == 1
+    assert [r.reason for r in rejected] == ["malformed"]
+
+
 @pytest.mark.parametrize(("raw", "expected"), [
     ("http://a.com/s/page.html;jsessionid=0123ABCD", "http://a.com/s/page.html"),
     ("http://a.com/x;JSESSIONID=1/y.html?b=2", "http://a.com/x/y.html?b=2"),
@@ -86,3 +144,15 @@ def test_seed_file_reports_bad_lines_with_numbers() -> None:
 ])
 def test_session_ids_in_the_path_are_dropped(raw: str, expected: str) -> None:
     assert canonicalize(raw) == expected
+
+
+@pytest.mark.parametrize(("href", "encoding", "expected"), [
+    ("find?q=café", "cp1252", "http://h.org/d/find?q=caf%E9"),
+    ("find?q=日本", "shift_jis", "http://h.org/d/find?q=%93%FA%96%7B"),
+    ("find?q=€", "iso-8859-1", "http://h.org/d/find?q=%26%238364%3B"),  # not in the codec
+    ("café/?q=é#é", "iso-8859-1", "http://h.org/d/caf%C3%A9/?q=%E9"),   # the path is UTF-8
+    ("find?q=é", "no-such-codec", "http://h.org/d/find?q=%C3%A9"),
+])
+def test_link_queries_are_encoded_in_the_pages_encoding(href: str, encoding: str,
+                                                         expected: str) -> None:
+    assert request_url(href, "http://h.org/d/page", encoding=encoding) == expected

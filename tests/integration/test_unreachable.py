@@ -1,0 +1,217 @@
+"""Every host ends: a host that cannot be reached for a reason that will not change soon (the
+private-address guard, no DNS name, an invalid host name, TLS) is given up after
+CRAWL_GIVE_UP_AFTER tries, with its reason, one warning, and its waiting URL recorded failed.
+The real Redis frontier and the fetch stage, against a real HTTP(S) server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import http.server
+import logging
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crawlapp import fetch
+from crawlapp.context import Context
+from crawlapp.dispatcher import dispatch_once
+from crawlapp.dnscache import DnsCache, Resolution
+from crawlapp.frontier import Lease, QueuedURL
+from crawlapp.pipeline.counters import read as read_counters
+from crawlapp.pipeline.fetching import fetch_batch
+from crawlapp.pipeline.pages import Page
+from crawlapp.rebuild import mark_alive
+from crawlapp.settings import load_settings
+from crawlapp.stats import given_up_hosts
+
+pytestmark = pytest.mark.integration
+GIVE_UP_AFTER = 3
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Length", "5")
+        self.end_headers()
+        self.wfile.write(b"hello")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """(scheme, port) of a server that answers 200 to everything: HTTP, or HTTPS with a
+    self-signed certificate when the test is parametrized with "tls"."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    scheme = "http"
+    if getattr(request, "param", None) == "tls":
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*_self_signed(tmp_path))
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+        scheme = "https"
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield scheme, httpd.server_address[1]
+    httpd.shutdown()
+
+
+class Names:
+    """A resolver from a table: a name missing from it does not resolve."""
+
+    def __init__(self, table: dict[str, tuple[str, ...]]) -> None:
+        self.table = table
+
+    async def __call__(self, host: str) -> Resolution:
+        await asyncio.sleep(0)
+        found = self.table.get(host)
+        return Resolution(found) if found else Resolution(error="dns")
+
+
+@pytest.fixture
+def make_ctx(tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """A Context on the tests' Redis whose fetch loop (process-wide) is its own."""
+
+    def build(allowed: str, names: dict[str, tuple[str, ...]]) -> Context:
+        monkeypatch.setattr(fetch, "_LOOP", None)
+        settings = load_settings({
+            "CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url, "CRAWL_SHARDS": "2",
+            "CRAWL_ALLOWED_NETWORKS": allowed, "CRAWL_DEFAULT_DELAY": "0.05",
+            "CRAWL_DELAY_MARGIN": "0", "CRAWL_DISPATCH_LOOKAHEAD": "0",
+            "CRAWL_GIVE_UP_AFTER": str(GIVE_UP_AFTER), "CRAWL_FETCH_TIMEOUT": "5"})
+        ctx = Context(settings)
+        ctx.dns_cache = lambda: DnsCache(ctx.redis, settings.redis_prefix, 300, 1,  # type: ignore[method-assign]
+                                         lookup=Names(names))
+        mark_alive(ctx)  # the frontier is whole: nothing to rebuild from a database
+        return ctx
+
+    return build
+
+
+def crawl_until_idle(ctx: Context, urls: list[str], limit: float = 30.0
+                     ) -> tuple[list[Page], int]:
+    """Queue `urls`, then dispatch and fetch until the frontier is idle: the page records
+    and the number of batches."""
+    ctx.frontier.add([QueuedURL(u, 0, 1.0) for u in urls], time.time())
+    pages: list[Page] = []
+    batches = 0
+    deadline = time.monotonic() + limit
+    sent: list[tuple[str, list[Lease]]] = []
+    while not ctx.frontier.is_idle(time.time()):
+        assert time.monotonic() < deadline, "the frontier never went idle"
+        dispatch_once(ctx, lambda shard, batch_id, leases: sent.append((batch_id, leases)))
+        while sent:
+            batch_id, leases = sent.pop()
+            found, _, _ = fetch_batch(ctx, leases)
+            pages += found
+            batches += 1
+            ctx.frontier.finish_batch(batch_id)
+        time.sleep(0.02)
+    return pages, batches
+
+
+def _check_given_up(ctx: Context, pages: list[Page], host: str, error: str,
+                    caplog: pytest.LogCaptureFixture) -> None:
+    robots = [p for p in pages if p["status"] == "robots"]
+    failed = [p for p in pages if p["status"] == "failed"]
+    assert len(robots) == GIVE_UP_AFTER  # robots.txt asked that many times, then no more
+    assert [p["error"] for p in failed] == [f"unreachable: {error}"]
+    assert given_up_hosts(ctx) == {host: error}
+    assert read_counters(ctx).get(f"unreachable:{error}") == 1
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING
+                and r.getMessage().startswith("giving up")]
+    assert len(warnings) == 1 and host in warnings[0].getMessage()
+    state = ctx.frontier.host_states([host], time.time())[host]
+    assert state.state == f"unreachable: {error}" and state.until is None
+
+
+@pytest.mark.parametrize(("allowed", "names", "url", "host", "error"), [
+    ("", {}, "http://127.0.0.1:{port}/", "127.0.0.1:{port}", "ssrf_loopback"),
+    ("", {"intranet.test": ("10.1.2.3",)}, "http://intranet.test:{port}/a",
+     "intranet.test:{port}", "ssrf_private"),
+    ("127.0.0.0/8", {}, "http://gone.test:{port}/", "gone.test:{port}", "dns"),
+    ("127.0.0.0/8", {}, "http://" + "a" * 64 + ".test:{port}/", "a" * 64 + ".test:{port}",
+     "invalid_host"),
+    ("127.0.0.0/8", {}, "http://a..b.test:{port}/", "a..b.test:{port}", "invalid_host"),
+])
+def test_an_unreachable_host_is_given_up_with_its_reason(
+        make_ctx, server: tuple[str, int], caplog: pytest.LogCaptureFixture,  # type: ignore[no-untyped-def]
+        allowed: str, names: dict[str, tuple[str, ...]], url: str, host: str, error: str) -> None:
+    caplog.set_level(logging.WARNING, logger="crawlapp.pipeline.fetching")
+    ctx = make_ctx(allowed, names)
+    _, port = server
+    started = time.monotonic()
+    pages, _ = crawl_until_idle(ctx, [url.format(port=port)])
+    assert time.monotonic() - started < 15
+    _check_given_up(ctx, pages, host.format(port=port), error, caplog)
+
+
+@pytest.mark.parametrize("server", ["tls"], indirect=True)
+def test_a_host_whose_tls_certificate_does_not_verify_is_given_up(
+        make_ctx, server: tuple[str, int], caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    caplog.set_level(logging.WARNING, logger="crawlapp.pipeline.fetching")
+    ctx = make_ctx("127.0.0.0/8", {})
+    scheme, port = server
+    assert scheme == "https"
+    pages, _ = crawl_until_idle(ctx, [f"https://127.0.0.1:{port}/"])
+    _check_given_up(ctx, pages, f"127.0.0.1:{port}", "tls_certificate", caplog)
+
+
+def test_pages_of_a_host_that_became_unreachable_end_too(
+        make_ctx, server: tuple[str, int], caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    """robots.txt known (cached), then every page refused: the host is given up after that
+    many pages failed, the rest of its URLs stay queued (parked), and the crawl ends."""
+    import msgpack
+
+    caplog.set_level(logging.WARNING, logger="crawlapp.pipeline.fetching")
+    ctx = make_ctx("", {})
+    _, port = server
+    origin = f"http://127.0.0.1:{port}"
+    ctx.redis.set(ctx.key("robots", origin), msgpack.packb([404, ""]))  # allow all
+    urls = [f"{origin}/{n}" for n in range(6)]
+    pages, _ = crawl_until_idle(ctx, urls)
+    failed = [p for p in pages if p["status"] == "failed"]
+    assert [p["error"] for p in failed] == ["ssrf_loopback"] * GIVE_UP_AFTER
+    assert given_up_hosts(ctx) == {f"127.0.0.1:{port}": "ssrf_loopback"}
+    state = ctx.frontier.host_states([f"127.0.0.1:{port}"], time.time())[f"127.0.0.1:{port}"]
+    assert state.queued == len(urls) - GIVE_UP_AFTER
+    assert len([r for r in caplog.records if r.getMessage().startswith("giving up")]) == 1
+    # An operator who allows the network resumes the host: its other URLs are fetched.
+    assert ctx.frontier.resume(f"127.0.0.1:{port}", time.time())
+    allowing = make_ctx("127.0.0.0/8", {})
+    pages, _ = crawl_until_idle(allowing, [])
+    assert sorted(p["http_status"] for p in pages) == [200] * (len(urls) - GIVE_UP_AFTER)
+
+
+def test_a_host_that_answers_is_never_given_up(
+        make_ctx, server: tuple[str, int]) -> None:  # type: ignore[no-untyped-def]
+    ctx = make_ctx("127.0.0.0/8", {})
+    _, port = server
+    pages, _ = crawl_until_idle(ctx, [f"http://127.0.0.1:{port}/{n}" for n in range(3)])
+    assert sorted(p["status"] for p in pages) == ["fetched"] * 3 + ["robots"]
+    assert given_up_hosts(ctx) == {}
