@@ -11,6 +11,9 @@ FETCH_QUEUES = tuple(f"fetch.{shard}" for shard in range(_settings.shards))
 # Pages to render wait here (same shards as fetch); only with CRAWL_RENDER.
 RENDER_QUEUES = tuple(f"render.{shard}" for shard in range(_settings.shards)
                       ) if _settings.render else ()
+# Every queue of the crawl: what workers consume, `queues` lists and purges, stats and
+# metrics measure.
+ALL_QUEUES = (*FETCH_QUEUES, *RENDER_QUEUES, *PIPELINE_QUEUES)
 
 broker_url = _settings.broker_url
 broker_connection_retry_on_startup = True
@@ -35,7 +38,7 @@ worker_prefetch_multiplier = 1
 worker_send_task_events = _settings.task_events
 task_send_sent_event = False
 
-task_queues = [Queue(name) for name in (*FETCH_QUEUES, *RENDER_QUEUES, *PIPELINE_QUEUES)]
+task_queues = [Queue(name) for name in ALL_QUEUES]
 task_default_queue = "control"
 task_routes = {
     "crawl.parse": {"queue": "parse"},

@@ -652,9 +652,9 @@ def frontier_rebuild() -> None:
 
 
 def _celery_queues() -> list[str]:
-    from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
+    from celeryconfig import ALL_QUEUES
 
-    return [*FETCH_QUEUES, *PIPELINE_QUEUES]
+    return list(ALL_QUEUES)
 
 
 @cli.group(invoke_without_command=True)

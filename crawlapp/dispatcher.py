@@ -11,7 +11,6 @@ from collections.abc import Callable
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.frontier import Lease, QueuedURL
-from crawlapp.priority import depth_priority
 from crawlapp.rebuild import ensure_frontier
 from crawlapp.urls import url_hash
 
@@ -58,8 +57,9 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
         return 0
     pairs = {url: depth for batch in lost.values() for url, depth in batch}
     with ctx.sessions() as session:
-        waiting = repository.hashes_with_status(session, [url_hash(u) for u in pairs], "queued")
-    ctx.frontier.add([QueuedURL(u, d, depth_priority(d)) for u, d in pairs.items()
+        waiting = repository.priorities_with_status(session, [url_hash(u) for u in pairs],
+                                                    "queued")
+    ctx.frontier.add([QueuedURL(u, d, waiting[url_hash(u)]) for u, d in pairs.items()
                       if url_hash(u) in waiting], now)
     for batch_id in lost:
         ctx.frontier.finish_batch(batch_id)

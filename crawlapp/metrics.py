@@ -207,9 +207,9 @@ class CrawlCollector(Collector):
         now = time.time()
         queues: dict[str, int] = {}
         if self.with_queues:
-            from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES
+            from celeryconfig import ALL_QUEUES
 
-            queues = stats.queue_lengths([*FETCH_QUEUES, *PIPELINE_QUEUES])
+            queues = stats.queue_lengths(list(ALL_QUEUES))
         return Snapshot(counters.read(self.ctx), self.ctx.frontier.stats(now),
                         self.ctx.frontier.batches_in_flight(now),
                         recrawl_sets.stats(self.ctx, now), queues, last_report(self.ctx))

@@ -256,9 +256,11 @@ def _request_path(url: str) -> str:
 
 @lru_cache(maxsize=256)
 def _product_token(user_agent: str) -> str:
-    """`crawlapp/1.0 (+http://x)` -> `crawlapp`: the leading run of [A-Za-z_-], lower-cased."""
-    match = _TOKEN.match(user_agent.strip(_SPACE))
-    return match.group().lower() if match else ""
+    """The whole product token of a User-Agent, lower-cased: what comes before a version
+    (`/`) or a comment (`(`): `crawlapp/1.0 (+http://x)` -> `crawlapp`. An agent that is not
+    one token (`Foo Bar`) is kept whole, so it matches no group but `*` (as RFC 9309's
+    reference parser does)."""
+    return re.split(r"[/(]", user_agent, maxsplit=1)[0].strip(_SPACE).lower()
 
 
 # --- parsing ----------------------------------------------------------------------------

@@ -143,9 +143,9 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
         "last_verify": last_report(ctx),
     }
     if with_queues:
-        from celeryconfig import FETCH_QUEUES, PIPELINE_QUEUES, RENDER_QUEUES
+        from celeryconfig import ALL_QUEUES
 
-        stats["queues"] = queue_lengths([*FETCH_QUEUES, *RENDER_QUEUES, *PIPELINE_QUEUES])
+        stats["queues"] = queue_lengths(list(ALL_QUEUES))
     return stats
 
 

@@ -48,34 +48,39 @@ def add_urls(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
 
 @dataclass(frozen=True)
 class Lowered:
-    """A known URL found again closer to a seed."""
+    """A known URL found again closer to a seed, with the priority of the closer link."""
 
     url_hash: str
     url: str
     status: str
     old_depth: int
     new_depth: int
+    priority: float
 
 
 def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
                  ) -> tuple[set[str], list[Lowered]]:
-    """Give known URLs the smaller depth of `rows` where it is smaller.
+    """Give known URLs the smaller depth of `rows` where it is smaller, and the row's
+    priority where that is higher (a closer link weighs more).
 
     Returns the url_hash of every row that is known, and the rows whose depth changed.
     """
-    wanted = {row["url_hash"]: row["depth"] for row in rows}
+    wanted = {row["url_hash"]: row for row in rows}
     known: set[str] = set()
     lowered: list[Lowered] = []
     for chunk in _chunks(list(wanted)):
-        found = session.execute(select(Url.url_hash, Url.url, Url.status, Url.depth)
+        found = session.execute(select(Url.url_hash, Url.url, Url.status, Url.depth, Url.priority)
                                 .where(Url.url_hash.in_(chunk))).all()
         known.update(h for h, *_ in found)
-        lowered += [Lowered(h, url, status, depth, wanted[h])
-                    for h, url, status, depth in found if depth > wanted[h]]
+        lowered += [Lowered(h, url, status, depth, wanted[h]["depth"],
+                            max(priority or 0.0, wanted[h]["priority"]))
+                    for h, url, status, depth, priority in found if depth > wanted[h]["depth"]]
     if lowered:
         session.connection().execute(
-            update(Url).where(Url.url_hash == bindparam("v_hash")).values(depth=bindparam("v_depth")),
-            [{"v_hash": item.url_hash, "v_depth": item.new_depth} for item in lowered])
+            update(Url).where(Url.url_hash == bindparam("v_hash")).values(
+                depth=bindparam("v_depth"), priority=bindparam("v_priority")),
+            [{"v_hash": item.url_hash, "v_depth": item.new_depth, "v_priority": item.priority}
+             for item in lowered])
     return known, lowered
 
 
@@ -94,11 +99,14 @@ def link_targets(session: Session, sources: Sequence[str]) -> list[tuple[str, st
     return out
 
 
-def hashes_with_status(session: Session, hashes: Sequence[str], status: str) -> set[str]:
-    found: set[str] = set()
+def priorities_with_status(session: Session, hashes: Sequence[str], status: str
+                           ) -> dict[str, float]:
+    """The priority of each of these URLs whose row has `status`."""
+    found: dict[str, float] = {}
     for chunk in _chunks(hashes):
         found.update(session.execute(
-            select(Url.url_hash).where(Url.url_hash.in_(chunk), Url.status == status)).scalars())
+            select(Url.url_hash, Url.priority).where(Url.url_hash.in_(chunk),
+                                                     Url.status == status)).tuples())
     return found
 
 
@@ -134,6 +142,7 @@ class Previous:
     content_hash: str | None
     last_fetched_at: datetime | None
     next_crawl_at: datetime | None
+    priority: float  # the row's: the link context and depth it was found at
 
     @property
     def interval(self) -> float | None:
@@ -145,10 +154,11 @@ class Previous:
 def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previous]:
     found: dict[str, Previous] = {}
     for chunk in _chunks(hashes):
-        for h, content, last, nxt in session.execute(
-                select(Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at)
+        for h, content, last, nxt, priority in session.execute(
+                select(Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at,
+                       Url.priority)
                 .where(Url.url_hash.in_(chunk))):
-            found[h] = Previous(content, last, nxt)
+            found[h] = Previous(content, last, nxt, priority or 0.0)
     return found
 
 

@@ -15,7 +15,7 @@ from crawlapp.fetch import Fetched, Fetcher, run_on_fetch_loop, start_at
 from crawlapp.frontier import Lease
 from crawlapp.frontier.redis_frontier import Release
 from crawlapp.metrics import fetch_counts
-from crawlapp.pipeline import robots_cache
+from crawlapp.pipeline import redirect_hops, robots_cache
 from crawlapp.pipeline.pages import Page, apply_fetch, blocked, page_for, robots_page
 from crawlapp.pipeline.rendering import Handover, wants_render
 from crawlapp.politeness import (
@@ -110,6 +110,7 @@ def _retry_counts(ctx: Context, retried: list[Lease], done: list[Lease],
     if done:
         pipe.hdel(ctx.key("retries"), *[lease.url for lease in done])
         pipe.hdel(ctx.key("validators"), *[lease.url for lease in done])
+        pipe.delete(*redirect_hops.keys(ctx, (lease.url for lease in done)))
     for name, n in observed.items():
         pipe.hincrby(ctx.key("counters"), name, n)
     return [int(n) for n in pipe.execute()[:len(retried)]]
@@ -120,7 +121,7 @@ def _url_state(ctx: Context, urls: list[str]) -> tuple[dict[str, int], dict[str,
     if not urls:
         return {}, {}
     pipe = ctx.redis.pipeline(transaction=False)
-    pipe.hmget(ctx.key("hops"), urls)
+    pipe.mget(redirect_hops.keys(ctx, urls))
     pipe.hmget(ctx.key("validators"), urls)
     hops, validators = pipe.execute()
     return ({url: int(n or 0) for url, n in zip(urls, hops, strict=True)},

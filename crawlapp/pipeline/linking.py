@@ -20,7 +20,7 @@ from crawlapp import denylist
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.frontier import QueuedURL
-from crawlapp.pipeline import robots_cache
+from crawlapp.pipeline import redirect_hops, robots_cache
 from crawlapp.pipeline.pages import Page
 from crawlapp.priority import depth_priority, link_priority
 from crawlapp.traps import PatternBudget, TrapRules, url_pattern
@@ -139,11 +139,9 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[
     unblocked = [item for item in lowered
                  if item.status == "too_deep" and item.new_depth <= max_depth]
     repository.set_status(session, [item.url_hash for item in unblocked], "queued")
-    fresh += [QueuedURL(item.url, item.new_depth, depth_priority(item.new_depth))
-              for item in unblocked]
+    fresh += [QueuedURL(item.url, item.new_depth, item.priority) for item in unblocked]
     queue = _within_budget(ctx, session, fresh)
-    queue += [QueuedURL(item.url, item.new_depth, depth_priority(item.new_depth),
-                        replaces_depth=item.old_depth)
+    queue += [QueuedURL(item.url, item.new_depth, item.priority, replaces_depth=item.old_depth)
               for item in lowered if item.status == "queued"]
     ctx.frontier.add(queue, time.time())
     passed_on = {item.url_hash: item.new_depth + FOLLOWED_STATUSES[item.status]
@@ -184,10 +182,9 @@ def enqueue_new(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = N
 
 def _record_hops(ctx: Context, pages: list[Page]) -> None:
     """A redirect's target remembers how many hops led to it (the parse stage stops a chain)."""
-    hops = {page["links"][0][0]: int(page.get("redirect_hops") or 0) + 1 for page in pages
-            if page.get("status") == "redirected" and page.get("links")}
-    if hops:
-        ctx.redis.hset(ctx.key("hops"), mapping=hops)
+    redirect_hops.record(ctx, {page["links"][0][0]: int(page.get("redirect_hops") or 0) + 1
+                               for page in pages
+                               if page.get("status") == "redirected" and page.get("links")})
 
 
 class Extracted(NamedTuple):

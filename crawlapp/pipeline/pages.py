@@ -1,6 +1,6 @@
 """The page record that travels between stages, as a plain dict (msgpack on the wire).
 
-Keys: url (the request URL), url_hash (of its dedup key), host, depth, priority, status
+Keys: url (the request URL), url_hash (of its dedup key), host, depth, status
 ('fetched', 'redirected', 'failed', 'blocked'), http_status, error (also "unread: <why>" for
 a page that yielded nothing), fetched_at (UNIX time), content_type, etag, last_modified,
 location, x_robots, content_hash, content_length, body_gz (gzip bytes, until stored), copy_gz
@@ -20,7 +20,6 @@ from typing import Any
 
 from crawlapp.fetch import Fetched
 from crawlapp.frontier import Lease
-from crawlapp.priority import depth_priority
 from crawlapp.urls import url_hash
 
 Page = dict[str, Any]
@@ -29,7 +28,7 @@ GZIP_LEVEL = 1  # compressed once, in the fetch stage: speed over a few % of siz
 
 def page_for(lease: Lease) -> Page:
     return {"url": lease.url, "url_hash": url_hash(lease.url), "host": lease.host,
-            "depth": lease.depth, "priority": depth_priority(lease.depth)}
+            "depth": lease.depth}
 
 
 def status_of(fetched: Fetched) -> str:

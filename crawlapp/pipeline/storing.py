@@ -19,6 +19,7 @@ from crawlapp.db.models import Url
 from crawlapp.frontier import QueuedURL
 from crawlapp.pipeline import dedup, robots_cache
 from crawlapp.pipeline.pages import Page
+from crawlapp.priority import depth_priority
 from crawlapp.recrawl import next_schedule
 from crawlapp.simhash import to_signed
 
@@ -58,7 +59,7 @@ def _schedule(pages: list[Page], previous: dict[str, repository.Previous]
         changed = not page.get("not_modified") and (
             before is None or before.content_hash != page.get("content_hash"))
         plan = next_schedule(page["fetched_at"], before.interval if before else None, changed,
-                             float(page.get("priority") or 0.0))
+                             before.priority if before else depth_priority(page["depth"]))
         page["next_crawl_at"] = datetime.fromtimestamp(plan.next_at, UTC)
         planned.append((page["url_hash"], plan.tier, plan.next_at))
     return planned

@@ -9,7 +9,7 @@ from pathlib import Path
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.db.engine import upgrade
-from crawlapp.frontier.redis_frontier import decode_member
+from crawlapp.frontier.redis_frontier import Lease, decode_member
 from crawlapp.pipeline.linking import enqueue_new, plan_links
 from crawlapp.settings import load_settings
 from crawlapp.urls import url_hash
@@ -102,3 +102,60 @@ def test_traps_are_refused_and_patterns_capped_per_host(tmp_path: Path, redis_ur
                        + ["http://b.com/item/1"])])
     with ctx.sessions() as s:
         assert repository.status_counts(s) == {"queued": 4, "trap": 2}
+
+
+def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path: Path,
+                                                                          redis_url: str) -> None:
+    from crawlapp.pipeline.pages import page_for
+    from crawlapp.pipeline.storing import store_pages
+    from crawlapp.priority import link_priority
+    from crawlapp.recrawl import FIRST_INTERVAL, FIRST_INTERVAL_IMPORTANT, tier_of
+
+    ctx = make_ctx(tmp_path, redis_url)
+    home = {"url": "http://a.com/d/", "url_hash": url_hash("http://a.com/d/"), "depth": 1,
+            "status": "fetched", "links": [["http://a.com/content", "Read the story", False, False],
+                                           ["http://a.com/nav", "", False, True]]}
+    rows, edges, _ = plan_links([home], ctx.settings.max_depth, NOW, ctx.settings.traps)
+    enqueue_new(ctx, rows, edges)
+    with ctx.sessions() as s:
+        stored = {u: repository.get_url(s, url_hash(u)).priority  # type: ignore[union-attr]
+                  for u in ("http://a.com/content", "http://a.com/nav")}
+    assert stored == {"http://a.com/content": link_priority(2, False, "Read the story"),
+                      "http://a.com/nav": link_priority(2, True, "")}
+    pages = []
+    for url in stored:  # both fetched: the store stage schedules them by the row's priority
+        page = page_for(Lease(0, "a.com", "t", url, 2))
+        page.update(status="fetched", http_status=200, fetched_at=NOW.timestamp(),
+                    content_type="text/html", links=[])
+        pages.append(page)
+    store_pages(ctx, pages)
+    with ctx.sessions() as s:
+        tiers = {u: tier_of((r.next_crawl_at - r.last_fetched_at).total_seconds())
+                 for u in stored if (r := repository.get_url(s, url_hash(u))) is not None}
+    assert tiers == {"http://a.com/content": tier_of(FIRST_INTERVAL_IMPORTANT),
+                     "http://a.com/nav": tier_of(FIRST_INTERVAL)}
+    # found again closer to a seed by a link with words: nearer, and worth more
+    closer = {"url": "http://a.com/", "url_hash": url_hash("http://a.com/"), "depth": 0,
+              "status": "fetched", "links": [["http://a.com/nav", "Navigation", False, False]]}
+    rows, edges, _ = plan_links([closer], ctx.settings.max_depth, NOW, ctx.settings.traps)
+    enqueue_new(ctx, rows, edges)
+    with ctx.sessions() as s:
+        row = repository.get_url(s, url_hash("http://a.com/nav"))
+        assert row is not None and (row.depth, row.priority) == (1, link_priority(1, False, "N"))
+
+
+def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_url: str) -> None:
+    from crawlapp.pipeline import redirect_hops
+    from crawlapp.pipeline.fetching import _retry_counts, _url_state
+    from crawlapp.pipeline.linking import extract_links
+
+    ctx = make_ctx(tmp_path, redis_url)
+    moved = {"url": "http://a.com/old", "url_hash": url_hash("http://a.com/old"), "depth": 0,
+             "status": "redirected", "redirect_hops": 2, "links": [["http://a.com/new", "", False]]}
+    extract_links(ctx, [moved])
+    key = redirect_hops.key(ctx, "http://a.com/new")
+    assert 0 < ctx.redis.ttl(key) <= redirect_hops.TTL  # gone within a week, whatever happens
+    assert _url_state(ctx, ["http://a.com/new"])[0] == {"http://a.com/new": 3}
+    _retry_counts(ctx, [], [Lease(0, "a.com", "t", "http://a.com/new", 1)], {})  # fetched
+    assert not ctx.redis.exists(key)
+    assert list(ctx.redis.scan_iter(match=ctx.key("hops*"))) == []

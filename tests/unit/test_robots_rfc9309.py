@@ -58,6 +58,12 @@ USER_AGENT_ROWS: list[Row] = [
     ("User-agent: CrawlApp\nDisallow: /\n", f"{H}/x", False),
     ("User-agent: crawlapp\nDisallow: /\n", f"{H}/x", False, "CrawlApp"),
     ("User-agent: crawlapp\nDisallow: /\n", f"{H}/x", False, FULL_UA),
+    # a User-agent line's value is its first word; an agent that is not one token matches none
+    ("User-Agent: *\nDisallow: /\nUser-Agent: Foo Bar\nAllow: /x/\nDisallow: /\n",
+     f"{H}/x/y", True, "Foo"),
+    ("User-Agent: *\nDisallow: /\nUser-Agent: Foo Bar\nAllow: /x/\nDisallow: /\n",
+     f"{H}/x/y", False, "Foo Bar"),
+    ("User-agent: crawlapp\nDisallow: /\n", f"{H}/x", False, "crawlapp (+http://x/bot)"),
     ("User-agent: crawlapp\nDisallow: /\n", f"{H}/x", False, "crawlapp (compatible)"),
     ("User-agent: crawlapp\nDisallow: /\n", f"{H}/x", True, "crawl/1.0"),
     # the value names the token up to the first character outside [A-Za-z_-]
