@@ -1,8 +1,8 @@
-"""Tier-1 URL dedup on Redis: `python bench/bloom_bench.py --urls N --fp P --batch B`.
+"""Tier-1 URL dedup on Redis: `python -m bench.bloom_bench --urls N --fp P --batch B`.
 
 Fills a Bloom filter sized for N URLs with N synthetic URL hashes (check_and_add), then
 checks N fresh ones, and prints the measured false-positive rate, memory, round trips per
-batch and speed. Runs on Redis database 11, which it flushes before and after.
+batch and speed. Runs on a redis-server of its own, stopped at the end.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from collections.abc import Callable, Sequence
 import mmh3
 import redis
 
+from bench.services import own_redis
 from crawlapp.bloom import DEFAULT_MAX_SHARD_BITS, BloomShape, expected_fp_rate
 from crawlapp.urlseen import RedisBloom
-
-REDIS_URL = "redis://127.0.0.1:6379/11"
 
 
 def url_hashes(start: int, count: int) -> list[bytes]:
@@ -69,27 +68,27 @@ def main() -> None:
     args = parser.parse_args()
     n = args.urls
     shape = BloomShape.for_capacity(n, args.fp, max_shard_bits=args.shard_bits)
-    client = redis.Redis.from_url(REDIS_URL)
-    client.flushdb()
-    try:
-        bloom = RedisBloom(client, "bench", shape)
-        sends = SendCounter()
-        print(f"{shape}: {shape.bits / n:.2f} bits and {shape.hashes} hashes per URL, "
-              f"expected false positives {expected_fp_rate(shape, n):.5f}", flush=True)
-        wall = time.perf_counter()
-        fill_fp = run_phase("fill (check_and_add)", bloom.check_and_add, 0, n, args.batch, sends)
-        check_fp = run_phase("check", bloom.check, n, n, args.batch, sends)
-        wall = time.perf_counter() - wall
-        server = client.info("memory")["used_memory_human"]
-        bitmap = bloom.memory_bytes()
-        print(f"false positives on {n:,} fresh URLs: {check_fp:,} = {check_fp / n:.5f} "
-              f"(target {args.fp}); while filling: {fill_fp:,} = {fill_fp / n:.5f}")
-        print(f"bits per URL: {bitmap * 8 / n:.2f} (bitmaps {bitmap / 2**20:.1f} MiB by "
-              f"MEMORY USAGE; {shape.bits / n:.2f} by size); Redis used_memory "
-              f"{server} (whole server, every database)")
-        print(f"wall time with URL generation: {wall:.1f} s")
-    finally:
-        client.flushdb()
+    with own_redis() as url:
+        _measure(redis.Redis.from_url(url), n, shape, args)
+
+
+def _measure(client: redis.Redis, n: int, shape: BloomShape, args: argparse.Namespace) -> None:
+    bloom = RedisBloom(client, "bench", shape)
+    sends = SendCounter()
+    print(f"{shape}: {shape.bits / n:.2f} bits and {shape.hashes} hashes per URL, "
+          f"expected false positives {expected_fp_rate(shape, n):.5f}", flush=True)
+    wall = time.perf_counter()
+    fill_fp = run_phase("fill (check_and_add)", bloom.check_and_add, 0, n, args.batch, sends)
+    check_fp = run_phase("check", bloom.check, n, n, args.batch, sends)
+    wall = time.perf_counter() - wall
+    server = client.info("memory")["used_memory_human"]
+    bitmap = bloom.memory_bytes()
+    print(f"false positives on {n:,} fresh URLs: {check_fp:,} = {check_fp / n:.5f} "
+          f"(target {args.fp}); while filling: {fill_fp:,} = {fill_fp / n:.5f}")
+    print(f"bits per URL: {bitmap * 8 / n:.2f} (bitmaps {bitmap / 2**20:.1f} MiB by "
+          f"MEMORY USAGE; {shape.bits / n:.2f} by size); Redis used_memory "
+          f"{server} (whole server, every database)")
+    print(f"wall time with URL generation: {wall:.1f} s")
 
 
 if __name__ == "__main__":

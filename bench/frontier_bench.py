@@ -1,6 +1,6 @@
-"""Frontier memory and dispatch rate: `python bench/frontier_bench.py [--urls N] [--hosts H]`.
+"""Frontier memory and dispatch rate: `python -m bench.frontier_bench [--urls N] [--hosts H]`.
 
-Fills the Redis frontier (database 12, flushed) with N URLs over H hosts, reports Redis
+Fills the Redis frontier (on a redis-server of its own) with N URLs over H hosts, reports Redis
 bytes per queued URL, then leases and releases hosts as fast as it can and reports the
 dispatch rate (leases per second).
 """
@@ -13,10 +13,9 @@ import time
 
 import redis
 
+from bench.services import own_redis
 from crawlapp.frontier import QueuedURL, RedisFrontier
 from crawlapp.frontier.redis_frontier import Release
-
-REDIS_URL = "redis://127.0.0.1:6379/12"
 
 
 def synthetic_urls(hosts: int, per_host: int, rng: random.Random) -> list[QueuedURL]:
@@ -37,8 +36,11 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--batch", type=int, default=50)
     args = parser.parse_args()
-    client = redis.Redis.from_url(REDIS_URL)
-    client.flushdb()
+    with own_redis() as url:
+        _measure(redis.Redis.from_url(url), args)
+
+
+def _measure(client: redis.Redis, args: argparse.Namespace) -> None:
     frontier = RedisFrontier(client, "bench", args.shards)
     urls = synthetic_urls(args.hosts, args.urls // args.hosts, random.Random(1))
     mean_len = sum(len(u.url) for u in urls) / len(urls)
@@ -63,7 +65,6 @@ def main() -> None:
     elapsed = time.perf_counter() - started
     print(f"dispatch: {leased / elapsed:,.0f} leases/s (lease + release, batches of up to "
           f"{args.batch} per shard, {args.shards} shards per round trip)")
-    client.flushdb()
 
 
 if __name__ == "__main__":
