@@ -12,6 +12,7 @@ from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.frontier import Lease, QueuedURL
 from crawlapp.rebuild import ensure_frontier
+from crawlapp.records import Status
 from crawlapp.urls import url_hash
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
     pairs = {url: depth for batch in lost.values() for url, depth in batch}
     with ctx.sessions() as session:
         waiting = repository.priorities_with_status(session, [url_hash(u) for u in pairs],
-                                                    "queued")
+                                                    Status.QUEUED)
     ctx.frontier.add([QueuedURL(u, d, waiting[url_hash(u)]) for u, d in pairs.items()
                       if url_hash(u) in waiting], now)
     for batch_id in lost:

@@ -22,6 +22,7 @@ import httpx
 from crawlapp.decoding import BodyTooLarge, BoundedDecoder, UnsupportedEncoding
 from crawlapp.dnscache import DnsCache
 from crawlapp.netguard import refusal_reason
+from crawlapp.records import FetchError
 from crawlapp.settings import Settings
 
 T = TypeVar("T")
@@ -47,9 +48,9 @@ def tls_failure(exc: BaseException) -> str | None:
         if seen is None:
             break
         if isinstance(seen, ssl.SSLCertVerificationError):
-            return "tls_certificate"
+            return FetchError.TLS_CERTIFICATE
         if isinstance(seen, ssl.SSLError) and not isinstance(seen, _NOT_TLS):
-            return "tls"
+            return FetchError.TLS
         seen = seen.__cause__ or seen.__context__
     return None
 
@@ -137,28 +138,28 @@ class Fetcher:
         try:
             address, refused = await self._address(host)
             if address is None:
-                result.error = (refused if refused in ("dns", "invalid_host")
+                result.error = (refused if refused in (FetchError.DNS, FetchError.INVALID_HOST)
                                 else f"ssrf_{refused}")
                 return result
             async with asyncio.timeout(self.settings.fetch_timeout):
                 await self._stream(url, address, extra_headers or {}, cap, truncate, result)
         except TimeoutError:
-            result.error = "timeout"
+            result.error = FetchError.TIMEOUT
         except httpx.TimeoutException:
-            result.error = "timeout"
+            result.error = FetchError.TIMEOUT
         except httpx.ConnectError as exc:
-            result.error = tls_failure(exc) or "connect"
+            result.error = tls_failure(exc) or FetchError.CONNECT
         except BodyTooLarge:
-            result.error = "too_large"
+            result.error = FetchError.TOO_LARGE
         except UnsupportedEncoding:
-            result.error = "unsupported_encoding"
+            result.error = FetchError.UNSUPPORTED_ENCODING
         except (zlib.error, httpx.DecodingError, httpx.RemoteProtocolError,
                 httpx.LocalProtocolError):
-            result.error = "protocol"
+            result.error = FetchError.PROTOCOL
         except httpx.HTTPError as exc:
             result.error = f"http_{type(exc).__name__}"[:40]
         except httpx.InvalidURL:
-            result.error = "invalid_url"
+            result.error = FetchError.INVALID_URL
         except Exception as exc:  # one request's failure is its own, never its batch's
             log.exception("fetching %s failed", url)
             result.error = f"error_{type(exc).__name__}"[:40]
@@ -185,7 +186,7 @@ class Fetcher:
             result.headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > cap and not truncate:
-                result.error = "too_large"
+                result.error = FetchError.TOO_LARGE
                 return
             decoder = BoundedDecoder(response.headers.get("content-encoding"), cap)
             try:

@@ -20,12 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
+from crawlapp.records import FetchError
+
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
-TRANSIENT_ERRORS = frozenset({"timeout", "connect", "protocol", "dns"})
-ABANDONED_ERRORS = frozenset({"timeout", "protocol", "too_large"})
+TRANSIENT_ERRORS = frozenset({FetchError.TIMEOUT, FetchError.CONNECT, FetchError.PROTOCOL,
+                              FetchError.DNS})
+ABANDONED_ERRORS = frozenset({FetchError.TIMEOUT, FetchError.PROTOCOL, FetchError.TOO_LARGE})
 # Errors of the host, not of one request, that another try soon will not change
 # (plus every `ssrf_*`: the address guard refused the host's address).
-UNREACHABLE_ERRORS = frozenset({"dns", "invalid_host", "tls", "tls_certificate"})
+UNREACHABLE_ERRORS = frozenset({FetchError.DNS, FetchError.INVALID_HOST, FetchError.TLS,
+                                FetchError.TLS_CERTIFICATE})
 GIVEN_UP = "unreachable: "  # the park reason of a given-up host starts with this
 _ADDRESS_KINDS = {"loopback": "a loopback address", "private": "a private address",
                   "link_local": "a link-local address", "multicast": "a multicast address",

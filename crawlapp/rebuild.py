@@ -30,6 +30,7 @@ from crawlapp.context import Context
 from crawlapp.db.models import Deny, Host, Url
 from crawlapp.frontier import QueuedURL
 from crawlapp.pipeline.dedup import band_keys
+from crawlapp.records import Status
 from crawlapp.recrawl import tier_of
 from crawlapp.robots import effective_delay
 from crawlapp.simhash import from_signed
@@ -71,7 +72,7 @@ def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
         with ctx.sessions() as session:
             rows = session.execute(
                 select(Url.id, Url.url, Url.host, Url.depth, Url.priority)
-                .where(Url.status == "queued", Url.id > last_id).order_by(Url.id).limit(CHUNK)
+                .where(Url.status == Status.QUEUED, Url.id > last_id).order_by(Url.id).limit(CHUNK)
             ).all()
         if not rows:
             return queued
@@ -89,7 +90,7 @@ def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
 def _host_counts(ctx: Context) -> int:
     with ctx.sessions() as session:
         rows = session.execute(
-            select(Url.host, func.count()).where(Url.status.not_in(("too_deep", "over_budget")))
+            select(Url.host, func.count()).where(Url.status.not_in((Status.TOO_DEEP, Status.OVER_BUDGET)))
             .group_by(Url.host)).all()
     if rows:
         ctx.redis.hset(ctx.key("hostcount"), mapping={host: int(n) for host, n in rows})
@@ -156,7 +157,7 @@ def _schedule_rows(ctx: Context, rows: list[Any]) -> None:
 def restore_recrawls(ctx: Context, hashes: list[str] | None = None) -> int:
     """Pages with a next crawl time (those of `hashes`, or all) back in their tier."""
     query = (select(Url.id, Url.url_hash, Url.last_fetched_at, Url.next_crawl_at)
-             .where(Url.next_crawl_at.is_not(None), Url.status != "queued"))
+             .where(Url.next_crawl_at.is_not(None), Url.status != Status.QUEUED))
     scheduled = 0
     if hashes is not None:
         for start in range(0, len(hashes), CHUNK):

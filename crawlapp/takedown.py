@@ -20,6 +20,7 @@ from crawlapp.pipeline import dedup
 from crawlapp.pipeline.dedup import Held
 from crawlapp.pipeline.storing import requeue, send_back
 from crawlapp.rebuild import restore_recrawls
+from crawlapp.records import Status
 from crawlapp.simhash import from_signed
 from crawlapp.urls import host_of, url_hash
 
@@ -51,10 +52,10 @@ def block(ctx: Context, pattern: str, reason: str | None) -> dict[str, int] | No
         denylist.add(ctx, pattern)  # before the commit: the hot path stops first
         rows = session.execute(select(Url.url_hash, Url.host, Url.status)
                                .where(_host_clause(pattern))).all()
-        queued = [r.url_hash for r in rows if r.status == "queued"]
+        queued = [r.url_hash for r in rows if r.status == Status.QUEUED]
         for start in range(0, len(queued), 500):
             session.execute(update(Url).where(Url.url_hash.in_(queued[start:start + 500]))
-                            .values(status="blocked", last_error=f"{DENIED_PREFIX}: {pattern}"))
+                            .values(status=Status.BLOCKED, last_error=f"{DENIED_PREFIX}: {pattern}"))
     hosts = sorted({r.host for r in rows})
     counts = {"hosts": len(hosts),
               "urls_dropped": sum(ctx.frontier.drop(host) for host in hosts),
@@ -78,9 +79,9 @@ def unblock(ctx: Context, pattern: str) -> dict[str, int] | None:
             select(Url.url_hash, Url.url, Url.host, Url.depth, Url.priority, Url.status,
                    Url.last_error).where(_host_clause(pattern))).all()
             if denylist.denied_by(r.host, others) is None]
-        requeued = [r for r in rows if r.status == "blocked"
+        requeued = [r for r in rows if r.status == Status.BLOCKED
                     and (r.last_error or "").startswith(DENIED_PREFIX)]
-        repository.set_status(session, [r.url_hash for r in requeued], "queued")
+        repository.set_status(session, [r.url_hash for r in requeued], Status.QUEUED)
         ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority) for r in requeued], time.time())
     counts = {"hosts": len({r.host for r in rows}), "urls_queued": len(requeued),
               "recrawls_restored": restore_recrawls(ctx, [r.url_hash for r in rows])}
@@ -91,7 +92,7 @@ def unblock(ctx: Context, pattern: str) -> dict[str, int] | None:
 def _tombstone(session: Session, url: str) -> None:
     """A row for a URL never seen, so that it is never queued when a link finds it."""
     repository.add_urls(session, [{"url_hash": url_hash(url), "url": url, "host": host_of(url),
-                                   "depth": 0, "priority": 0.0, "status": "deleted",
+                                   "depth": 0, "priority": 0.0, "status": Status.DELETED,
                                    "discovered_at": datetime.now(UTC)}])
 
 
@@ -107,7 +108,7 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
                                .where(where)).all()
         if url and not rows:
             _tombstone(session, url)
-        live = [r for r in rows if r.status != "deleted"]
+        live = [r for r in rows if r.status != Status.DELETED]
         hashes = [r.url_hash for r in live]
         # A rendered page may keep its body as fetched too (raw_storage_key).
         keys = sorted({k for r in rows for k in (r.storage_key, r.raw_storage_key) if k})
@@ -118,12 +119,12 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
                     column.in_(keys[start:start + 500]), ~where)))
         for start in range(0, len(hashes), 500):
             session.execute(update(Url).where(Url.url_hash.in_(hashes[start:start + 500])).values(
-                status="deleted", storage_key=None, raw_storage_key=None, content_hash=None,
+                status=Status.DELETED, storage_key=None, raw_storage_key=None, content_hash=None,
                 simhash=None, title=None,
                 etag=None, last_modified=None, next_crawl_at=None, last_error="deleted"))
     by_host: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for r in live:
-        if r.status == "queued":
+        if r.status == Status.QUEUED:
             by_host[r.host].append((r.depth, r.url))
     dropped = (ctx.frontier.drop(host) if host
                else sum(ctx.frontier.drop(h, urls) for h, urls in by_host.items()))

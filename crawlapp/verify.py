@@ -25,6 +25,7 @@ from crawlapp.context import Context
 from crawlapp.db.models import Url
 from crawlapp.pipeline import dedup, storing
 from crawlapp.pipeline.dedup import Held, Row
+from crawlapp.records import Status
 
 PROBLEMS = ("missing_body", "broken_chain", "stale_claim", "stale_band")
 CHUNK = 1000
@@ -69,7 +70,7 @@ def host_known(ctx: Context, host: str) -> bool:
 
 def _criteria(host: str | None) -> list[Any]:
     """Rows with something to check: a body, or a copy's pointer. Taken-down rows have none."""
-    where = [Url.status != "deleted", or_(Url.storage_key.is_not(None),
+    where = [Url.status != Status.DELETED, or_(Url.storage_key.is_not(None),
                                           Url.raw_storage_key.is_not(None),
                                           Url.content_dedup.is_(True))]
     return where + ([Url.host == host] if host else [])
@@ -118,7 +119,7 @@ def _chain_ends(ctx: Context, rows: list[Row]) -> dict[str, Row | None]:
                 target = known.get(row.duplicate_of or "")
                 if target is None or target.url_hash in seen[start]:
                     ends[start] = None
-                elif target.content_dedup and target.status != "deleted":
+                elif target.content_dedup and target.status != Status.DELETED:
                     seen[start].add(target.url_hash)
                     following[start] = target
                 else:

@@ -17,6 +17,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from crawlapp.records import Status
+
 AutoId = BigInteger().with_variant(Integer, "sqlite")
 
 
@@ -34,7 +36,7 @@ class Url(Base):
     url: Mapped[str] = mapped_column(Text)
     host: Mapped[str] = mapped_column(String(255), index=True)
     depth: Mapped[int] = mapped_column(SmallInteger, default=0)
-    status: Mapped[str] = mapped_column(String(16), index=True, default="queued")
+    status: Mapped[str] = mapped_column(String(16), index=True, default=Status.QUEUED)
     priority: Mapped[float] = mapped_column(Float, default=0.0)
     discovered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     last_fetched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

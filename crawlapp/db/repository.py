@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from crawlapp.db.models import Deny, Host, Link, Url
+from crawlapp.records import Status
 
 CHUNK = 500
 
@@ -131,7 +132,7 @@ def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
     flags = [col for col in ("content_dedup", "noindex", "rendered") if col in columns]
     params = [{f"v_{k}": row.get(k) for k in (*columns, "url_hash")}
               | {f"v_{col}": bool(row.get(col)) for col in flags}
-              | {"v_failed": int(row.get("status") == "failed")} for row in rows]
+              | {"v_failed": int(row.get("status") == Status.FAILED)} for row in rows]
     session.connection().execute(stmt, params)
 
 
@@ -223,7 +224,7 @@ def outbound_links(session: Session, url_hash: str) -> int:
 
 
 def sample_urls(session: Session, limit: int) -> list[Url]:
-    return list(session.scalars(select(Url).where(Url.status == "fetched")
+    return list(session.scalars(select(Url).where(Url.status == Status.FETCHED)
                                 .order_by(Url.last_fetched_at).limit(limit)))
 
 

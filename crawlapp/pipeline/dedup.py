@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 from crawlapp.context import Context
 from crawlapp.db.models import Url
 from crawlapp.pipeline.pages import Page
+from crawlapp.records import Status
 from crawlapp.simhash import bands, from_signed, hamming
 from crawlapp.urls import url_hash
 
@@ -141,7 +142,7 @@ class Row:
     @property
     def original(self) -> bool:
         """A stored original: its own body, not a copy, not taken down."""
-        return self.status != "deleted" and not self.content_dedup and self.storage_key is not None
+        return self.status != Status.DELETED and not self.content_dedup and self.storage_key is not None
 
     @property
     def held(self) -> Held:
@@ -267,7 +268,7 @@ def _points_at_original(page: Page, target: Row | None, max_distance: int) -> bo
     (a page still 'queued' is on its way to being stored: taken on trust)."""
     if target is None:
         return False
-    if target.status == "queued":
+    if target.status == Status.QUEUED:
         return True
     if not target.original:
         return False
@@ -343,7 +344,7 @@ def adopt(ctx: Context, session: Session, orphans: Sequence[str]) -> list[str]:
               for raw in session.execute(
                   select(*ROW_COLUMNS).where(Url.duplicate_of.in_(orphans[start:start + CHUNK]),
                                              Url.content_dedup.is_(True),
-                                             Url.status != "deleted").order_by(Url.id))]
+                                             Url.status != Status.DELETED).order_by(Url.id))]
     keys = [r.storage_key for r in copies if r.storage_key and r.content_hash]
     missing = ctx.blobs.missing(keys) if keys else set()
     exact = [r for r in copies if r.storage_key and r.content_hash

@@ -23,12 +23,13 @@ from crawlapp.frontier import QueuedURL
 from crawlapp.pipeline import redirect_hops, robots_cache
 from crawlapp.pipeline.pages import Page
 from crawlapp.priority import depth_priority, link_priority
+from crawlapp.records import Status
 from crawlapp.traps import PatternBudget, TrapRules, url_pattern
 from crawlapp.urls import dedup_key, host_of, origin_of, url_hash
 
 Rows = dict[str, dict[str, Any]]
 # status of a page -> depth its links add (a robots.txt record's sitemaps are at depth 0)
-FOLLOWED_STATUSES = {"fetched": 1, "redirected": 0, "robots": 1}
+FOLLOWED_STATUSES = {Status.FETCHED: 1, Status.REDIRECTED: 0, Status.ROBOTS: 1}
 
 
 def url_row(url: str, depth: int, max_depth: int, now: datetime,
@@ -36,7 +37,7 @@ def url_row(url: str, depth: int, max_depth: int, now: datetime,
     return {"url_hash": url_hash(url), "url": url, "host": host_of(url), "depth": depth,
             "priority": depth_priority(depth) if priority is None else priority,
             "discovered_at": now,
-            "status": "queued" if depth <= max_depth else "too_deep"}
+            "status": Status.QUEUED if depth <= max_depth else Status.TOO_DEEP}
 
 
 def _add_row(rows: Rows, row: dict[str, Any]) -> None:
@@ -67,8 +68,8 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
             if reason:
                 refused[(reason, row["host"])] += 1
                 continue
-            if row["status"] == "too_deep":
-                refused[("too_deep", row["host"])] += 1
+            if row["status"] == Status.TOO_DEEP:
+                refused[(Status.TOO_DEEP, row["host"])] += 1
             _add_row(rows, row)
     return rows, list(edges.values()), refused
 
@@ -101,14 +102,14 @@ def _within_budget(ctx: Context, session: Session, candidates: list[QueuedURL]
     host_room = _room(per_host, totals[:len(per_host)], ctx.settings.max_pages_per_host)
     pattern_room = _room(per_pattern, totals[len(per_host):], ctx.settings.trap_pattern_cap)
     kept: list[QueuedURL] = []
-    refused: dict[str, list[str]] = {"over_budget": [], "trap": []}
+    refused: dict[str, list[str]] = {Status.OVER_BUDGET: [], Status.TRAP: []}
     for host, pattern, item in zip(hosts, patterns, candidates, strict=True):
         host_room[host] -= 1
         pattern_room[pattern] -= 1
         if host_room[host] < 0:
-            refused["over_budget"].append(url_hash(item.url))
+            refused[Status.OVER_BUDGET].append(url_hash(item.url))
         elif pattern_room[pattern] < 0:
-            refused["trap"].append(url_hash(item.url))
+            refused[Status.TRAP].append(url_hash(item.url))
         else:
             kept.append(item)
     for status, hashes in refused.items():
@@ -135,14 +136,14 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[
     for h in new:
         rows[h]["new"] = True
     fresh = [QueuedURL(rows[h]["url"], rows[h]["depth"], rows[h]["priority"])
-             for h in new if rows[h]["status"] == "queued"]
+             for h in new if rows[h]["status"] == Status.QUEUED]
     unblocked = [item for item in lowered
-                 if item.status == "too_deep" and item.new_depth <= max_depth]
-    repository.set_status(session, [item.url_hash for item in unblocked], "queued")
+                 if item.status == Status.TOO_DEEP and item.new_depth <= max_depth]
+    repository.set_status(session, [item.url_hash for item in unblocked], Status.QUEUED)
     fresh += [QueuedURL(item.url, item.new_depth, item.priority) for item in unblocked]
     queue = _within_budget(ctx, session, fresh)
     queue += [QueuedURL(item.url, item.new_depth, item.priority, replaces_depth=item.old_depth)
-              for item in lowered if item.status == "queued"]
+              for item in lowered if item.status == Status.QUEUED]
     ctx.frontier.add(queue, time.time())
     passed_on = {item.url_hash: item.new_depth + FOLLOWED_STATUSES[item.status]
                  for item in lowered if item.status in FOLLOWED_STATUSES}
@@ -157,13 +158,13 @@ def _blocked_by_robots(ctx: Context, rows: Rows) -> None:
     """Record queued rows whose origin's robots.txt is known and disallows them as blocked,
     with the rule; the others are checked again just before their fetch."""
     policies = robots_cache.load(ctx, {origin_of(row["url"]) for row in rows.values()
-                                       if row["status"] == "queued"})
+                                       if row["status"] == Status.QUEUED})
     agent = ctx.settings.product_token
     for row in rows.values():
         policy = policies.get(origin_of(row["url"]))
-        if (row["status"] == "queued" and policy is not None and policy.mode == "rules"
+        if (row["status"] == Status.QUEUED and policy is not None and policy.mode == "rules"
                 and not policy.allowed(row["url"], agent)):
-            row.update(status="blocked",
+            row.update(status=Status.BLOCKED,
                        last_error=f"robots: {policy.blocking_rule(row['url'], agent)}")
 
 
@@ -184,7 +185,7 @@ def _record_hops(ctx: Context, pages: list[Page]) -> None:
     """A redirect's target remembers how many hops led to it (the parse stage stops a chain)."""
     redirect_hops.record(ctx, {page["links"][0][0]: int(page.get("redirect_hops") or 0) + 1
                                for page in pages
-                               if page.get("status") == "redirected" and page.get("links")})
+                               if page.get("status") == Status.REDIRECTED and page.get("links")})
 
 
 class Extracted(NamedTuple):
@@ -205,5 +206,5 @@ def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
     _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
     added = enqueue_new(ctx, rows, edges)
-    blocked = sum(1 for row in rows.values() if row["status"] == "blocked" and row.get("new"))
+    blocked = sum(1 for row in rows.values() if row["status"] == Status.BLOCKED and row.get("new"))
     return Extracted(added, max(0, len(rows) - added), refused, blocked)

@@ -20,6 +20,7 @@ from typing import Any
 
 from crawlapp.fetch import Fetched
 from crawlapp.frontier import Lease
+from crawlapp.records import Status
 from crawlapp.urls import url_hash
 
 Page = dict[str, Any]
@@ -33,12 +34,12 @@ def page_for(lease: Lease) -> Page:
 
 def status_of(fetched: Fetched) -> str:
     if fetched.error or fetched.status is None:
-        return "failed"
+        return Status.FAILED
     if 200 <= fetched.status < 300 or fetched.status == 304:
-        return "fetched"
+        return Status.FETCHED
     if 300 <= fetched.status < 400:
-        return "redirected"
-    return "failed"
+        return Status.REDIRECTED
+    return Status.FAILED
 
 
 def apply_fetch(page: Page, fetched: Fetched) -> Page:
@@ -50,7 +51,7 @@ def apply_fetch(page: Page, fetched: Fetched) -> Page:
                 location=headers.get("location"), x_robots=headers.get("x-robots-tag"))
     if fetched.status == 304:
         page["not_modified"] = True  # a conditional GET: nothing changed, nothing to store
-    elif page["status"] == "fetched":
+    elif page["status"] == Status.FETCHED:
         page["content_hash"] = hashlib.sha256(fetched.body).hexdigest()
         page["content_length"] = len(fetched.body)
         page["body_gz"] = gzip.compress(fetched.body, compresslevel=GZIP_LEVEL, mtime=0)
@@ -63,10 +64,10 @@ def robots_page(robots_url: str, host: str, sitemaps: list[str], when: float,
     stage), and its sitemaps as links, so they are queued (at depth 0, like seeds) by
     extract_links. It has no URL row of its own."""
     return {"url": robots_url, "url_hash": url_hash(robots_url), "host": host, "depth": -1,
-            "status": "robots", "fetched_at": when, "robots": robots,
+            "status": Status.ROBOTS, "fetched_at": when, "robots": robots,
             "links": [[u, "", False] for u in sitemaps]}
 
 
 def blocked(page: Page, reason: str, when: float) -> Page:
-    page.update(status="blocked", error=reason, fetched_at=when)
+    page.update(status=Status.BLOCKED, error=reason, fetched_at=when)
     return page

@@ -13,6 +13,7 @@ from collections import Counter
 
 from crawlapp.html import is_html, parse_html, robots_directives
 from crawlapp.pipeline.pages import Page
+from crawlapp.records import Status
 from crawlapp.settings import Settings
 from crawlapp.simhash import simhash
 from crawlapp.sitemaps import is_sitemap, parse_sitemap
@@ -82,12 +83,12 @@ def _html(page: Page, settings: Settings, counts: Counter[str]) -> Page:
 
 def parse_page(page: Page, settings: Settings, counts: Counter[str]) -> Page:
     """Add `title` and `links` ([request URL, anchor, nofollow, boilerplate]) to a page."""
-    if page.get("status") == "robots":
+    if page.get("status") == Status.ROBOTS:
         return page  # its links are the sitemaps it names, resolved already
     page["links"] = []
-    if page.get("status") == "redirected" and page.get("location"):
+    if page.get("status") == Status.REDIRECTED and page.get("location"):
         return _redirect(page, settings, counts)
-    if page.get("status") != "fetched" or page.get("not_modified"):
+    if page.get("status") != Status.FETCHED or page.get("not_modified"):
         return page
     if is_sitemap(page["url"], page.get("content_type")):
         found = parse_sitemap(gzip.decompress(page["body_gz"]), page["url"])
@@ -113,7 +114,7 @@ def parse_pages(pages: list[Page], settings: Settings) -> tuple[list[Page], Coun
         except Exception as exc:  # one page's content must never fail its batch
             log.exception("parsing %s failed", page.get("url"))
             name = type(exc).__name__
-            page.update(status="failed", error=f"parse error: {name}: {str(exc)[:200]}",
+            page.update(status=Status.FAILED, error=f"parse error: {name}: {str(exc)[:200]}",
                         links=[])
             page.pop("body_gz", None)
             counts[f"parse_error:{name}"] += 1

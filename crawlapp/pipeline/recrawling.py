@@ -8,11 +8,12 @@ from crawlapp import recrawl_sets
 from crawlapp.context import Context
 from crawlapp.db import repository
 from crawlapp.frontier import QueuedURL
+from crawlapp.records import Status
 from crawlapp.recrawl import validators
 
 CLAIM_SECONDS = 300.0  # a claim not acknowledged by then goes back to its tier
 DRAIN_LIMIT = 2000
-RECRAWLED_STATUSES = ("fetched", "redirected", "failed")
+RECRAWLED_STATUSES = (Status.FETCHED, Status.REDIRECTED, Status.FAILED)
 
 
 def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> int:
@@ -25,7 +26,7 @@ def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> i
     with ctx.sessions.begin() as session:
         rows = [r for r in repository.urls_by_hash(session, hashes)
                 if r.status in RECRAWLED_STATUSES]
-        repository.set_status(session, [r.url_hash for r in rows], "queued")
+        repository.set_status(session, [r.url_hash for r in rows], Status.QUEUED)
         packed = {r.url: v for r in rows if (v := validators(r.etag, r.last_modified))}
         if packed:
             ctx.redis.hset(ctx.key("validators"), mapping=packed)

@@ -29,6 +29,7 @@ from crawlapp.frontier import Lease
 from crawlapp.frontier.redis_frontier import Release
 from crawlapp.pipeline import counters, robots_cache
 from crawlapp.pipeline.pages import GZIP_LEVEL, Page
+from crawlapp.records import Status
 from crawlapp.render import Answer, HostSlots, Rendered, Renderer
 from crawlapp.render_rule import render_reason
 from crawlapp.robots import RobotsPolicy, effective_delay
@@ -89,7 +90,7 @@ class Handover:
 
 def wants_render(settings: Settings, page: Page, body: bytes) -> str | None:
     """Why a page just fetched goes to the render stage ('host' or 'shell'), or None. Pure."""
-    if not settings.render or page.get("status") != "fetched" or page.get("not_modified"):
+    if not settings.render or page.get("status") != Status.FETCHED or page.get("not_modified"):
         return None
     return render_reason(page["host"], body, page.get("content_type"), settings.render_hosts,
                          settings.render_min_text)

@@ -20,6 +20,7 @@ from crawlapp.frontier import QueuedURL
 from crawlapp.pipeline import dedup, robots_cache
 from crawlapp.pipeline.pages import Page
 from crawlapp.priority import depth_priority
+from crawlapp.records import Status
 from crawlapp.recrawl import next_schedule
 from crawlapp.simhash import to_signed
 
@@ -38,7 +39,7 @@ def _row(page: Page) -> dict[str, object]:
         "simhash": to_signed(page["simhash"]) if page.get("simhash") is not None else None,
         "etag": page.get("etag"), "last_modified": page.get("last_modified"),
         "last_error": page.get("error"),
-        "redirect_to": page["links"][0][0] if page["status"] == "redirected" and page.get("links")
+        "redirect_to": page["links"][0][0] if page["status"] == Status.REDIRECTED and page.get("links")
         else None,
         "redirect_hops": page.get("redirect_hops") or None,
         "next_crawl_at": page.get("next_crawl_at"),
@@ -53,7 +54,7 @@ def _schedule(pages: list[Page], previous: dict[str, repository.Previous]
     """Each fetched page's next fetch: (url_hash, tier, time); sets page['next_crawl_at']."""
     planned = []
     for page in pages:
-        if page["status"] != "fetched":
+        if page["status"] != Status.FETCHED:
             continue
         before = previous.get(page["url_hash"])
         changed = not page.get("not_modified") and (
@@ -94,13 +95,13 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     # Work on copies: the batch as received stays whole (bodies included), so a task retried
     # after a failure below uploads the same bodies again.
     pages = [dict(page) for page in pages]
-    robots = [p for p in pages if p["status"] == "robots"]
-    urls = [p for p in pages if p["status"] != "robots"]
+    robots = [p for p in pages if p["status"] == Status.ROBOTS]
+    urls = [p for p in pages if p["status"] != Status.ROBOTS]
     with ctx.sessions() as session:
         rows = dedup.rows_by_hash(session, [p["url_hash"] for p in urls] + [
             p["duplicate_of"] for p in urls if p.get("content_dedup")])
     dropped = {p["url_hash"] for p in urls
-               if (row := rows.get(p["url_hash"])) is not None and row.status == "deleted"}
+               if (row := rows.get(p["url_hash"])) is not None and row.status == Status.DELETED}
     kept = [p for p in urls if p["url_hash"] not in dropped]
     refetch = dedup.recheck(ctx, kept, rows)
     ctx.blobs.put_many(_bodies(pages, dropped))
@@ -108,7 +109,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     with ctx.sessions.begin() as session:
         robots_cache.write(session, [p["robots"] for p in robots], [p["fetched_at"] for p in robots])
         previous = repository.previous_fetches(
-            session, [p["url_hash"] for p in kept if p["status"] == "fetched"])
+            session, [p["url_hash"] for p in kept if p["status"] == Status.FETCHED])
         planned = _schedule(kept, previous)
         dedup.release(ctx, held)  # before the rows change: no claim outlives its original
         rows_out = [_row(page) for page in kept]
@@ -129,7 +130,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
 # What a page queued again forgets of its last fetch: the next one stores it afresh (no
 # validators, so the server cannot answer 304).
 FORGOTTEN: dict[str, object] = {
-    "status": "queued", "storage_key": None, "raw_storage_key": None, "content_hash": None,
+    "status": Status.QUEUED, "storage_key": None, "raw_storage_key": None, "content_hash": None,
     "simhash": None, "content_dedup": False, "duplicate_of": None, "etag": None,
     "last_modified": None, "next_crawl_at": None}
 
@@ -140,7 +141,7 @@ def requeue(session: Session, hashes: Sequence[str], reason: str
     returns the URLs by url_hash, for `send_back` once the transaction is committed."""
     out: dict[str, QueuedURL] = {}
     for start in range(0, len(hashes), CHUNK):
-        where = (Url.url_hash.in_(hashes[start:start + CHUNK]), Url.status != "deleted")
+        where = (Url.url_hash.in_(hashes[start:start + CHUNK]), Url.status != Status.DELETED)
         out.update((h, QueuedURL(url, depth, priority)) for h, url, depth, priority in
                    session.execute(select(Url.url_hash, Url.url, Url.depth, Url.priority)
                                    .where(*where)))
