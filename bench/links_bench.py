@@ -1,0 +1,58 @@
+"""CPU of reading links: the parse stage and the link planner on generated test-web pages.
+
+`python -m bench.links_bench [PAGES] [RUNS]` runs parse_pages then plan_links over PAGES
+pages (default 800) RUNS times (default 5), each time with the dedup-key cache emptied, and
+prints the median CPU milliseconds per page and the links found.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from crawlapp.pipeline.linking import plan_links
+from crawlapp.pipeline.parsing import parse_pages
+from crawlapp.settings import load_settings
+from crawlapp.testweb.site import Web, WebSpec
+from crawlapp.urls import dedup_key, url_hash
+
+
+def fetched_pages(count: int) -> list[dict[str, Any]]:
+    """Page records as the fetch stage hands them on, for `count` test-web pages."""
+    web = Web(WebSpec(hosts=max(1, count // 40), pages_per_host=50, port=8000))
+    pages = []
+    for url in sorted(web.expected_pages(5))[:count]:
+        netloc, path = url.split("/", 3)[2:]
+        response = web.respond(netloc, "/" + path)
+        if response.status == 200 and response.body:
+            pages.append({"url": url, "url_hash": url_hash(url), "host": netloc, "depth": 1,
+                          "status": "fetched", "content_type": "text/html",
+                          "body_gz": gzip.compress(response.body, 1)})
+    return pages
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 800
+    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    settings = load_settings({})
+    pages = fetched_pages(count)
+    seconds, links = [], 0
+    for _ in range(runs):
+        dedup_key.cache_clear()
+        batch = copy.deepcopy(pages)
+        started = time.process_time()
+        parsed, _ = parse_pages(batch, settings)
+        plan_links(parsed, settings.max_depth, datetime.now(UTC), settings.traps)
+        seconds.append(time.process_time() - started)
+        links = sum(len(p["links"]) for p in parsed)
+    print(f"{len(pages)} pages, {links} links: {1000 * statistics.median(seconds) / len(pages):.3f}"
+          f" CPU-ms per page (parse + plan_links, median of {runs})")
+
+
+if __name__ == "__main__":
+    main()
