@@ -57,9 +57,23 @@ def robots_answer(policy: RobotsPolicy, href: str, agent: str, base: str | None 
     return answer
 
 
+_BOM_AS_LATIN1 = ("\u00ef\u00bb\u00bf", "\u00ef\u00bb", "\u00ef")
+
+
 def policy_of_text(text: str) -> RobotsPolicy:
-    """The policy of a robots.txt given as text (a 200 answer with that body)."""
-    return RobotsPolicy(200, decode_robots(text.encode("utf-8", errors="surrogatepass")))
+    """The policy of a robots.txt given as text (a 200 answer with that body). Bytes that
+    came through as text are put back first: lone surrogates from a `surrogateescape`
+    decoding, and a (partial) UTF-8 byte order mark read as Latin-1, which no robots.txt
+    line can begin with."""
+    for mojibake in _BOM_AS_LATIN1:
+        if text.startswith(mojibake):
+            text = text[len(mojibake):]
+            break
+    try:
+        raw = text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte stands for
+        raw = text.encode("utf-8", errors="replace")
+    return RobotsPolicy(200, decode_robots(raw))
 
 
 def _url_line(item: Any, max_length: int) -> Answer:
