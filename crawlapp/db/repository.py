@@ -105,9 +105,9 @@ def priorities_with_status(session: Session, hashes: Sequence[str], status: str
     """The priority of each of these URLs whose row has `status`."""
     found: dict[str, float] = {}
     for chunk in _chunks(hashes):
-        found.update(session.execute(
+        found.update((h, priority or 0.0) for h, priority in session.execute(
             select(Url.url_hash, Url.priority).where(Url.url_hash.in_(chunk),
-                                                     Url.status == status)).tuples())
+                                                     Url.status == status)))
     return found
 
 

@@ -32,3 +32,32 @@ def test_no_batch_leaves_while_the_pipeline_holds_the_limit(tmp_path: Path,
     largest, _ = dispatch_once(ctx, send)
     assert largest == 2 and len(sent) == 1
     assert dispatch_once(ctx, send) == (0, None)  # the batch just sent is the one in flight
+
+
+def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
+                                                              redis_url: str) -> None:
+    from sqlalchemy import update
+
+    from crawlapp.db.models import Url
+    from crawlapp.dispatcher import recover_lost_batches
+    from crawlapp.frontier.redis_frontier import decode_member
+    from crawlapp.priority import queue_score
+    from crawlapp.urls import url_hash
+
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+                              "CRAWL_SHARDS": "1", "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})
+    upgrade(settings)
+    ctx = Context(settings)
+    add_seeds(ctx, ["http://127.0.0.2:9/"])
+    url = "http://127.0.0.2:9/"
+    with ctx.sessions.begin() as session:  # a link's priority, not the seed's
+        session.execute(update(Url).where(Url.url_hash == url_hash(url)).values(priority=0.25))
+    sent: list[list[Lease]] = []
+    dispatch_once(ctx, lambda shard, batch_id, leases: sent.append(leases))
+    assert [lease.url for lease in sent[0]] == [url]
+    later = time.time() + 3600  # the batch's worker died: past its deadline
+    assert recover_lost_batches(ctx, later) == 1
+    key = next(ctx.redis.scan_iter(match="*:q:127.0.0.2:9"))
+    ((member, score),) = ctx.redis.zrange(key, 0, -1, withscores=True)
+    assert decode_member("127.0.0.2:9", member.decode()) == (0, url)
+    assert score == queue_score(0.25, later)
