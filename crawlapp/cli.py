@@ -153,6 +153,20 @@ def seed_add(urls: tuple[str, ...], file_: Path | None) -> None:
     click.echo(f"{added} new seed(s) queued, {len(seeds) - added} already known")
 
 
+def _interrupt_once() -> Any:
+    """A SIGINT handler that stops the crawl on the first Ctrl-C and ignores the next ones
+    (a terminal sends one to every process of the group, and people press it twice), so
+    the shutdown is never cut short."""
+    seen = threading.Event()
+
+    def handler(*_: object) -> None:
+        if not seen.is_set():
+            seen.set()
+            raise KeyboardInterrupt
+
+    return handler
+
+
 @cli.command()
 @click.option("--seeds", type=click.Path(path_type=Path), help="Seed file, one URL per line.")
 @click.option("--until-idle", is_flag=True, help="Exit once nothing is queued or in flight.")
@@ -175,6 +189,7 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
     before = stats.collect(ctx, with_queues=False)
     fleet = runner.Fleet(ctx.settings.data_dir / "logs")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, _interrupt_once())
     started = time.time()
     fleet.start(runner.child_commands(ctx, workers or ctx.settings.worker_concurrency))
     # The dispatcher runs here, as a thread: one Python process less to start.
@@ -190,7 +205,8 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
         else:
             runner.wait_forever(fleet)
     except KeyboardInterrupt:
-        click.echo("stopping", err=True)
+        click.echo("stopping: workers end their batches; the crawl's state is kept, and "
+                   "`crawlctl crawl` goes on from it", err=True)
         raise SystemExit(130) from None
     finally:
         stop.set()

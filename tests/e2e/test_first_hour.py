@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -12,7 +15,7 @@ import pytest
 from crawlapp.testweb.server import start_in_background
 from crawlapp.testweb.site import Web, WebSpec
 from tests.conftest import crawl_env
-from tests.e2e.helpers import crawlctl
+from tests.e2e.helpers import CRAWLCTL, crawlctl, start_crawl, wait_for_child
 
 pytestmark = pytest.mark.e2e
 SMALL = {"CRAWL_WORKER_CONCURRENCY": "1", "CRAWL_FETCH_PROCESSES": "1",
@@ -104,3 +107,30 @@ def test_seed_input_is_refused_whole_and_in_words(tmp_path: Path, redis_url: str
     assert crawl.returncode == 2 and "--seeds" in crawl.stderr
     stats = json.loads(crawlctl(env, "stats", "--json").stdout)
     assert stats["discovered"] == 0  # nothing was added
+
+
+def test_ctrl_c_stops_a_crawl_once_and_keeps_its_state(tmp_path: Path, redis_url: str) -> None:
+    """A terminal's Ctrl-C reaches every process of the group, and people press it twice:
+    the crawl still stops cleanly, says so, and a later crawl goes on from its state."""
+    with start_in_background(Web(WebSpec(hosts=2, pages_per_host=30, port=0)),
+                             str(tmp_path / "requests.jsonl")) as server:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(server.web.seeds()) + "\n")
+        env = crawl_env(tmp_path, redis_url, **SMALL)
+        out = tmp_path / "crawl.out"
+        crawl = start_crawl(env, seeds, out)
+        wait_for_child(crawl.pid, "-P threads")
+        time.sleep(3)  # fetching has begun
+        crawl.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        crawl.send_signal(signal.SIGINT)
+        assert crawl.wait(60) == 130, out.read_text()
+        said = out.read_text()
+        assert "stopping: workers end their batches" in said and "Aborted" not in said
+        reachable = len(server.web.expected_pages(5))
+        assert 0 < json.loads(crawlctl(env, "stats", "--json").stdout)["fetched"] < reachable
+        resumed = subprocess.run([*CRAWLCTL, "crawl", "--until-idle"],
+                                 env={**os.environ, **env}, capture_output=True, text=True,
+                                 timeout=300)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert json.loads(crawlctl(env, "stats", "--json").stdout)["fetched"] == reachable
