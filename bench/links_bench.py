@@ -15,25 +15,18 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from bench.parser_bench import pages
 from crawlapp.pipeline.linking import plan_links
 from crawlapp.pipeline.parsing import parse_pages
 from crawlapp.settings import load_settings
-from crawlapp.testweb.site import Web, WebSpec
 from crawlapp.urls import dedup_key, url_hash
 
 
 def fetched_pages(count: int) -> list[dict[str, Any]]:
     """Page records as the fetch stage hands them on, for `count` test-web pages."""
-    web = Web(WebSpec(hosts=max(1, count // 40), pages_per_host=50, port=8000))
-    pages = []
-    for url in sorted(web.expected_pages(5))[:count]:
-        netloc, path = url.split("/", 3)[2:]
-        response = web.respond(netloc, "/" + path)
-        if response.status == 200 and response.body:
-            pages.append({"url": url, "url_hash": url_hash(url), "host": netloc, "depth": 1,
-                          "status": "fetched", "content_type": "text/html",
-                          "body_gz": gzip.compress(response.body, 1)})
-    return pages
+    return [{"url": url, "url_hash": url_hash(url), "host": url.split("/")[2], "depth": 1,
+             "status": "fetched", "content_type": "text/html",
+             "body_gz": gzip.compress(body, 1)} for url, body in pages(count)]
 
 
 def main() -> None:

@@ -16,15 +16,16 @@ from crawlapp.html import parse_html
 from crawlapp.testweb.site import Web, WebSpec
 
 
-def pages(count: int) -> list[bytes]:
+def pages(count: int) -> list[tuple[str, bytes]]:
+    """(URL, body) of up to `count` HTML pages of a generated test web."""
     web = Web(WebSpec(hosts=max(1, count // 50), pages_per_host=50, port=8000))
-    bodies = []
+    found = []
     for url in sorted(web.expected_pages(5))[:count]:
         netloc, path = url.split("/", 3)[2:]
         response = web.respond(netloc, "/" + path)
         if response.status == 200 and response.body:
-            bodies.append(response.body)
-    return bodies
+            found.append((url, response.body))
+    return found
 
 
 def with_bs4(body: bytes) -> list[tuple[str, str, bool]]:
@@ -53,7 +54,7 @@ def cpu_ms_per_page(parse: object, bodies: list[bytes]) -> float:
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    bodies = pages(count)
+    bodies = [body for _, body in pages(count)]
     same = sum(len(with_lxml(b)) == len(with_bs4(b)) for b in bodies)
     print(f"{len(bodies)} pages, mean {sum(map(len, bodies)) / len(bodies) / 1024:.1f} KiB; "
           f"same link count from both on {same}")

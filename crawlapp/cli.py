@@ -186,7 +186,7 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
     added = _prepare_and_seed(urls)
     if seeds is not None:
         click.echo(f"{added} new seed(s) queued")
-    before = stats.collect(ctx, with_queues=False)
+    before = stats.outcomes(ctx)
     fleet = runner.Fleet(ctx.settings.data_dir / "logs")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGINT, _interrupt_once())
@@ -216,8 +216,7 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
         fleet.stop(timeout=5.0, cold=True) if idle else fleet.stop()
     summary = stats.collect(ctx, with_queues=False)
     peak = max((w["peak_rss_mib"] for w in summary["workers"].values()), default=0.0)
-    run = {k: summary[k] - before[k] for k in ("fetched", "failed", "blocked_robots",
-                                               "duplicates")}
+    run = {k: summary[k] - before[k] for k in stats.OUTCOMES}
     click.echo(f"idle after {time.time() - started:.1f} s: this run {run['fetched']} fetched, "
                f"{run['failed']} failed, {run['blocked_robots']} blocked by robots, "
                f"{run['duplicates']} duplicates (the crawl so far: {summary['fetched']} "
@@ -337,9 +336,7 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
         row = repository.get_url(session, url_hash(wanted))
         if row is None:
             raise click.BadParameter(f"not known: {wanted}", param_hint="URL")
-        data = {col: getattr(row, col) for col in ("url",)}
-        data["key"] = dedup_key(row.url)
-        data |= {col: getattr(row, col) for col in (
+        data = {"url": row.url, "key": dedup_key(row.url)} | {col: getattr(row, col) for col in (
             "url_hash", "host", "depth", "status", "priority", "http_status",
             "content_type", "content_length", "content_hash", "content_dedup", "duplicate_of",
             "storage_key", "title", "etag", "last_modified", "redirect_to", "redirect_hops",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from crawlapp.urls import URLRejected, request_url
+from crawlapp.urls import URLRejected, reason_sentence, request_url
 
 
 @dataclass(frozen=True)
@@ -13,7 +13,11 @@ class SeedProblem:
     line: int
     text: str
     reason: str  # the code (URLRejected.reason)
-    sentence: str = ""  # the reason in words (URLRejected.sentence)
+
+    @property
+    def sentence(self) -> str:
+        """The reason in words."""
+        return reason_sentence(self.reason)
 
 
 def read_seeds(lines: Iterable[str], max_length: int = 2048
@@ -31,5 +35,5 @@ def read_seeds(lines: Iterable[str], max_length: int = 2048
         try:
             seeds.setdefault(request_url(text, max_length=max_length))
         except URLRejected as exc:
-            problems.append(SeedProblem(number, text[:200], exc.reason, exc.sentence))
+            problems.append(SeedProblem(number, text[:200], exc.reason))
     return list(seeds), problems

@@ -89,6 +89,21 @@ def given_up_lines(hosts: dict[str, str], limit: int = 10) -> list[str]:
     return lines
 
 
+OUTCOMES = ("fetched", "failed", "blocked_robots", "duplicates")
+
+
+def outcomes(ctx: Context) -> dict[str, int]:
+    """Pages fetched, failed, blocked by robots.txt, and content duplicates so far: two
+    queries, for `crawl`'s figures of one run (zeros before the crawl's database exists)."""
+    if not crawl_started(ctx):
+        return dict.fromkeys(OUTCOMES, 0)
+    with ctx.sessions() as session:
+        by_status = repository.status_counts(session)
+        duplicates = repository.dedup_count(session)
+    return {"fetched": by_status.get("fetched", 0), "failed": by_status.get("failed", 0),
+            "blocked_robots": by_status.get("blocked", 0), "duplicates": duplicates}
+
+
 def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
     """Everything `crawlctl stats` shows, as one JSON-ready dict (zeros for the database's
     part before the crawl's database exists)."""

@@ -48,11 +48,16 @@ class URLRejected(ValueError):
     @property
     def sentence(self) -> str:
         """The reason in words, for people."""
-        if self.reason in REASONS:
-            return REASONS[self.reason]
-        if self.reason.startswith("scheme_"):
-            return f"only http and https URLs are crawled, not {self.reason[7:]}:"
-        return self.reason
+        return reason_sentence(self.reason)
+
+
+def reason_sentence(reason: str) -> str:
+    """A rejection's reason code in words."""
+    if reason in REASONS:
+        return REASONS[reason]
+    if reason.startswith("scheme_"):
+        return f"only http and https URLs are crawled, not {reason[7:]}:"
+    return reason
 
 
 def _encode_query(href: str, encoding: str) -> str:
