@@ -114,7 +114,7 @@ compose-schema: | $(VENV)
 
 # docs/settings.md from the Settings fields (a unit test fails when it drifts).
 docs: install
-	$(PY) -m crawlapp.settings_doc
+	$(PY) -m crawlapp.core.settings_doc
 
 # Known vulnerabilities in the pins (part of `test`; skipped with a message when offline).
 audit: install
@@ -131,7 +131,7 @@ docsites: install
 
 # On a redis-server of its own (or CRAWL_DEMO_REDIS_URL) and SQLite in $(CRAWL_DATA_DIR)/demo.
 demo: install
-	$(PY) -m crawlapp.demo
+	$(PY) -m testweb.demo
 
 # Scrapy, the benchmark's peer, in a virtualenv of its own (pinned in bench/scrapy-constraints.txt).
 SCRAPY  := bench/.venv-scrapy/.installed
@@ -150,7 +150,7 @@ bench-quick: install services $(SCRAPY)
 	$(PY) -m bench --quick
 
 lint: install
-	.venv/bin/ruff check crawlapp tasks tests bench celeryconfig.py
+	.venv/bin/ruff check crawlapp tasks tests bench testweb celeryconfig.py
 	.venv/bin/mypy crawlapp tasks
 
 # Re-pin every installed package after changing pyproject.toml.

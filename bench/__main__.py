@@ -31,8 +31,8 @@ from typing import Any
 from bench import services
 from bench.crawlers import CRAWLERS, ROOT, Setup, run
 from bench.report import aggregate, politeness_floor, table
-from crawlapp.settings import load_settings
-from crawlapp.testweb.site import Web, WebSpec
+from crawlapp.core.settings import load_settings
+from testweb.site import Web, WebSpec
 
 # Cheap case groups on top of the plain web (heavy and odd cost minutes per crawl, not pages).
 CASES = {"robots_cases": True, "link_cases": True, "trap_cases": True, "sitemap_cases": True,

@@ -15,8 +15,8 @@ import mmh3
 import redis
 
 from bench.services import own_redis
-from crawlapp.bloom import DEFAULT_MAX_SHARD_BITS, BloomShape, expected_fp_rate
-from crawlapp.urlseen import RedisBloom
+from crawlapp.adapters.redis.urlseen import RedisBloom
+from crawlapp.core.bloom import DEFAULT_MAX_SHARD_BITS, BloomShape, expected_fp_rate
 
 
 def url_hashes(start: int, count: int) -> list[bytes]:

@@ -18,11 +18,11 @@ from typing import Any
 from bench import services
 from bench.procs import Group, ProcStat, Sampler, descendants
 from bench.report import STAGES
-from crawlapp.testweb.cases import canonical_url
-from crawlapp.testweb.server import start_in_background
-from crawlapp.testweb.serverlog import ROBOTS_PATH, Request, load, summary
-from crawlapp.testweb.site import Web, WebSpec
-from crawlapp.testweb.trial import crawlctl, trial_env
+from testweb.cases import canonical_url
+from testweb.server import start_in_background
+from testweb.serverlog import ROBOTS_PATH, Request, load, summary
+from testweb.site import Web, WebSpec
+from testweb.trial import crawlctl, trial_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRAPY_PYTHON = ROOT / "bench" / ".venv-scrapy" / "bin" / "python"

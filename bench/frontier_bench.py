@@ -14,8 +14,8 @@ import time
 import redis
 
 from bench.services import own_redis
-from crawlapp.frontier import QueuedURL, RedisFrontier
-from crawlapp.frontier.redis_frontier import Release
+from crawlapp.adapters.redis.frontier import QueuedURL, RedisFrontier
+from crawlapp.adapters.redis.frontier.redis_frontier import Release
 
 
 def synthetic_urls(hosts: int, per_host: int, rng: random.Random) -> list[QueuedURL]:

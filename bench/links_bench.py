@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.parser_bench import pages
-from crawlapp.pipeline.linking import plan_links
-from crawlapp.pipeline.parsing import parse_pages
-from crawlapp.settings import load_settings
-from crawlapp.urls import dedup_key, url_hash
+from crawlapp.core.settings import load_settings
+from crawlapp.core.urls import dedup_key, url_hash
+from crawlapp.stages.linking import plan_links
+from crawlapp.stages.parsing import parse_pages
 
 
 def fetched_pages(count: int) -> list[dict[str, Any]]:

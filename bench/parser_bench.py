@@ -12,8 +12,8 @@ import time
 
 from bs4 import BeautifulSoup
 
-from crawlapp.html import parse_html
-from crawlapp.testweb.site import Web, WebSpec
+from crawlapp.core.html import parse_html
+from testweb.site import Web, WebSpec
 
 
 def pages(count: int) -> list[tuple[str, bytes]]:

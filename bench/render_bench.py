@@ -21,11 +21,11 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crawlapp.cdp import find_chromium  # noqa: E402
-from crawlapp.fetch import Fetched  # noqa: E402
-from crawlapp.render import Renderer  # noqa: E402
-from crawlapp.settings import DEFAULT_USER_AGENT, load_settings  # noqa: E402
-from crawlapp.testweb.site import Web, WebSpec  # noqa: E402
+from crawlapp.adapters.browser.cdp import find_chromium  # noqa: E402
+from crawlapp.adapters.browser.renderer import Renderer  # noqa: E402
+from crawlapp.adapters.http import Fetched  # noqa: E402
+from crawlapp.core.settings import DEFAULT_USER_AGENT, load_settings  # noqa: E402
+from testweb.site import Web, WebSpec  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "render.json"
 

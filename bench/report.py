@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from crawlapp.testweb.site import Web
+from testweb.site import Web
 
 ROBOTS_REQUESTS = 1
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crawlapp.testweb.server import start_in_background  # noqa: E402
-from crawlapp.testweb.serverlog import fetched_urls, load, summary  # noqa: E402
-from crawlapp.testweb.site import Web, WebSpec  # noqa: E402
-from crawlapp.testweb.trial import crawlctl, trial_env  # noqa: E402
 from tests.e2e.helpers import children, kill, start_crawl  # noqa: E402
+from testweb.server import start_in_background  # noqa: E402
+from testweb.serverlog import fetched_urls, load, summary  # noqa: E402
+from testweb.site import Web, WebSpec  # noqa: E402
+from testweb.trial import crawlctl, trial_env  # noqa: E402
 
 RSS_EVERY = 10.0
 

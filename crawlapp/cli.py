@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from crawlapp.settings import SettingsError, get_settings
-from crawlapp.urls import URLRejected, dedup_key, request_url, url_hash
+from crawlapp.core.settings import SettingsError, get_settings
+from crawlapp.core.urls import URLRejected, dedup_key, request_url, url_hash
 
 
 class CrawlCtl(click.Group):
@@ -59,7 +59,7 @@ def _rejection(exc: URLRejected) -> str:
 
 
 def _context():  # type: ignore[no-untyped-def]
-    from crawlapp.context import get_context
+    from crawlapp.adapters.context import get_context
 
     return get_context()
 
@@ -90,7 +90,7 @@ def db() -> None:
 @db.command("upgrade")
 def db_upgrade() -> None:
     """Run migrations to the newest schema.  Example: crawlctl db upgrade"""
-    from crawlapp.db.engine import upgrade
+    from crawlapp.adapters.db.engine import upgrade
 
     upgrade(get_settings())
     click.echo("database is at the newest schema")
@@ -104,7 +104,7 @@ def seed() -> None:
 def _read_seed_file(path: Path, option: str) -> list[str]:
     """The seed URLs of a file; a line that is not a URL refuses the whole file (exit 2,
     nothing added), as a bad URL argument does."""
-    from crawlapp.seeds import read_seeds
+    from crawlapp.core.seeds import read_seeds
 
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -121,10 +121,10 @@ def _read_seed_file(path: Path, option: str) -> list[str]:
 
 
 def _prepare_and_seed(urls: list[str]) -> int:
-    from crawlapp.blobstore import S3BlobStore
-    from crawlapp.db.engine import upgrade
-    from crawlapp.rebuild import ensure_frontier
-    from crawlapp.seeding import add_seeds
+    from crawlapp.adapters.blobstore import S3BlobStore
+    from crawlapp.adapters.db.engine import upgrade
+    from crawlapp.ops.rebuild import ensure_frontier
+    from crawlapp.ops.seeding import add_seeds
 
     ctx = _context()
     upgrade(ctx.settings)
@@ -177,9 +177,10 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
 
     Example: crawlctl crawl --seeds seeds.txt --until-idle
     """
-    from crawlapp import dispatcher as dispatching
-    from crawlapp import runner, stats
-    from tasks.chain import send_batch
+    from crawlapp.app.chain import send_batch
+    from crawlapp.observe import stats
+    from crawlapp.ops import dispatcher as dispatching
+    from crawlapp.ops import runner
 
     urls = _read_seed_file(seeds, "--seeds") if seeds is not None else []
     ctx = _context()
@@ -246,14 +247,14 @@ def stats(as_json: bool, watch: bool, interval: float) -> None:
     if watch:
         if as_json:
             raise click.UsageError("--watch draws a live view: it does not go with --json")
-        from crawlapp import watch as live
+        from crawlapp.observe import watch as live
 
         try:
             live.run(_context(), interval)
         except KeyboardInterrupt:
             pass
         return
-    from crawlapp.stats import collect, given_up_lines, verify_line, where_the_crawl_is
+    from crawlapp.observe.stats import collect, given_up_lines, verify_line, where_the_crawl_is
 
     ctx = _context()
     data = collect(ctx)
@@ -298,7 +299,7 @@ def hosts(top: int, errors: bool, as_json: bool) -> None:
 
     Example: crawlctl hosts --top 10 --errors
     """
-    from crawlapp.stats import host_report
+    from crawlapp.observe.stats import host_report
 
     rows = host_report(_context(), top, errors)
     header = (f"{'host':<32} {'pages':>6} {'fetched':>7} {'failed':>6} {'blocked':>7} "
@@ -328,7 +329,7 @@ def page_show(url: str, as_json: bool, body: bool) -> None:
     """What the crawler knows of one URL.  Example: crawlctl page show https://example.com/ --json"""
     import gzip
 
-    from crawlapp.db import repository
+    from crawlapp.adapters.db import repository
 
     ctx = _context()
     wanted = request_url(url, max_length=ctx.settings.max_url_length)
@@ -395,7 +396,7 @@ def url_check(hrefs: tuple[str, ...], base: str | None, as_json: bool, jsonl: Pa
 
     Example: crawlctl url check 'index.php?/blog/post-1' --base http://example.com/ --json
     """
-    from crawlapp import checks
+    from crawlapp.core import checks
 
     limit = get_settings().max_url_length
     if jsonl is not None:
@@ -419,9 +420,9 @@ def robots_group() -> None:
 
 def _known_policy(origin: str) -> Any:
     """The robots.txt policy the crawler holds for an origin (the hosts table)."""
-    from crawlapp.db import repository
-    from crawlapp.robots import RobotsPolicy
-    from crawlapp.urls import origin_of
+    from crawlapp.adapters.db import repository
+    from crawlapp.core.robots import RobotsPolicy
+    from crawlapp.core.urls import origin_of
 
     key = origin_of(request_url(origin if "://" in origin else f"http://{origin}/"))
     with _context().sessions() as session:
@@ -449,8 +450,8 @@ def robots_check(urls: tuple[str, ...], robots_file: Path | None, origin: str | 
 
     Example: crawlctl robots check 'http://example.com/?q=user/login/' --robots-file robots.txt
     """
-    from crawlapp import checks
-    from crawlapp.robots import RobotsPolicy, decode_robots
+    from crawlapp.core import checks
+    from crawlapp.core.robots import RobotsPolicy, decode_robots
 
     settings = get_settings()
     agent = agent or settings.user_agent
@@ -484,7 +485,7 @@ def links(url: str, inbound: bool, limit: int, as_json: bool) -> None:
 
     Example: crawlctl links https://example.com/ --in --json
     """
-    from crawlapp.db import repository
+    from crawlapp.adapters.db import repository
 
     ctx = _context()
     wanted = request_url(url, max_length=ctx.settings.max_url_length)
@@ -513,8 +514,8 @@ def recrawl(urls: tuple[str, ...], host: str | None, all_: bool, now: bool) -> N
     """
     from sqlalchemy import select
 
-    from crawlapp import recrawl_sets
-    from crawlapp.db.models import Url
+    from crawlapp.adapters.db.models import Url
+    from crawlapp.adapters.redis import recrawl_sets
 
     if bool(urls) + bool(host) + all_ != 1:
         raise click.UsageError("give URLs, or --host HOST, or --all")
@@ -528,7 +529,7 @@ def recrawl(urls: tuple[str, ...], host: str | None, all_: bool, now: bool) -> N
     if now:
         moved = recrawl_sets.make_due(ctx, hashes, time.time())
     else:
-        from crawlapp.rebuild import restore_recrawls
+        from crawlapp.ops.rebuild import restore_recrawls
 
         moved = restore_recrawls(ctx, hashes)
     click.echo(f"{moved} page(s) due {'now' if now else 'at their next crawl time'}")
@@ -549,7 +550,7 @@ def export_warc(out: Path, since: Any, host: str | None) -> None:
 
     Example: crawlctl export warc --host example.com --out example.warc.gz
     """
-    from crawlapp.exporting import export_warc as export_pages
+    from crawlapp.ops.exporting import export_warc as export_pages
 
     ctx = _context()
     with open(out, "wb") as fh:
@@ -578,7 +579,7 @@ def verify(click_ctx: click.Context, host: str | None, sample: int | None, repai
     """
     from dataclasses import asdict
 
-    from crawlapp import verify as checks
+    from crawlapp.ops import verify as checks
 
     ctx = _context()
     name = _host_arg(host) if host else None
@@ -627,7 +628,7 @@ def frontier_stats(as_json: bool) -> None:
 
 
 def _host_arg(host: str) -> str:
-    from crawlapp.urls import host_of
+    from crawlapp.core.urls import host_of
 
     value = host.strip()
     return host_of(request_url(value if "://" in value else f"http://{value}/"))
@@ -658,16 +659,16 @@ def frontier_rebuild() -> None:
 
     Example: crawlctl frontier rebuild
     """
-    from crawlapp.rebuild import rebuild
+    from crawlapp.ops.rebuild import rebuild
 
     restored = rebuild(_context(), lambda n: click.echo(f"  {n} URLs queued", err=True))
     click.echo(", ".join(f"{k}={v}" for k, v in restored.items()))
 
 
 def _celery_queues() -> list[str]:
-    from celeryconfig import ALL_QUEUES
+    from crawlapp.core.queues import Queues
 
-    return list(ALL_QUEUES)
+    return list(Queues.of(get_settings()).all)
 
 
 @cli.group(invoke_without_command=True)
@@ -680,9 +681,9 @@ def queues(ctx: click.Context, as_json: bool) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from crawlapp.stats import queue_lengths
+    from crawlapp.adapters.broker import queue_lengths
 
-    lengths = queue_lengths(_celery_queues())
+    lengths = queue_lengths(get_settings().broker_url, _celery_queues())
     _emit(lengths, as_json, "\n".join(f"{name:>8}: {n}" for name, n in lengths.items()))
 
 
@@ -696,8 +697,8 @@ def queues_purge(names: tuple[str, ...], all_: bool, yes: bool) -> None:
 
     Example: crawlctl queues purge fetch.3 --yes
     """
-    from crawlapp.celery_app import app
-    from crawlapp.takedown import audit
+    from crawlapp.adapters.broker import purge
+    from crawlapp.ops.takedown import audit
 
     known = _celery_queues()
     if bool(names) == all_:
@@ -709,15 +710,13 @@ def queues_purge(names: tuple[str, ...], all_: bool, yes: bool) -> None:
     chosen = known if all_ else list(dict.fromkeys(names))
     if not yes:
         click.confirm(f"Purge {', '.join(chosen)}?", abort=True)
-    with app.connection_for_write() as conn:
-        channel = conn.default_channel
-        purged = {name: int(channel.queue_purge(name) or 0) for name in chosen}
+    purged = purge(get_settings().broker_url, chosen)
     audit(_context(), "queues purge", ",".join(chosen), purged)
     click.echo(f"{sum(purged.values())} message(s) purged from {', '.join(chosen)}")
 
 
 def _pattern(_: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    from crawlapp.denylist import BadPattern, normalize
+    from crawlapp.core.hostpatterns import BadPattern, normalize
 
     if value is None:
         return None
@@ -743,8 +742,8 @@ def block(pattern: str | None, reason: str | None, list_: bool, as_json: bool) -
 
     Example: crawlctl block '*.example.com' --reason "owner asked"
     """
-    from crawlapp import takedown
-    from crawlapp.db import repository
+    from crawlapp.adapters.db import repository
+    from crawlapp.ops import takedown
 
     ctx = _context()
     if list_ == bool(pattern):
@@ -773,7 +772,7 @@ def unblock(pattern: str) -> None:
 
     Example: crawlctl unblock '*.example.com'
     """
-    from crawlapp import takedown
+    from crawlapp.ops import takedown
 
     counts = takedown.unblock(_context(), pattern)
     if counts is None:
@@ -794,7 +793,7 @@ def delete(url: str | None, host: str | None, yes: bool) -> None:
 
     Example: crawlctl delete --host example.com --yes
     """
-    from crawlapp import takedown
+    from crawlapp.ops import takedown
 
     if bool(url) == bool(host):
         raise click.UsageError("give a URL or --host HOST")
@@ -813,8 +812,8 @@ def dispatcher() -> None:
 
     Example: crawlctl dispatcher
     """
-    from crawlapp import dispatcher as dispatching
-    from tasks.chain import send_batch
+    from crawlapp.app.chain import send_batch
+    from crawlapp.ops import dispatcher as dispatching
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -835,7 +834,7 @@ def metrics_serve(port: int | None, addr: str | None) -> None:
     """Serve /metrics for Prometheus until stopped: counters of every worker, frontier,
     re-crawl and queue lengths.  Example: crawlctl metrics serve --port 9108 --addr 0.0.0.0
     """
-    from crawlapp.metrics import serve
+    from crawlapp.observe.metrics import serve
 
     ctx = _context()
     port = port or ctx.settings.metrics_port or 9108

@@ -3,9 +3,9 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-from crawlapp.db.engine import normalize_url
-from crawlapp.db.models import Base
-from crawlapp.settings import get_settings
+from crawlapp.adapters.db.engine import normalize_url
+from crawlapp.adapters.db.models import Base
+from crawlapp.core.settings import get_settings
 
 config = context.config
 url = config.get_main_option("sqlalchemy.url") or normalize_url(get_settings().database_url)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp.localredis import NotEmpty, RedisServer, refuse_unless_empty
+from crawlapp.adapters.redis.local import NotEmpty, RedisServer, refuse_unless_empty
 
 PG_SERVER = os.environ.get("TEST_DATABASE_URL",
                            "postgresql://postgres@127.0.0.1:5432/postgres")

@@ -1,8 +1,8 @@
 """URL rows hold the request URL (WHATWG) and are keyed by the hash of its dedup key
 
 Until 0004 a row's `url` was the w3lib canonical form and `url_hash` its hash. From 0005 the
-row keeps the request URL (the link as a browser resolves it: crawlapp.urls.request_url) and
-`url_hash` hashes its dedup key (crawlapp.urls.dedup_key). A stored canonical form is a valid
+row keeps the request URL (the link as a browser resolves it: crawlapp.core.urls.request_url) and
+`url_hash` hashes its dedup key (crawlapp.core.urls.dedup_key). A stored canonical form is a valid
 URL already, so each row keeps it as its request URL, re-serialized by the WHATWG parser; the
 rows whose host or key that changes (IPv4 in numeric forms, IDNA 2003 -> UTS #46 spellings)
 get their new hash, host and URL, and their link edges and duplicate pointers follow. A row
@@ -17,7 +17,7 @@ Create Date: 2026-11-22
 import sqlalchemy as sa
 from alembic import op
 
-from crawlapp.urls import URLRejected, host_of, request_url, url_hash
+from crawlapp.core.urls import URLRejected, host_of, request_url, url_hash
 
 revision = '0005'
 down_revision = '0004'

@@ -1,5 +1,5 @@
 """an index on urls.duplicate_of: a page that stops being a stored original hands its copies
-over (crawlapp.pipeline.dedup.adopt), which looks them up by it
+over (crawlapp.stages.dedup.adopt), which looks them up by it
 
 Revision ID: 0006
 Revises: 0005

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from crawlapp.testweb.server import start_in_background
-from crawlapp.testweb.serverlog import Request, load
-from crawlapp.testweb.site import Web, WebSpec
+from testweb.server import start_in_background
+from testweb.serverlog import Request, load
+from testweb.site import Web, WebSpec
 
 CRAWLCTL = [sys.executable, "-m", "crawlapp.cli"]
 

@@ -14,18 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp.simhash import from_signed, hamming
-from crawlapp.testweb.cases import canonical_url
-from crawlapp.testweb.serverlog import (
-    canonical_fetches,
-    never_fetch_violations,
-    summary,
-    trap_requests,
-)
-from crawlapp.testweb.site import Web, WebSpec
-from crawlapp.urls import url_hash
+from crawlapp.core.simhash import from_signed, hamming
+from crawlapp.core.urls import url_hash
 from tests.conftest import crawl_env, own_redis_url
 from tests.e2e.helpers import crawl_web
+from testweb.cases import canonical_url
+from testweb.serverlog import canonical_fetches, never_fetch_violations, summary, trap_requests
+from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
 DELAY = 0.2

@@ -26,20 +26,20 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import select
 
-from crawlapp import recrawl_sets
-from crawlapp.blobstore import body_key
+from crawlapp.adapters.blobstore import body_key
+from crawlapp.adapters.context import _CONTEXTS, Context, get_context
+from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.db.models import Url
+from crawlapp.adapters.redis import recrawl_sets
+from crawlapp.adapters.redis.frontier import QueuedURL
 from crawlapp.cli import cli
-from crawlapp.context import _CONTEXTS, Context, get_context
-from crawlapp.db import repository
-from crawlapp.db.engine import upgrade
-from crawlapp.db.models import Url
-from crawlapp.frontier import QueuedURL
-from crawlapp.pipeline.linking import enqueue_new, extract_links
-from crawlapp.settings import get_settings
-from crawlapp.testweb.site import WebSpec
-from crawlapp.urls import url_hash
+from crawlapp.core.settings import get_settings
+from crawlapp.core.urls import url_hash
+from crawlapp.stages.linking import enqueue_new, extract_links
 from tests.conftest import _free_port, crawl_env
 from tests.e2e.helpers import CRAWLCTL, crawl_web, crawlctl
+from testweb.site import WebSpec
 
 pytestmark = pytest.mark.e2e
 A, B, SHOP = "127.0.0.2:8001", "b.test", "shop.b.test"

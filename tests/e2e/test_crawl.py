@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp.testweb.server import start_in_background
-from crawlapp.testweb.serverlog import fetched_urls, load, summary
-from crawlapp.testweb.site import Web, WebSpec
-from crawlapp.warc import read_records
+from crawlapp.ops.warc import read_records
 from tests.conftest import crawl_env
+from testweb.server import start_in_background
+from testweb.serverlog import fetched_urls, load, summary
+from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
 CRAWLCTL = [sys.executable, "-m", "crawlapp.cli"]

@@ -14,12 +14,12 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from crawlapp.db.engine import normalize_url
-from crawlapp.testweb.serverlog import Request, fetched_urls, summary
-from crawlapp.testweb.site import Web, WebSpec
+from crawlapp.adapters.db.engine import normalize_url
 from tests.conftest import crawl_env
 from tests.e2e.helpers import crawl_web, crawlctl, kill, wait_for_child
 from tests.faults import FaultProxy
+from testweb.serverlog import Request, fetched_urls, summary
+from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
 SPEC = WebSpec(hosts=10, pages_per_host=8, port=0, crawl_delay_every=0)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp.testweb.server import start_in_background
-from crawlapp.testweb.site import Web, WebSpec
 from tests.conftest import crawl_env
 from tests.e2e.helpers import CRAWLCTL, crawlctl, start_crawl, wait_for_child
+from testweb.server import start_in_background
+from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
 SMALL = {"CRAWL_WORKER_CONCURRENCY": "1", "CRAWL_FETCH_PROCESSES": "1",

@@ -12,11 +12,11 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 
-from crawlapp.db.models import Url
-from crawlapp.testweb.server import start_in_background
-from crawlapp.testweb.site import Web, WebSpec
+from crawlapp.adapters.db.models import Url
 from tests.conftest import _free_port, crawl_env
 from tests.e2e.helpers import CRAWLCTL, kill, start_crawl
+from testweb.server import start_in_background
+from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
 SPEC = WebSpec(hosts=4, pages_per_host=8, port=0, crawl_delay_every=0, robots_cases=True,

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp.testweb.server import start_in_background
-from crawlapp.testweb.serverlog import fetched_urls, load, summary
-from crawlapp.testweb.site import Web, WebSpec
 from tests.conftest import crawl_env
 from tests.e2e.helpers import crawlctl
+from testweb.server import start_in_background
+from testweb.serverlog import fetched_urls, load, summary
+from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
 BURN = "import time\nend = time.time() + 120\nwhile time.time() < end: pass\n"

@@ -13,15 +13,10 @@ from urllib.parse import urldefrag, urlsplit
 
 import pytest
 
-from crawlapp.testweb.serverlog import (
-    Request,
-    must_fetch_misses,
-    never_fetch_violations,
-    summary,
-)
-from crawlapp.testweb.site import Web, WebSpec
 from tests.conftest import crawl_env, own_redis_url
 from tests.e2e.helpers import crawl_web, crawlctl
+from testweb.serverlog import Request, must_fetch_misses, never_fetch_violations, summary
+from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
 DELAY = 0.2
@@ -118,7 +113,7 @@ def test_odd_encodings_are_read_right(crawled) -> None:  # type: ignore[no-untyp
 
 def test_pages_that_yield_nothing_say_why(crawled) -> None:  # type: ignore[no-untyped-def]
     """The empty page and the page of bare markup are fetched and say why nothing came of
-    them (crawlapp.html's ParsedPage.problem, on the page row as `problem` or in last_error
+    them (crawlapp.core.html's ParsedPage.problem, on the page row as `problem` or in last_error
     as "unread: <problem>")."""
     web, _, env, _, _ = crawled
     problems = {}

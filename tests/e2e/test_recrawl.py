@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp.testweb.server import start_in_background
-from crawlapp.testweb.serverlog import load
-from crawlapp.testweb.site import Web, WebSpec
-from crawlapp.urls import url_hash
+from crawlapp.core.urls import url_hash
 from tests.conftest import crawl_env
 from tests.e2e.helpers import crawlctl
+from testweb.server import start_in_background
+from testweb.serverlog import load
+from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
 DELAY = 0.2

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp.cdp import find_chromium
-from crawlapp.testweb.serverlog import Request, fetched_urls, never_fetch_violations, summary
-from crawlapp.testweb.site import Web, WebSpec
+from crawlapp.adapters.browser.cdp import find_chromium
 from tests.conftest import crawl_env, own_redis_url
 from tests.e2e.helpers import crawl_web, crawlctl
+from testweb.serverlog import Request, fetched_urls, never_fetch_violations, summary
+from testweb.site import Web, WebSpec
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
     find_chromium() is None,

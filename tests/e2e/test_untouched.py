@@ -90,7 +90,7 @@ def _test_databases() -> set[str]:
 
 def test_the_demo_and_the_test_fixtures_leave_the_users_data_alone(
         sentinels: dict[str, object], tmp_path: Path) -> None:
-    demo = subprocess.run([sys.executable, "-m", "crawlapp.demo"], cwd=ROOT, text=True,
+    demo = subprocess.run([sys.executable, "-m", "testweb.demo"], cwd=ROOT, text=True,
                           capture_output=True, timeout=300, check=False,
                           env=_clean_env(CRAWL_DATA_DIR=str(tmp_path / "var"),
                                          CRAWL_DEMO_HOSTS="2", CRAWL_DEMO_PAGES="2"))
@@ -113,14 +113,14 @@ def test_the_demo_and_the_test_fixtures_leave_the_users_data_alone(
 
 
 def test_the_demo_refuses_a_redis_database_that_holds_keys(tmp_path: Path) -> None:
-    from crawlapp.localredis import own_redis
+    from crawlapp.adapters.redis.local import own_redis
 
     with own_redis(databases=2) as base:
         import redis
 
         redis.Redis.from_url(f"{base}/1").set("theirs", "1")
         refused = subprocess.run(
-            [sys.executable, "-m", "crawlapp.demo"], cwd=ROOT, text=True, capture_output=True,
+            [sys.executable, "-m", "testweb.demo"], cwd=ROOT, text=True, capture_output=True,
             timeout=60, check=False,
             env=_clean_env(CRAWL_DATA_DIR=str(tmp_path / "var"),
                            CRAWL_DEMO_REDIS_URL=f"{base}/1"))
@@ -130,7 +130,7 @@ def test_the_demo_refuses_a_redis_database_that_holds_keys(tmp_path: Path) -> No
     theirs = tmp_path / "var" / "demo"
     theirs.mkdir(parents=True)
     (theirs / "notes.txt").write_text("mine")
-    kept = subprocess.run([sys.executable, "-m", "crawlapp.demo"], cwd=ROOT, text=True,
+    kept = subprocess.run([sys.executable, "-m", "testweb.demo"], cwd=ROOT, text=True,
                           capture_output=True, timeout=60, check=False,
                           env=_clean_env(CRAWL_DATA_DIR=str(tmp_path / "var")))
     assert kept.returncode == 2 and "was not made by the demo" in kept.stderr

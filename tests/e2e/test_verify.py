@@ -18,23 +18,23 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from crawlapp.blobstore import S3BlobStore, body_key
+from crawlapp.adapters.blobstore import S3BlobStore, body_key
+from crawlapp.adapters.context import _CONTEXTS, Context, get_context
+from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.engine import upgrade
 from crawlapp.cli import cli
-from crawlapp.context import _CONTEXTS, Context, get_context
-from crawlapp.db import repository
-from crawlapp.db.engine import upgrade
-from crawlapp.metrics import verify_families
-from crawlapp.pipeline.dedup import band_keys, band_member
-from crawlapp.settings import get_settings
-from crawlapp.simhash import to_signed
-from crawlapp.stats import verify_line
-from crawlapp.testweb.server import start_in_background
-from crawlapp.testweb.site import Web, WebSpec
-from crawlapp.urls import url_hash
-from crawlapp.verify import last_report
-from crawlapp.warc import read_records
+from crawlapp.core.settings import get_settings
+from crawlapp.core.simhash import to_signed
+from crawlapp.core.urls import url_hash
+from crawlapp.observe.metrics import verify_families
+from crawlapp.observe.stats import verify_line
+from crawlapp.ops.verify import last_report
+from crawlapp.ops.warc import read_records
+from crawlapp.stages.dedup import band_keys, band_member
 from tests.conftest import crawl_env
 from tests.e2e.helpers import crawlctl
+from testweb.server import start_in_background
+from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
 DELAY = 0.2

@@ -21,15 +21,15 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from crawlapp.context import Context
-from crawlapp.db.engine import upgrade
-from crawlapp.db.models import Url
-from crawlapp.pipeline.dedup import dedup_pages
-from crawlapp.pipeline.linking import extract_links
-from crawlapp.pipeline.parsing import parse_pages
-from crawlapp.pipeline.storing import store_pages
-from crawlapp.settings import load_settings
-from crawlapp.urls import host_of, request_url, url_hash
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.db.models import Url
+from crawlapp.core.settings import load_settings
+from crawlapp.core.urls import host_of, request_url, url_hash
+from crawlapp.stages.dedup import dedup_pages
+from crawlapp.stages.linking import extract_links
+from crawlapp.stages.parsing import parse_pages
+from crawlapp.stages.storing import store_pages
 
 URLTESTDATA = Path(__file__).resolve().parents[2] / ".venv" / "testdata" / "urltestdata.json"
 BASE = "http://broken.test/dir/page.html"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from crawlapp.context import Context
-from crawlapp.pipeline.dedup import dedup_pages
-from crawlapp.settings import load_settings
-from crawlapp.simhash import simhash
-from crawlapp.urls import url_hash
+from crawlapp.adapters.context import Context
+from crawlapp.core.settings import load_settings
+from crawlapp.core.simhash import simhash
+from crawlapp.core.urls import url_hash
+from crawlapp.stages.dedup import dedup_pages
 
 ARTICLE = " ".join(f"word{i % 97} token{i % 89} term{i % 83}" for i in range(400))
 

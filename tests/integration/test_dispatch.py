@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from crawlapp.context import Context
-from crawlapp.db.engine import upgrade
-from crawlapp.dispatcher import dispatch_once
-from crawlapp.frontier import Lease
-from crawlapp.seeding import add_seeds
-from crawlapp.settings import load_settings
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.redis.frontier import Lease
+from crawlapp.core.settings import load_settings
+from crawlapp.ops.dispatcher import dispatch_once
+from crawlapp.ops.seeding import add_seeds
 
 
 def test_no_batch_leaves_while_the_pipeline_holds_the_limit(tmp_path: Path,
@@ -38,11 +38,11 @@ def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
                                                               redis_url: str) -> None:
     from sqlalchemy import update
 
-    from crawlapp.db.models import Url
-    from crawlapp.dispatcher import recover_lost_batches
-    from crawlapp.frontier.redis_frontier import decode_member
-    from crawlapp.priority import queue_score
-    from crawlapp.urls import url_hash
+    from crawlapp.adapters.db.models import Url
+    from crawlapp.adapters.redis.frontier.redis_frontier import decode_member
+    from crawlapp.core.priority import queue_score
+    from crawlapp.core.urls import url_hash
+    from crawlapp.ops.dispatcher import recover_lost_batches
 
     settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
                               "CRAWL_SHARDS": "1", "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})

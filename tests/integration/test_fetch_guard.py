@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from crawlapp.dnscache import DnsCache, Resolution
-from crawlapp.fetch import Fetcher
-from crawlapp.settings import load_settings
+from crawlapp.adapters.http import Fetcher
+from crawlapp.adapters.redis.dnscache import DnsCache, Resolution
+from crawlapp.core.settings import load_settings
 
 pytestmark = pytest.mark.integration
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import redis
 
-from crawlapp.frontier import QueuedURL, RedisFrontier
-from crawlapp.frontier.redis_frontier import Release
+from crawlapp.adapters.redis.frontier import QueuedURL, RedisFrontier
+from crawlapp.adapters.redis.frontier.redis_frontier import Release
 
 NOW = 1_000_000.0
 

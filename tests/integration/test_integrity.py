@@ -25,16 +25,16 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawlapp import takedown
-from crawlapp.context import Context
-from crawlapp.db import repository
-from crawlapp.db.engine import upgrade
-from crawlapp.db.models import Url
-from crawlapp.pipeline.dedup import dedup_pages, rows_by_hash
-from crawlapp.pipeline.storing import store_pages
-from crawlapp.settings import load_settings
-from crawlapp.simhash import hamming, simhash
-from crawlapp.urls import url_hash
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.db.models import Url
+from crawlapp.core.settings import load_settings
+from crawlapp.core.simhash import hamming, simhash
+from crawlapp.core.urls import url_hash
+from crawlapp.ops import takedown
+from crawlapp.stages.dedup import dedup_pages, rows_by_hash
+from crawlapp.stages.storing import store_pages
 
 ARTICLE = " ".join(f"word{i % 97} token{i % 89} term{i % 83}" for i in range(400))
 OTHER = " ".join(f"alpha{i % 71} beta{i % 67} gamma{i % 61}" for i in range(300))

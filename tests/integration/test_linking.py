@@ -6,13 +6,13 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from crawlapp.context import Context
-from crawlapp.db import repository
-from crawlapp.db.engine import upgrade
-from crawlapp.frontier.redis_frontier import Lease, decode_member
-from crawlapp.pipeline.linking import enqueue_new, plan_links
-from crawlapp.settings import load_settings
-from crawlapp.urls import url_hash
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.redis.frontier.redis_frontier import Lease, decode_member
+from crawlapp.core.settings import load_settings
+from crawlapp.core.urls import url_hash
+from crawlapp.stages.linking import enqueue_new, plan_links
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -106,10 +106,10 @@ def test_traps_are_refused_and_patterns_capped_per_host(tmp_path: Path, redis_ur
 
 def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path: Path,
                                                                           redis_url: str) -> None:
-    from crawlapp.pipeline.pages import page_for
-    from crawlapp.pipeline.storing import store_pages
-    from crawlapp.priority import link_priority
-    from crawlapp.recrawl import FIRST_INTERVAL, FIRST_INTERVAL_IMPORTANT, tier_of
+    from crawlapp.core.priority import link_priority
+    from crawlapp.core.recrawl import FIRST_INTERVAL, FIRST_INTERVAL_IMPORTANT, tier_of
+    from crawlapp.stages.pages import page_for
+    from crawlapp.stages.storing import store_pages
 
     ctx = make_ctx(tmp_path, redis_url)
     home = {"url": "http://a.com/d/", "url_hash": url_hash("http://a.com/d/"), "depth": 1,
@@ -145,9 +145,9 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
 
 
 def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_url: str) -> None:
-    from crawlapp.pipeline import redirect_hops
-    from crawlapp.pipeline.fetching import _retry_counts, _url_state
-    from crawlapp.pipeline.linking import extract_links
+    from crawlapp.adapters.redis import redirect_hops
+    from crawlapp.stages.fetching import _retry_counts, _url_state
+    from crawlapp.stages.linking import extract_links
 
     ctx = make_ctx(tmp_path, redis_url)
     moved = {"url": "http://a.com/old", "url_hash": url_hash("http://a.com/old"), "depth": 0,

@@ -10,9 +10,9 @@ import mmh3
 import pytest
 import sqlalchemy as sa
 
-from crawlapp.db.engine import get_engine, upgrade
-from crawlapp.settings import load_settings
-from crawlapp.urls import url_hash
+from crawlapp.adapters.db.engine import get_engine, upgrade
+from crawlapp.core.settings import load_settings
+from crawlapp.core.urls import url_hash
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crawlapp import recrawl_sets
-from crawlapp.context import Context
-from crawlapp.settings import load_settings
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.redis import recrawl_sets
+from crawlapp.core.settings import load_settings
 
 NOW = 1_800_000_000.0
 

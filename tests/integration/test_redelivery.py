@@ -12,22 +12,22 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from crawlapp import recrawl_sets
-from crawlapp.context import Context
-from crawlapp.db.engine import upgrade
-from crawlapp.dispatcher import dispatch_once
-from crawlapp.frontier import Lease
-from crawlapp.pipeline.dedup import dedup_pages
-from crawlapp.pipeline.fetching import fetch_batch
-from crawlapp.pipeline.linking import extract_links
-from crawlapp.pipeline.parsing import parse_pages
-from crawlapp.pipeline.recrawling import drain
-from crawlapp.pipeline.storing import store_pages
-from crawlapp.seeding import add_seeds
-from crawlapp.settings import load_settings
-from crawlapp.testweb.server import start_in_background
-from crawlapp.testweb.serverlog import load
-from crawlapp.testweb.site import Web, WebSpec
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.redis import recrawl_sets
+from crawlapp.adapters.redis.frontier import Lease
+from crawlapp.core.settings import load_settings
+from crawlapp.ops.dispatcher import dispatch_once
+from crawlapp.ops.seeding import add_seeds
+from crawlapp.stages.dedup import dedup_pages
+from crawlapp.stages.fetching import fetch_batch
+from crawlapp.stages.linking import extract_links
+from crawlapp.stages.parsing import parse_pages
+from crawlapp.stages.recrawling import drain
+from crawlapp.stages.storing import store_pages
+from testweb.server import start_in_background
+from testweb.serverlog import load
+from testweb.site import Web, WebSpec
 
 SPEC = WebSpec(hosts=2, pages_per_host=3, port=0, crawl_delay_every=0)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp.blobstore import S3BlobStore, open_blobstore
-from crawlapp.settings import load_settings
+from crawlapp.adapters.blobstore import S3BlobStore, open_blobstore
+from crawlapp.core.settings import load_settings
 
 pytestmark = pytest.mark.integration
 

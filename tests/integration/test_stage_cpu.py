@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp import stats
-from crawlapp.context import Context
-from crawlapp.db.engine import upgrade
-from crawlapp.pipeline import counters
-from crawlapp.settings import load_settings
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.redis import counters
+from crawlapp.core.settings import load_settings
+from crawlapp.observe import stats
 
 
 def test_timed_stages_add_their_cpu(tmp_path: Path, redis_url: str,

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp.blobstore import LocalBlobStore, S3BlobStore, body_key, open_blobstore
-from crawlapp.db import repository
-from crawlapp.db.engine import session_factory, upgrade
-from crawlapp.settings import load_settings
-from crawlapp.urls import url_hash
+from crawlapp.adapters.blobstore import LocalBlobStore, S3BlobStore, body_key, open_blobstore
+from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.engine import session_factory, upgrade
+from crawlapp.core.settings import load_settings
+from crawlapp.core.urls import url_hash
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp import fetch
-from crawlapp.context import Context
-from crawlapp.dispatcher import dispatch_once
-from crawlapp.dnscache import DnsCache, Resolution
-from crawlapp.frontier import Lease, QueuedURL
-from crawlapp.pipeline.counters import read as read_counters
-from crawlapp.pipeline.fetching import fetch_batch
-from crawlapp.pipeline.pages import Page
-from crawlapp.rebuild import mark_alive
-from crawlapp.settings import load_settings
-from crawlapp.stats import given_up_hosts
+from crawlapp.adapters import http as fetch
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.redis.counters import read as read_counters
+from crawlapp.adapters.redis.dnscache import DnsCache, Resolution
+from crawlapp.adapters.redis.frontier import Lease, QueuedURL
+from crawlapp.core.settings import load_settings
+from crawlapp.observe.stats import given_up_hosts
+from crawlapp.ops.dispatcher import dispatch_once
+from crawlapp.ops.rebuild import mark_alive
+from crawlapp.stages.fetching import fetch_batch
+from crawlapp.stages.pages import Page
 
 pytestmark = pytest.mark.integration
 GIVE_UP_AFTER = 3
@@ -162,7 +162,7 @@ def _check_given_up(ctx: Context, pages: list[Page], host: str, error: str,
 def test_an_unreachable_host_is_given_up_with_its_reason(
         make_ctx, server: tuple[str, int], caplog: pytest.LogCaptureFixture,  # type: ignore[no-untyped-def]
         allowed: str, names: dict[str, tuple[str, ...]], url: str, host: str, error: str) -> None:
-    caplog.set_level(logging.WARNING, logger="crawlapp.pipeline.fetching")
+    caplog.set_level(logging.WARNING, logger="crawlapp.stages.fetching")
     ctx = make_ctx(allowed, names)
     _, port = server
     started = time.monotonic()
@@ -174,7 +174,7 @@ def test_an_unreachable_host_is_given_up_with_its_reason(
 @pytest.mark.parametrize("server", ["tls"], indirect=True)
 def test_a_host_whose_tls_certificate_does_not_verify_is_given_up(
         make_ctx, server: tuple[str, int], caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
-    caplog.set_level(logging.WARNING, logger="crawlapp.pipeline.fetching")
+    caplog.set_level(logging.WARNING, logger="crawlapp.stages.fetching")
     ctx = make_ctx("127.0.0.0/8", {})
     scheme, port = server
     assert scheme == "https"
@@ -188,7 +188,7 @@ def test_pages_of_a_host_that_became_unreachable_end_too(
     many pages failed, the rest of its URLs stay queued (parked), and the crawl ends."""
     import msgpack
 
-    caplog.set_level(logging.WARNING, logger="crawlapp.pipeline.fetching")
+    caplog.set_level(logging.WARNING, logger="crawlapp.stages.fetching")
     ctx = make_ctx("", {})
     _, port = server
     origin = f"http://127.0.0.1:{port}"

@@ -9,8 +9,8 @@ import mmh3
 import pytest
 import redis
 
-from crawlapp.bloom import BloomShape, positions
-from crawlapp.urlseen import RedisBloom
+from crawlapp.adapters.redis.urlseen import RedisBloom
+from crawlapp.core.bloom import BloomShape, positions
 from tests.conftest import bloom_redis_url
 
 

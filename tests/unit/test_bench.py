@@ -10,7 +10,7 @@ import pytest
 from bench import services
 from bench.procs import Group, ProcStat, descendants, read_stat
 from bench.report import aggregate, host_requests, politeness_floor, spread, table
-from crawlapp.testweb.site import Web, WebSpec
+from testweb.site import Web, WebSpec
 
 
 def test_host_requests_count_robots_pages_and_dead_links() -> None:

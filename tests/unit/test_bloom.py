@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from crawlapp.bloom import (
+from crawlapp.core.bloom import (
     DEFAULT_MAX_SHARD_BITS,
     REDIS_MAX_BITS,
     BloomShape,

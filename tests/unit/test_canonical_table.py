@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.provisional import urls
 
-from crawlapp.urls import URLRejected, dedup_key, request_url
+from crawlapp.core.urls import URLRejected, dedup_key, request_url
 
 
 def canonicalize(href: str, base: str | None = None) -> str:
@@ -15,7 +15,7 @@ def canonicalize(href: str, base: str | None = None) -> str:
 
 
 def _row(*values: str, reason: str, id: str | None = None) -> object:
-    """A row that once showed a bug in crawlapp/urls.py; `reason` says which."""
+    """A row that once showed a bug in crawlapp/core/urls.py; `reason` says which."""
     return pytest.param(*values, id=id)
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from crawlapp.checks import ROBOTS_KEYS, URL_KEYS, policy_of_text, robots_jsonl, url_jsonl
+from crawlapp.core.checks import ROBOTS_KEYS, URL_KEYS, policy_of_text, robots_jsonl, url_jsonl
 
 RULES = "User-agent: crawlapp\nDisallow: /x\n"
 

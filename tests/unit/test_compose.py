@@ -14,7 +14,7 @@ import click
 import pytest
 import yaml
 
-from crawlapp.celery_app import app
+from crawlapp.app import app
 from crawlapp.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +106,7 @@ def _check_crawlctl(args: list[str]) -> None:
 
 def _check_celery(args: list[str], queues: set[str]) -> set[str]:
     """-A names our app, the subcommand is one we run, -Q names declared queues."""
-    assert _option(args, "-A") == "crawlapp.celery_app" and app.main == "crawlapp"
+    assert _option(args, "-A") == "crawlapp.app" and app.main == "crawlapp"
     sub = args[args.index("-A") + 2]
     assert sub in {"worker", "beat", "flower"}, sub
     consumed = set((_option(args, "-Q") or "").split(",")) - {""}
@@ -179,7 +179,7 @@ def test_prometheus_scrapes_the_exporter_and_flower() -> None:
 
 
 def test_dashboard_queries_only_series_that_are_exported() -> None:
-    from crawlapp.metrics import Snapshot, families
+    from crawlapp.observe.metrics import Snapshot, families
 
     exported = set()
     for family in families(Snapshot({}, [], 0, {}, {})):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlapp.decoding import BodyTooLarge, BoundedDecoder, UnsupportedEncoding
+from crawlapp.core.decoding import BodyTooLarge, BoundedDecoder, UnsupportedEncoding
 
 TEXT = b"<html><body>" + b"hello world " * 5000 + b"</body></html>"
 

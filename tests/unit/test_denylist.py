@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlapp.denylist import BadPattern, candidates, denied_by, matches, normalize, sql_host_filter
+from crawlapp.core.hostpatterns import BadPattern, candidates, denied_by, matches, normalize, sql_host_filter
 
 
 @pytest.mark.parametrize(("host", "pattern", "expected"), [
@@ -71,11 +71,11 @@ def test_sql_filter_agrees_with_matches(pattern: str, hosts: list[str], others: 
 def test_a_denied_host_is_refused_before_fetch_and_when_linked() -> None:
     from datetime import UTC, datetime
 
-    from crawlapp.frontier import Lease
-    from crawlapp.pipeline.fetching import plan_batch
-    from crawlapp.pipeline.linking import plan_links
-    from crawlapp.robots import robots_answer
-    from crawlapp.settings import load_settings
+    from crawlapp.adapters.redis.frontier import Lease
+    from crawlapp.core.robots import robots_answer
+    from crawlapp.core.settings import load_settings
+    from crawlapp.stages.fetching import plan_batch
+    from crawlapp.stages.linking import plan_links
 
     allow = robots_answer("http://a.com/robots.txt", 404, None, b"", None, 0)
     leases = [Lease(0, "a.com", "t1", "http://a.com/x", 1), Lease(0, "b.com", "t2", "http://b.com/", 1)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlapp.html import decode_body, parse_html
-from crawlapp.robots import RobotsPolicy, decode_robots, robots_answer
-from crawlapp.settings import SettingsError, load_settings
+from crawlapp.core.html import decode_body, parse_html
+from crawlapp.core.robots import RobotsPolicy, decode_robots, robots_answer
+from crawlapp.core.settings import SettingsError, load_settings
 
 SETTINGS = ("CRAWL_MAX_DEPTH", "CRAWL_SHARDS", "CRAWL_DEFAULT_DELAY", "CRAWL_ALLOWED_NETWORKS",
             "DATABASE_URL", "S3_ENDPOINT_URL", "CELERY_BROKER_URL", "CRAWL_BLOOM_FP_RATE",

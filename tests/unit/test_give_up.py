@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from crawlapp.fetch import valid_host_name
-from crawlapp.politeness import (
+from crawlapp.adapters.http import valid_host_name
+from crawlapp.core.politeness import (
     GIVEN_UP,
     Backoff,
     host_next,
@@ -14,7 +14,7 @@ from crawlapp.politeness import (
     is_unreachable,
     unreachable_sentence,
 )
-from crawlapp.settings import SettingsError, load_settings
+from crawlapp.core.settings import SettingsError, load_settings
 
 POLICY = Backoff(max_backoff=60, park_after=8, give_up_after=3)
 

@@ -1,4 +1,4 @@
-"""crawlapp.html on pages as real sites serve them: XML declarations, XHTML, byte order marks,
+"""crawlapp.core.html on pages as real sites serve them: XML declarations, XHTML, byte order marks,
 legacy encodings named in the header, a <meta> or nowhere, bytes that break the encoding;
 and `problem`, which says why a page gave nothing."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlapp.html import (
+from crawlapp.core.html import (
     ParsedPage,
     choose_encoding,
     codec_for,
@@ -19,7 +19,7 @@ from crawlapp.html import (
     decode_body,
     parse_html,
 )
-from crawlapp.testweb.site import Web, WebSpec
+from testweb.site import Web, WebSpec
 
 XHTML_HEAD = ('<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" '
               '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n'
@@ -207,7 +207,7 @@ def test_problem_says_why_a_page_gave_nothing(body: bytes, problem: str | None) 
 
 
 def test_a_parser_failure_is_a_problem_not_an_exception(monkeypatch: pytest.MonkeyPatch) -> None:
-    from crawlapp import html
+    from crawlapp.core import html
 
     def broken(data: bytes, parser: object) -> None:
         raise MemoryError("libxml2 gave up")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
-from crawlapp.fetch import Fetched
-from crawlapp.frontier.redis_frontier import ShardStats
-from crawlapp.metrics import Snapshot, families, fetch_counts, latency_field, status_class, store_counts
+from crawlapp.adapters.http import Fetched
+from crawlapp.adapters.redis.frontier.redis_frontier import ShardStats
+from crawlapp.observe.metrics import Snapshot, families
+from crawlapp.stages.tallies import fetch_counts, latency_field, status_class, store_counts
 
 
 def test_status_class() -> None:

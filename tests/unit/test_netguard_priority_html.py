@@ -4,11 +4,11 @@ from collections import Counter
 
 import pytest
 
-from crawlapp.html import decode_body, parse_html, robots_directives
-from crawlapp.netguard import refusal_reason
-from crawlapp.pipeline.parsing import parse_page
-from crawlapp.priority import depth_priority, queue_score
-from crawlapp.settings import load_settings
+from crawlapp.core.html import decode_body, parse_html, robots_directives
+from crawlapp.core.netguard import refusal_reason
+from crawlapp.core.priority import depth_priority, queue_score
+from crawlapp.core.settings import load_settings
+from crawlapp.stages.parsing import parse_page
 
 LOOPBACK = (ipaddress.ip_network("127.0.0.0/8"),)
 
@@ -85,7 +85,7 @@ def test_charset_header_then_meta_then_detection() -> None:
 
 
 def test_links_in_navigation_and_without_anchor_rank_lower() -> None:
-    from crawlapp.priority import link_priority
+    from crawlapp.core.priority import link_priority
 
     page = parse_html(b"<nav><a href='/menu'>Menu</a></nav><main><a href='/story'>Story</a>"
                       b"<a href='/bare'><img src=x></a></main><footer><a href='/legal'>L</a>"

@@ -1,6 +1,6 @@
 import pytest
 
-from crawlapp.politeness import Backoff, host_next, is_retryable, is_transient, parse_retry_after
+from crawlapp.core.politeness import Backoff, host_next, is_retryable, is_transient, parse_retry_after
 
 POLICY = Backoff(max_backoff=60, max_retry_after=120, park_after=3, park_seconds=600)
 

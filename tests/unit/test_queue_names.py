@@ -12,10 +12,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_list_of_queues_is_celeryconfigs_all_queues() -> None:
-    code = ("import json, celeryconfig; from crawlapp import cli; print(json.dumps("
-            "[list(celeryconfig.ALL_QUEUES), cli._celery_queues(),"
-            " [q.name for q in celeryconfig.task_queues]]))")
+def test_every_list_of_queues_is_the_one_from_core_queues() -> None:
+    code = ("import json; from crawlapp.app import config; from crawlapp import cli; "
+            "print(json.dumps([list(config.ALL_QUEUES), cli._celery_queues(),"
+            " [q.name for q in config.task_queues]]))")
     env = {**os.environ, "CRAWL_RENDER": "true", "CRAWL_SHARDS": "2"}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
@@ -26,8 +26,8 @@ def test_every_list_of_queues_is_celeryconfigs_all_queues() -> None:
 
 
 def test_no_module_builds_its_own_list_of_queues() -> None:
-    """Only the worker launcher picks queues by kind; the rest use ALL_QUEUES."""
-    builders = re.compile(r"\*(FETCH|RENDER|PIPELINE)_QUEUES")
+    """Queue names are spelled in crawlapp/core/queues.py alone."""
+    builders = re.compile(r"[\"'](fetch|render)\.[\"{]")
     found = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "crawlapp").rglob("*.py")
                    if builders.search(p.read_text(encoding="utf-8")))
-    assert found == []
+    assert found == ["crawlapp/core/queues.py"]

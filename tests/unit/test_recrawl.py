@@ -1,6 +1,6 @@
 import pytest
 
-from crawlapp.recrawl import DAY, HOUR, MAX_INTERVAL, MIN_INTERVAL, next_schedule, tier_of
+from crawlapp.core.recrawl import DAY, HOUR, MAX_INTERVAL, MIN_INTERVAL, next_schedule, tier_of
 
 
 def test_first_interval_depends_on_importance() -> None:

@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from crawlapp.fetch import Fetched
-from crawlapp.frontier import Lease
-from crawlapp.pipeline.rendering import Handover, SubresourceCache, apply_render, wants_render
-from crawlapp.render import HostSlots, Rendered, refusal
-from crawlapp.render_rule import is_shell, render_reason, shell_hints
-from crawlapp.settings import load_settings
-from crawlapp.stats import render_summary
+from crawlapp.adapters.browser.renderer import HostSlots, Rendered, refusal
+from crawlapp.adapters.http import Fetched
+from crawlapp.adapters.redis.frontier import Lease
+from crawlapp.core.render_rule import is_shell, render_reason, shell_hints
+from crawlapp.core.settings import load_settings
+from crawlapp.observe.stats import render_summary
+from crawlapp.stages.rendering import Handover, SubresourceCache, apply_render, wants_render
 
 HTML = "text/html; charset=utf-8"
 TEXT = " ".join(["word"] * 80)
@@ -156,7 +156,7 @@ def test_render_settings() -> None:
     assert not settings.render
     assert settings.render_hosts == ("app.example.com", "*.spa.test")
     assert settings.render_other_hosts == ("cdn.test",)
-    from crawlapp.settings import SettingsError
+    from crawlapp.core.settings import SettingsError
 
     with pytest.raises(SettingsError, match="CRAWL_RENDER_HOSTS"):
         load_settings({"CRAWL_RENDER_HOSTS": "not a host"})
@@ -166,7 +166,7 @@ def test_render_settings() -> None:
 
 
 def test_a_missing_browser_leaves_the_page_unrendered() -> None:
-    from crawlapp.render import Renderer
+    from crawlapp.adapters.browser.renderer import Renderer
 
     async def refuse(url: str) -> str:
         return "never asked"
@@ -183,8 +183,9 @@ def test_crawl_starts_a_render_worker_only_with_rendering_on(render: str) -> Non
     import subprocess
     import sys
 
-    script = ("import json; from crawlapp.context import Context; "
-              "from crawlapp.settings import get_settings; from crawlapp.runner import child_commands; "
+    script = ("import json; from crawlapp.adapters.context import Context; "
+              "from crawlapp.core.settings import get_settings; "
+              "from crawlapp.ops.runner import child_commands; "
               "print(json.dumps(child_commands(Context(get_settings()), 2)))")
     env = {**os.environ, "CRAWL_RENDER": render, "CRAWL_SHARDS": "3", "CRAWL_RENDER_PROCESSES": "2"}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,

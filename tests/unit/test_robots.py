@@ -1,6 +1,6 @@
 import pytest
 
-from crawlapp.robots import RobotsDecision, RobotsPolicy, decode_robots, effective_delay
+from crawlapp.core.robots import RobotsDecision, RobotsPolicy, decode_robots, effective_delay
 
 UA = "crawlapp"
 BODY = """User-agent: *
@@ -75,7 +75,7 @@ def test_only_the_first_500_kib_are_read() -> None:
 
 
 def test_redirects_are_followed_on_the_same_host_up_to_five_hops() -> None:
-    from crawlapp.robots import robots_answer, robots_url
+    from crawlapp.core.robots import robots_answer, robots_url
 
     first = robots_answer("http://h.com/robots.txt", 301, None, b"", "/robots-real.txt", 0)
     assert first.mode == "redirect" and not first.allowed("http://h.com/x", UA)

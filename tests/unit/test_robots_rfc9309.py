@@ -1,4 +1,4 @@
-"""RFC 9309 conformance of crawlapp.robots, one table per section of the RFC.
+"""RFC 9309 conformance of crawlapp.core.robots, one table per section of the RFC.
 
 Each row of an allow/disallow table is (robots.txt, URL, allowed) or (robots.txt, URL,
 allowed, user agent); the user agent defaults to our product token. A robots.txt given as
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlapp.robots import RobotsDecision, RobotsPolicy, decode_robots
+from crawlapp.core.robots import RobotsDecision, RobotsPolicy, decode_robots
 
 UA = "crawlapp"
 FULL_UA = "crawlapp/1.0 (+http://x)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlapp.settings import SettingsError, load_settings
+from crawlapp.core.settings import SettingsError, load_settings
 
 
 @pytest.mark.parametrize(("env", "field", "value"), [

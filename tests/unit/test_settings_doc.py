@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 from dataclasses import fields
 
-from crawlapp import settings_doc
-from crawlapp.settings import Settings, load_settings
+from crawlapp.core import settings_doc
+from crawlapp.core.settings import Settings, load_settings
 
 
 def test_every_setting_names_the_variable_load_settings_reads() -> None:
@@ -18,4 +18,4 @@ def test_every_setting_names_the_variable_load_settings_reads() -> None:
 
 def test_settings_doc_is_up_to_date() -> None:
     assert settings_doc.DOC_PATH.read_text() == settings_doc.render(), \
-        "docs/settings.md drifted from crawlapp/settings.py: run `make docs`"
+        "docs/settings.md drifted from crawlapp/core/settings.py: run `make docs`"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawlapp.simhash import (
+from crawlapp.core.simhash import (
     BandIndex,
     bands,
     from_signed,
@@ -21,7 +21,7 @@ from crawlapp.simhash import (
     tokens,
     visible_text,
 )
-from crawlapp.testweb.site import HTML_TYPE, Web, WebSpec, vocabulary
+from testweb.site import HTML_TYPE, Web, WebSpec, vocabulary
 
 HOSTS, PAGES = 25, 10
 FUNCTION_WORDS = ("the", "of", "and", "a", "to", "in", "is", "that", "for", "it", "as", "was",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlapp.sitemaps import default_sitemap, parse_sitemap, sitemap_urls_from_robots
+from crawlapp.core.sitemaps import default_sitemap, parse_sitemap, sitemap_urls_from_robots
 
 BASE = "https://example.com/sitemap.xml"
 NS = b'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'

@@ -15,9 +15,9 @@ from urllib.parse import urldefrag, urljoin
 
 import pytest
 
-from crawlapp.testweb import serverlog
-from crawlapp.testweb.__main__ import main
-from crawlapp.testweb.server import (
+from testweb import serverlog
+from testweb.__main__ import main
+from testweb.server import (
     BadRequest,
     add_spec_arguments,
     free_port,
@@ -26,8 +26,8 @@ from crawlapp.testweb.server import (
     spec_from_args,
     start_in_background,
 )
-from crawlapp.testweb.serverlog import Request
-from crawlapp.testweb.site import Web, WebSpec
+from testweb.serverlog import Request
+from testweb.site import Web, WebSpec
 
 SMALL = WebSpec(hosts=20, pages_per_host=10)
 H0, H9 = "127.0.1.1:8080", "127.0.1.10:8080"  # host 9 has Crawl-delay: 2 at the default spec
@@ -174,7 +174,7 @@ def test_robots_and_delays() -> None:
 def test_robots_rules_with_wildcards(rule: str, target: str, matches: bool) -> None:
     """RFC 9309 on the target as requested: "*" any characters, a final "$" the end, "?" and
     "." themselves."""
-    from crawlapp.testweb.site import _rule_matches
+    from testweb.site import _rule_matches
 
     assert (target.startswith(rule) or _rule_matches(rule, target)) is matches
 

@@ -1,4 +1,4 @@
-"""Tests of the test web's opt-in cases (crawlapp/testweb/cases.py) and of what came with them:
+"""Tests of the test web's opt-in cases (testweb/cases.py) and of what came with them:
 expectation helpers, generations, streamed bodies, the log's bytes field. Pure, except one
 live test against a background server."""
 
@@ -24,10 +24,10 @@ from urllib.parse import quote, urldefrag, urljoin, urlsplit
 
 import pytest
 
-from crawlapp.html import ParsedPage, choose_encoding
-from crawlapp.testweb import cases, serverlog
-from crawlapp.testweb.__main__ import main
-from crawlapp.testweb.server import (
+from crawlapp.core.html import ParsedPage, choose_encoding
+from testweb import cases, serverlog
+from testweb.__main__ import main
+from testweb.server import (
     GenerationSwitch,
     _send,
     add_spec_arguments,
@@ -35,8 +35,8 @@ from crawlapp.testweb.server import (
     spec_from_args,
     start_in_background,
 )
-from crawlapp.testweb.serverlog import Request
-from crawlapp.testweb.site import CASE_GROUPS, CASE_HOSTS, Response, Web, WebSpec
+from testweb.serverlog import Request
+from testweb.site import CASE_GROUPS, CASE_HOSTS, Response, Web, WebSpec
 
 DEFAULT = WebSpec(hosts=20, pages_per_host=10, port=8080)
 CASES = WebSpec(hosts=20, pages_per_host=10, port=8080, cases=True)
@@ -878,7 +878,7 @@ def test_cms_query_routes_answer_only_the_spelling_linked(real: Web) -> None:
 
 
 def test_docbook_pages_as_docbook_writes_them(real: Web) -> None:
-    from crawlapp.testweb import realweb
+    from testweb import realweb
 
     docbook = real.case_hosts()["docbook"]
     names = [page[0] for page in realweb.DOCBOOK]
@@ -948,7 +948,7 @@ def test_sphinx_pages_as_sphinx_writes_them(real: Web) -> None:
 
 
 def test_cms_encodings_malformed_links_and_empty_pages(real: Web) -> None:
-    from crawlapp.testweb import realweb
+    from testweb import realweb
 
     cms = real.case_hosts()["cms"]
     base = f"http://{cms}"

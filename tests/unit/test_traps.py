@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.provisional import urls
 
-from crawlapp.traps import (
+from crawlapp.core.traps import (
     PatternBudget,
     TrapRules,
     binary_file,

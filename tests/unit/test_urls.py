@@ -1,7 +1,7 @@
 import pytest
 
-from crawlapp.seeds import read_seeds
-from crawlapp.urls import (
+from crawlapp.core.seeds import read_seeds
+from crawlapp.core.urls import (
     URLRejected,
     dedup_key,
     host_of,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlapp.testweb.site import HTML_TYPE, Web, WebSpec
-from crawlapp.warc import PageRecord, read_records, warc_date, write_records
+from crawlapp.ops.warc import PageRecord, read_records, warc_date, write_records
+from testweb.site import HTML_TYPE, Web, WebSpec
 
 UA = "crawlapp-test/1.0 (+https://example.test/bot)"
 FETCHED = datetime(2024, 5, 17, 8, 30, 15, 250000, tzinfo=UTC)

@@ -6,7 +6,7 @@ from collections import deque
 
 from rich.console import Console
 
-from crawlapp.watch import error_kinds, rate, render, requests_done
+from crawlapp.observe.watch import error_kinds, rate, render, requests_done
 
 
 def test_rate_is_over_the_last_minute() -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from crawlapp.checks import url_jsonl
-from crawlapp.urls import URLRejected, request_url
+from crawlapp.core.checks import url_jsonl
+from crawlapp.core.urls import URLRejected, request_url
 
 DATA = Path(__file__).resolve().parents[2] / ".venv" / "testdata" / "urltestdata.json"
 

@@ -1,0 +1,189 @@
+"""Page bodies, gzip-compressed and keyed by content hash: S3 (boto3) or a local folder."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol
+
+from crawlapp.core.settings import Settings
+
+PREFIX = "bodies"
+HEAD_CONCURRENCY = 16  # S3 HEADs in flight at once when checking many keys
+
+
+class BodyMissing(FileNotFoundError):
+    """No body is stored under the key."""
+
+
+def body_key(content_hash: str) -> str:
+    """bodies/ab/cd/<hash>.gz: keys come only from hashes, spread over prefixes."""
+    if len(content_hash) < 8 or not all(c in "0123456789abcdef" for c in content_hash):
+        raise ValueError(f"not a content hash: {content_hash[:80]!r}")
+    return f"{PREFIX}/{content_hash[:2]}/{content_hash[2:4]}/{content_hash}.gz"
+
+
+class BlobStore(Protocol):
+    location: str
+
+    def put(self, key: str, data: bytes, content_type: str | None) -> bool:
+        """Store `data` under `key` unless it is there already; True if it was written."""
+
+    def get(self, key: str) -> bytes: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def missing(self, keys: Sequence[str]) -> set[str]:
+        """The keys of `keys` with no body stored."""
+
+    def listing(self, limit: int) -> set[str] | None:
+        """Every body key, when listing them is cheaper than checking keys one by one and
+        there are at most `limit`; else None."""
+
+    def put_many(self, items: list[tuple[str, bytes, str | None]]) -> int:
+        """put() each (key, data, content_type); returns how many were written."""
+
+    def delete(self, key: str) -> bool:
+        """Remove `key`; True if it was there."""
+
+
+class LocalBlobStore:
+    """A folder laid out like the bucket; writes are atomic renames."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.location = str(root)
+
+    def _path(self, key: str) -> Path:
+        return self.root / key
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).exists()
+
+    def missing(self, keys: Sequence[str]) -> set[str]:
+        return {key for key in keys if not self._path(key).exists()}
+
+    def listing(self, limit: int) -> set[str] | None:
+        return None  # a stat per key costs about what a listing would
+
+    def put(self, key: str, data: bytes, content_type: str | None) -> bool:
+        path = self._path(key)
+        if path.exists():
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+        return True
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            raise BodyMissing(f"no body stored under {key}") from None
+
+    def put_many(self, items: list[tuple[str, bytes, str | None]]) -> int:
+        return sum(self.put(*item) for item in items)
+
+    def delete(self, key: str) -> bool:
+        try:
+            self._path(key).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+
+class S3BlobStore:
+    """An S3 bucket through boto3; a HEAD first makes a second write of a key free."""
+
+    def __init__(self, client: Any, bucket: str) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.location = f"s3://{bucket}"
+
+    def exists(self, key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if _not_found(exc):
+                return False
+            raise
+        return True
+
+    def missing(self, keys: Sequence[str]) -> set[str]:
+        """HEADs, HEAD_CONCURRENCY at a time: S3 latency, not CPU, bounds a check."""
+        with ThreadPoolExecutor(max_workers=max(1, min(HEAD_CONCURRENCY, len(keys)))) as pool:
+            return {key for key, there in zip(keys, pool.map(self.exists, keys), strict=True)
+                    if not there}
+
+    def listing(self, limit: int) -> set[str] | None:
+        """One LIST per 1,000 keys, where checking them costs a HEAD each."""
+        keys: set[str] = set()
+        for page in self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=f"{PREFIX}/"):
+            keys.update(item["Key"] for item in page.get("Contents", ()))
+            if len(keys) > limit:
+                return None
+        return keys
+
+    def put(self, key: str, data: bytes, content_type: str | None) -> bool:
+        if self.exists(key):
+            return False
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=data,
+                               ContentEncoding="gzip",
+                               ContentType=content_type or "application/octet-stream")
+        return True
+
+    def get(self, key: str) -> bytes:
+        from botocore.exceptions import ClientError
+
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if _not_found(exc):
+                raise BodyMissing(f"no body stored under {key} in {self.location}") from None
+            raise
+
+    def put_many(self, items: list[tuple[str, bytes, str | None]]) -> int:
+        """Upload concurrently: S3 latency, not CPU, bounds a batch."""
+        if len(items) <= 1:
+            return sum(self.put(*item) for item in items)
+        with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
+            return sum(pool.map(lambda item: self.put(*item), items))
+
+    def delete(self, key: str) -> bool:
+        if not self.exists(key):
+            return False
+        self.client.delete_object(Bucket=self.bucket, Key=key)
+        return True
+
+    def ensure_bucket(self) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except ClientError:
+            self.client.create_bucket(Bucket=self.bucket)
+
+
+def _not_found(exc: Any) -> bool:
+    return exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound")
+
+
+def open_blobstore(settings: Settings) -> BlobStore:
+    """S3 when S3_BUCKET is set, else the local folder under the data dir."""
+    if not settings.s3_bucket:
+        return LocalBlobStore(settings.blob_dir)
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client("s3", endpoint_url=settings.s3_endpoint_url,
+                          config=Config(retries={"max_attempts": 5, "mode": "standard"},
+                                        max_pool_connections=HEAD_CONCURRENCY))
+    return S3BlobStore(client, settings.s3_bucket)

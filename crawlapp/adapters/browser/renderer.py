@@ -1,0 +1,254 @@
+"""Rendering one page in headless Chromium, every request of it answered by the crawler.
+
+The browser itself reaches no network: the page's document is the body the fetch stage got,
+and each sub-request (script, XHR, frame, stylesheet) is paused by the DevTools Fetch
+domain, judged by `refusal` and by the caller's `answer` (SSRF guard, robots.txt,
+politeness), fetched by the crawler's own client and handed back, or failed. Images,
+media and fonts are never fetched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from crawlapp.adapters.browser.cdp import Browser, BrowserGone, tree_usage
+from crawlapp.adapters.http import Fetched
+from crawlapp.core import hostpatterns
+
+log = logging.getLogger(__name__)
+SKIPPED_TYPES = frozenset({"Image", "Media", "Font", "Ping", "Manifest", "CSPViolationReport",
+                           "Prefetch", "Other", "TextTrack", "SignedExchange", "WebSocket", "EventSource"})
+SETTLE_SECONDS = 0.5  # after the load event, the page is done once no request ran this long
+CLOSE_SECONDS = 2.0
+OUTER_HTML = "document.documentElement ? document.documentElement.outerHTML : ''"
+# A refusal, or the response to hand to the page.
+Answer = Fetched | str
+Answerer = Callable[[str], Awaitable[Answer]]
+
+
+def refusal(url: str, resource_type: str, method: str, page_host: str,
+            other_hosts: Iterable[str]) -> str | None:
+    """Why a sub-request of a page on `page_host` (host[:port]) is refused before any lookup,
+    or None. Pure.
+
+    Images, media and fonts are not fetched; only GETs over http(s); other hosts only when
+    they match one of the `other_hosts` patterns (host or *.domain)."""
+    if resource_type in SKIPPED_TYPES:
+        return "type"
+    if method != "GET":
+        return "method"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "scheme"
+    host = parts.netloc.rpartition("@")[2].lower()
+    if host != page_host and hostpatterns.denied_by(host, other_hosts) is None:
+        return "other_host"
+    return None
+
+
+class HostSlots:
+    """One request at a time per host, each starting no earlier than the host's next time
+    (the previous request's end plus the host's delay)."""
+
+    def __init__(self, next_time: dict[str, float], delay_for: Callable[[str], float]) -> None:
+        self.next_time = dict(next_time)
+        self.delay_for = delay_for
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def run(self, host: str, call: Callable[[], Awaitable[Fetched]], deadline: float
+                  ) -> Fetched | None:
+        """Await `call()` in the host's next turn; None (not called) if that turn comes after
+        `deadline` (UNIX time)."""
+        lock = self._locks.setdefault(host, asyncio.Lock())
+        async with lock:
+            start = self.next_time.get(host, 0.0)
+            if start > deadline:
+                return None
+            if start > time.time():
+                await asyncio.sleep(start - time.time())
+            result = await call()
+            self.next_time[host] = max(result.ended, time.time()) + self.delay_for(host)
+            return result
+
+
+@dataclass
+class Rendered:
+    """What rendering a page gave: its DOM as HTML, or why not; and its sub-requests."""
+
+    html: str | None = None
+    error: str | None = None
+    fetched: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+
+@dataclass
+class _Tab:
+    url: str
+    body: bytes
+    content_type: str
+    answer: Answerer
+    page_host: str
+    other_hosts: tuple[str, ...]
+    result: Rendered
+    loaded: asyncio.Event = field(default_factory=asyncio.Event)
+    pending: int = 0
+    last_activity: float = field(default_factory=time.monotonic)
+    document_served: bool = False
+
+
+class Renderer:
+    """A browser kept across pages, started again after `recycle_after` pages, when its
+    processes' memory passes `max_rss` bytes, or after a page ran out of time."""
+
+    def __init__(self, path: str, user_agent: str, recycle_after: int, max_rss: int) -> None:
+        self.path = path
+        self.user_agent = user_agent
+        self.recycle_after = recycle_after
+        self.max_rss = max_rss
+        self.browser: Browser | None = None
+        self.pages = 0
+        self.restarts = 0
+        self.cpu_of_closed = 0.0  # CPU seconds of browsers already closed
+        self._tabs: dict[str, _Tab] = {}
+
+    async def _ensure(self) -> Browser:
+        if self.browser is None or self.browser.proc is None or \
+                self.browser.proc.returncode is not None:
+            await self.close()
+            self.browser = Browser(self.path, self._event)
+            await self.browser.start()
+            self.pages = 0
+        return self.browser
+
+    async def close(self) -> None:
+        if self.browser is not None:
+            if self.browser.pid:
+                self.cpu_of_closed += self.usage()[0]
+            await self.browser.close()
+            self.browser = None
+            self.restarts += 1
+        self._tabs.clear()
+
+    def usage(self) -> tuple[float, int]:
+        """CPU seconds and resident bytes of the running browser's processes."""
+        pid = self.browser.pid if self.browser else None
+        return tree_usage(pid) if pid else (0.0, 0)
+
+    async def render(self, url: str, body: bytes, content_type: str, answer: Answerer,
+                     budget: float, other_hosts: tuple[str, ...] = ()) -> Rendered:
+        """Load `url` with `body` as its document and return the DOM once the page has loaded
+        and its requests have settled, or an error: 'timeout' once `budget` seconds are spent."""
+        started = time.monotonic()
+        result = Rendered()
+        session: str | None = None
+        try:
+            browser = await self._ensure()
+            async with asyncio.timeout(budget):
+                target = (await browser.send("Target.createTarget", {"url": "about:blank"}))
+                session = (await browser.send("Target.attachToTarget",
+                                              {"targetId": target["targetId"], "flatten": True}
+                                              ))["sessionId"]
+                tab = _Tab(url, body, content_type, answer, urlsplit(url).netloc.lower(),
+                           other_hosts, result)
+                self._tabs[session] = tab
+                await browser.send("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}, session)
+                await browser.send("Emulation.setUserAgentOverride",
+                                   {"userAgent": self.user_agent}, session)
+                await browser.send("Page.enable", {}, session)
+                await browser.send("Page.navigate", {"url": url}, session)
+                await tab.loaded.wait()
+                while tab.pending or time.monotonic() - tab.last_activity < SETTLE_SECONDS:
+                    await asyncio.sleep(0.05)
+                dom = await browser.send("Runtime.evaluate",
+                                         {"expression": OUTER_HTML, "returnByValue": True},
+                                         session)
+                result.html = str(dom["result"].get("value") or "")
+            await self._close_tab(browser, session, target["targetId"])
+        except TimeoutError:
+            result.error = "timeout"
+            if session is not None:  # the renderer may be stuck in a script: end its tab
+                await self._close_tab(browser, session, target["targetId"])
+        except (BrowserGone, RuntimeError, OSError) as exc:
+            log.warning("rendering %s failed: %s", url, exc)
+            result.error = "browser"
+            await self.close()
+        finally:
+            if session is not None:
+                self._tabs.pop(session, None)
+        self.pages += 1
+        if self.browser is not None and (self.pages >= self.recycle_after
+                                         or self.usage()[1] > self.max_rss):
+            await self.close()
+        result.seconds = time.monotonic() - started
+        return result
+
+    async def _close_tab(self, browser: Browser, session: str | None, target: str) -> None:
+        try:
+            async with asyncio.timeout(CLOSE_SECONDS):
+                await browser.send("Target.closeTarget", {"targetId": target})
+        except (TimeoutError, BrowserGone, RuntimeError) as exc:
+            log.warning("closing a tab failed (%s); the browser starts again", exc)
+            await self.close()
+        if session is not None:
+            self._tabs.pop(session, None)
+
+    def _event(self, session: str | None, message: dict[str, Any]) -> Awaitable[None] | None:
+        tab = self._tabs.get(session or "")
+        if tab is None:
+            return None
+        method = message.get("method")
+        if method == "Page.loadEventFired":
+            tab.loaded.set()
+        elif method == "Fetch.requestPaused":
+            tab.pending += 1
+            return self._paused(session, tab, message["params"])
+        return None
+
+    async def _paused(self, session: str | None, tab: _Tab, params: dict[str, Any]) -> None:
+        request_id = params["requestId"]
+        request = params["request"]
+        url, kind = request["url"].split("#", 1)[0], params.get("resourceType", "Other")
+        try:
+            if kind == "Document" and not tab.document_served:
+                tab.document_served = True
+                self._fulfill(session, request_id, 200, tab.content_type, tab.body)
+                return
+            reason = refusal(url, kind, request.get("method", "GET"), tab.page_host,
+                             tab.other_hosts)
+            got: Answer = reason if reason else await tab.answer(url)
+            if isinstance(got, str):
+                tab.result.refused[got] += 1
+                self._fail(session, request_id)
+            elif got.error or got.status is None:
+                tab.result.refused[got.error or "failed"] += 1
+                self._fail(session, request_id)
+            else:
+                tab.result.fetched += 1
+                self._fulfill(session, request_id, got.status,
+                              got.headers.get("content-type", "application/octet-stream"),
+                              got.body)
+        finally:
+            tab.pending -= 1
+            tab.last_activity = time.monotonic()
+
+    def _fulfill(self, session: str | None, request_id: str, status: int, content_type: str,
+                 body: bytes) -> None:
+        if self.browser is not None:
+            self.browser.post("Fetch.fulfillRequest", {
+                "requestId": request_id, "responseCode": status,
+                "responseHeaders": [{"name": "Content-Type", "value": content_type}],
+                "body": base64.b64encode(body).decode()}, session)
+
+    def _fail(self, session: str | None, request_id: str) -> None:
+        if self.browser is not None:
+            self.browser.post("Fetch.failRequest",
+                              {"requestId": request_id, "errorReason": "BlockedByClient"}, session)

@@ -1,0 +1,62 @@
+"""The SQLAlchemy engine for this process, and Alembic upgrades."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+from crawlapp.core.settings import Settings
+
+_ENGINES: dict[tuple[int, str], Engine] = {}
+MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
+
+
+def normalize_url(url: str) -> str:
+    """Use psycopg 3 for Postgres URLs that name no driver."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=60000")
+    cur.close()
+
+
+def get_engine(settings: Settings) -> Engine:
+    """One engine per process and URL (a forked worker child builds its own)."""
+    url = normalize_url(settings.database_url)
+    key = (os.getpid(), url)
+    engine = _ENGINES.get(key)
+    if engine is None:
+        if url.startswith("sqlite"):
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(url, connect_args={"timeout": 60})
+            event.listen(engine, "connect", _sqlite_pragmas)
+        else:
+            engine = create_engine(url, pool_pre_ping=True, pool_size=4, max_overflow=4)
+        _ENGINES[key] = engine
+    return engine
+
+
+def session_factory(settings: Settings) -> sessionmaker[Session]:
+    return sessionmaker(get_engine(settings), expire_on_commit=False)
+
+
+def upgrade(settings: Settings, revision: str = "head") -> None:
+    """Run Alembic migrations up to `revision`."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", normalize_url(settings.database_url))
+    get_engine(settings)  # creates the data dir for SQLite
+    command.upgrade(config, revision)

@@ -1,0 +1,96 @@
+"""SQLAlchemy 2 models. Alembic (migrations/) owns the schema history; these own the mapping."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    false,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from crawlapp.core.records import Status
+
+AutoId = BigInteger().with_variant(Integer, "sqlite")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Url(Base):
+    """One row per canonical URL: its place in the crawl and what its last fetch found."""
+
+    __tablename__ = "urls"
+
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    url_hash: Mapped[str] = mapped_column(String(32), unique=True)
+    url: Mapped[str] = mapped_column(Text)
+    host: Mapped[str] = mapped_column(String(255), index=True)
+    depth: Mapped[int] = mapped_column(SmallInteger, default=0)
+    status: Mapped[str] = mapped_column(String(16), index=True, default=Status.QUEUED)
+    priority: Mapped[float] = mapped_column(Float, default=0.0)
+    discovered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_fetched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    next_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    etag: Mapped[str | None] = mapped_column(String(512))
+    last_modified: Mapped[str | None] = mapped_column(String(64))
+    http_status: Mapped[int | None] = mapped_column(SmallInteger)
+    content_type: Mapped[str | None] = mapped_column(String(255))
+    content_length: Mapped[int | None] = mapped_column(Integer)
+    content_hash: Mapped[str | None] = mapped_column(String(64), index=True)
+    simhash: Mapped[int | None] = mapped_column(BigInteger)
+    content_dedup: Mapped[bool] = mapped_column(Boolean, default=False)
+    duplicate_of: Mapped[str | None] = mapped_column(String(32), index=True)
+    storage_key: Mapped[str | None] = mapped_column(String(128))
+    title: Mapped[str | None] = mapped_column(Text)
+    redirect_to: Mapped[str | None] = mapped_column(Text)
+    redirect_hops: Mapped[int | None] = mapped_column(SmallInteger)
+    canonical_url: Mapped[str | None] = mapped_column(Text)  # <link rel=canonical>, if another
+    noindex: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    rendered: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    render_error: Mapped[str | None] = mapped_column(String(32))  # why rendering failed
+    raw_storage_key: Mapped[str | None] = mapped_column(String(128))  # body as fetched
+    fail_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+
+
+class Host(Base):
+    """Per-origin state: the robots.txt answer and its crawl delay."""
+
+    __tablename__ = "hosts"
+
+    origin: Mapped[str] = mapped_column(String(300), primary_key=True)
+    robots_status: Mapped[int | None] = mapped_column(SmallInteger)
+    robots_body: Mapped[str | None] = mapped_column(Text)
+    robots_fetched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    crawl_delay: Mapped[float | None] = mapped_column(Float)
+
+
+class Link(Base):
+    """A link edge from one page to another, by URL hash."""
+
+    __tablename__ = "links"
+
+    source_hash: Mapped[str] = mapped_column(String(32), primary_key=True)
+    target_hash: Mapped[str] = mapped_column(String(32), primary_key=True, index=True)
+    anchor: Mapped[str | None] = mapped_column(Text)
+    nofollow: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Deny(Base):
+    """A denylist entry: a host or *.domain pattern the crawler must never fetch (see denylist.py)."""
+
+    __tablename__ = "denylist"
+
+    pattern: Mapped[str] = mapped_column(String(512), primary_key=True)
+    reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

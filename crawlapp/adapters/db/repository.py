@@ -1,0 +1,256 @@
+"""The queries of the crawler, each one round trip per batch, on SQLite and Postgres alike."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Insert, bindparam, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from crawlapp.adapters.db.models import Deny, Host, Link, Url
+from crawlapp.core.records import Status
+
+CHUNK = 500
+
+
+def _insert(session: Session, table: Any) -> Insert:
+    """INSERT in the dialect of the session, so ON CONFLICT DO NOTHING is available."""
+    dialect = session.get_bind().dialect.name
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+
+
+def _chunks(rows: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(rows), size):
+        yield rows[i:i + size]
+
+
+def _uniform(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with the same keys each (missing ones None), as executemany needs."""
+    keys = {key for row in rows for key in row}
+    return [{key: row.get(key) for key in keys} for row in rows]
+
+
+def add_urls(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
+    """Insert URL rows that are new; return the url_hash of those actually inserted.
+
+    One statement with many parameter sets: SQLAlchemy compiles it once per process and
+    batches the rows itself ("insertmanyvalues"), RETURNING included.
+    """
+    if not rows:
+        return set()
+    stmt = (_insert(session, Url).on_conflict_do_nothing(index_elements=["url_hash"])
+            .returning(Url.url_hash))
+    return set(session.connection().execute(stmt, _uniform(rows)).scalars())
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """A known URL found again closer to a seed, with the priority of the closer link."""
+
+    url_hash: str
+    url: str
+    status: str
+    old_depth: int
+    new_depth: int
+    priority: float
+
+
+def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
+                 ) -> tuple[set[str], list[Lowered]]:
+    """Give known URLs the smaller depth of `rows` where it is smaller, and the row's
+    priority where that is higher (a closer link weighs more).
+
+    Returns the url_hash of every row that is known, and the rows whose depth changed.
+    """
+    wanted = {row["url_hash"]: row for row in rows}
+    known: set[str] = set()
+    lowered: list[Lowered] = []
+    for chunk in _chunks(list(wanted)):
+        found = session.execute(select(Url.url_hash, Url.url, Url.status, Url.depth, Url.priority)
+                                .where(Url.url_hash.in_(chunk))).all()
+        known.update(h for h, *_ in found)
+        lowered += [Lowered(h, url, status, depth, wanted[h]["depth"],
+                            max(priority or 0.0, wanted[h]["priority"]))
+                    for h, url, status, depth, priority in found if depth > wanted[h]["depth"]]
+    if lowered:
+        session.connection().execute(
+            update(Url).where(Url.url_hash == bindparam("v_hash")).values(
+                depth=bindparam("v_depth"), priority=bindparam("v_priority")),
+            [{"v_hash": item.url_hash, "v_depth": item.new_depth, "v_priority": item.priority}
+             for item in lowered])
+    return known, lowered
+
+
+def set_status(session: Session, hashes: Sequence[str], status: str) -> None:
+    for chunk in _chunks(hashes):
+        session.execute(update(Url).where(Url.url_hash.in_(chunk)).values(status=status))
+
+
+def link_targets(session: Session, sources: Sequence[str]) -> list[tuple[str, str, bool]]:
+    """(source_hash, target url, nofollow) of every recorded link out of `sources`."""
+    out: list[tuple[str, str, bool]] = []
+    for chunk in _chunks(sources):
+        out += [(s, u, bool(n)) for s, u, n in session.execute(
+            select(Link.source_hash, Url.url, Link.nofollow)
+            .join(Url, Url.url_hash == Link.target_hash).where(Link.source_hash.in_(chunk)))]
+    return out
+
+
+def priorities_with_status(session: Session, hashes: Sequence[str], status: str
+                           ) -> dict[str, float]:
+    """The priority of each of these URLs whose row has `status`."""
+    found: dict[str, float] = {}
+    for chunk in _chunks(hashes):
+        found.update((h, priority or 0.0) for h, priority in session.execute(
+            select(Url.url_hash, Url.priority).where(Url.url_hash.in_(chunk),
+                                                     Url.status == status)))
+    return found
+
+
+# The columns a fetch result writes onto its URL row.
+FETCH_COLUMNS = ("status", "last_fetched_at", "http_status", "content_type", "content_length",
+                 "content_hash", "simhash", "content_dedup", "duplicate_of", "storage_key",
+                 "title", "etag", "last_modified", "last_error", "redirect_to", "redirect_hops",
+                 "next_crawl_at", "canonical_url", "noindex", "rendered", "render_error",
+                 "raw_storage_key")
+# The columns a 304 Not Modified writes: the stored content stays as it was.
+NOT_MODIFIED_COLUMNS = ("status", "last_fetched_at", "http_status", "next_crawl_at")
+
+
+def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
+                   columns: Sequence[str] = FETCH_COLUMNS) -> None:
+    """Write fetch outcomes onto their URL rows (one executemany); failures bump fail_count."""
+    if not rows:
+        return
+    values = {col: bindparam(f"v_{col}") for col in columns}
+    stmt = (update(Url).where(Url.url_hash == bindparam("v_url_hash"))
+            .values(**values, fail_count=Url.fail_count + bindparam("v_failed")))
+    flags = [col for col in ("content_dedup", "noindex", "rendered") if col in columns]
+    params = [{f"v_{k}": row.get(k) for k in (*columns, "url_hash")}
+              | {f"v_{col}": bool(row.get(col)) for col in flags}
+              | {"v_failed": int(row.get("status") == Status.FAILED)} for row in rows]
+    session.connection().execute(stmt, params)
+
+
+@dataclass(frozen=True)
+class Previous:
+    """What the last fetch of a URL found, for the re-crawl schedule."""
+
+    content_hash: str | None
+    last_fetched_at: datetime | None
+    next_crawl_at: datetime | None
+    priority: float  # the row's: the link context and depth it was found at
+
+    @property
+    def interval(self) -> float | None:
+        if self.last_fetched_at is None or self.next_crawl_at is None:
+            return None
+        return (self.next_crawl_at - self.last_fetched_at).total_seconds()
+
+
+def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previous]:
+    found: dict[str, Previous] = {}
+    for chunk in _chunks(hashes):
+        for h, content, last, nxt, priority in session.execute(
+                select(Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at,
+                       Url.priority)
+                .where(Url.url_hash.in_(chunk))):
+            found[h] = Previous(content, last, nxt, priority or 0.0)
+    return found
+
+
+def urls_by_hash(session: Session, hashes: Sequence[str]) -> list[Url]:
+    rows: list[Url] = []
+    for chunk in _chunks(hashes):
+        rows += session.scalars(select(Url).where(Url.url_hash.in_(chunk)))
+    return rows
+
+
+def add_links(session: Session, edges: Sequence[dict[str, Any]]) -> None:
+    if edges:
+        session.connection().execute(_insert(session, Link).on_conflict_do_nothing(),
+                                     _uniform(edges))
+
+
+def save_robots(session: Session, origin: str, status: int, body: str,
+                crawl_delay: float | None, fetched_at: datetime) -> None:
+    values = {"robots_status": status, "robots_body": body, "crawl_delay": crawl_delay,
+              "robots_fetched_at": fetched_at}
+    stmt = _insert(session, Host).values(origin=origin, **values)
+    session.execute(stmt.on_conflict_do_update(index_elements=["origin"], set_=values))
+
+
+def robots_of(session: Session, origin: str) -> tuple[int, str] | None:
+    """(status, body) of the robots.txt answer recorded for an origin, if any."""
+    row = session.execute(select(Host.robots_status, Host.robots_body)
+                          .where(Host.origin == origin)).first()
+    if row is None or row.robots_status is None:
+        return None
+    return int(row.robots_status), row.robots_body or ""
+
+
+def status_counts(session: Session) -> dict[str, int]:
+    rows = session.execute(select(Url.status, func.count()).group_by(Url.status)).all()
+    return {status: int(n) for status, n in rows}
+
+
+def dedup_count(session: Session) -> int:
+    return int(session.scalar(select(func.count()).where(Url.content_dedup.is_(True))) or 0)
+
+
+def fetch_window(session: Session) -> tuple[datetime | None, datetime | None]:
+    """The first and last fetch times of the crawl."""
+    first, last = session.execute(
+        select(func.min(Url.last_fetched_at), func.max(Url.last_fetched_at))).one()
+    return first, last
+
+
+def stored_bodies(session: Session) -> int:
+    """How many distinct bodies the pages point to."""
+    return int(session.scalar(select(func.count(func.distinct(Url.storage_key)))
+                              .where(Url.storage_key.is_not(None))) or 0)
+
+
+def get_url(session: Session, url_hash: str) -> Url | None:
+    return session.scalar(select(Url).where(Url.url_hash == url_hash))
+
+
+def outbound_links(session: Session, url_hash: str) -> int:
+    return int(session.scalar(select(func.count()).where(Link.source_hash == url_hash)) or 0)
+
+
+def sample_urls(session: Session, limit: int) -> list[Url]:
+    return list(session.scalars(select(Url).where(Url.status == Status.FETCHED)
+                                .order_by(Url.last_fetched_at).limit(limit)))
+
+
+def host_status_counts(session: Session) -> dict[str, dict[str, int]]:
+    """URL rows per host and status."""
+    out: dict[str, dict[str, int]] = {}
+    for host, status, n in session.execute(
+            select(Url.host, Url.status, func.count()).group_by(Url.host, Url.status)):
+        out.setdefault(host, {})[status] = int(n)
+    return out
+
+
+def hosts_table(session: Session) -> list[Host]:
+    return list(session.scalars(select(Host)))
+
+
+def links_of(session: Session, url_hash: str, inbound: bool, limit: int
+             ) -> list[tuple[str, str | None, bool, str]]:
+    """(other URL, anchor, nofollow, other URL's status) of the links into or out of a page."""
+    here, there = (Link.target_hash, Link.source_hash) if inbound else (Link.source_hash,
+                                                                       Link.target_hash)
+    rows = session.execute(select(Url.url, Link.anchor, Link.nofollow, Url.status)
+                           .join(Url, Url.url_hash == there).where(here == url_hash)
+                           .order_by(Url.url).limit(limit))
+    return [(u, a, bool(n), s) for u, a, n, s in rows]
+
+
+def denylist(session: Session) -> list[Deny]:
+    return list(session.scalars(select(Deny).order_by(Deny.pattern)))

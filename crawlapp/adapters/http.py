@@ -1,0 +1,265 @@
+"""The HTTP client of the fetch stage: httpx, limits, the SSRF guard, no automatic redirects."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import os
+import re
+import ssl
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+
+from crawlapp.adapters.redis.dnscache import DnsCache
+from crawlapp.core.decoding import BodyTooLarge, BoundedDecoder, UnsupportedEncoding
+from crawlapp.core.netguard import refusal_reason
+from crawlapp.core.records import FetchError
+from crawlapp.core.settings import Settings
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+KEPT_HEADERS = ("content-type", "etag", "last-modified", "location", "retry-after",
+                "x-robots-tag", "content-encoding")
+_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)\Z")
+# TLS failures of the connection itself (a closed or reset connection is "connect").
+_NOT_TLS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError, ssl.SSLWantReadError,
+            ssl.SSLWantWriteError)
+
+
+def valid_host_name(host: str) -> bool:
+    """A name DNS can be asked for: labels of 1-63 letters, digits, '-' or '_', 253 in all."""
+    name = host.lower().removesuffix(".")
+    return 0 < len(name) <= 253 and all(_LABEL.match(label) for label in name.split("."))
+
+
+def tls_failure(exc: BaseException) -> str | None:
+    """'tls_certificate' or 'tls' when a connection error is a failed TLS handshake."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # httpx -> httpcore -> ssl
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return FetchError.TLS_CERTIFICATE
+        if isinstance(seen, ssl.SSLError) and not isinstance(seen, _NOT_TLS):
+            return FetchError.TLS
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+@dataclass
+class Fetched:
+    """What one request got: an HTTP status and body, or an error code."""
+
+    url: str
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    error: str | None = None
+    started: float = 0.0
+    ended: float = 0.0
+
+
+class Fetcher:
+    """httpx transports, one per origin, kept across batches for keep-alive.
+
+    One small pool per origin instead of one large pool: httpcore scans every pooled
+    connection on each request, which costs more CPU than the request itself once a
+    crawl holds connections to hundreds of hosts. Requests go to the transport itself:
+    the client's layers (cookies, auth, redirects, event hooks) are all things a crawler
+    must not use, and they cost a tenth of a fetch worker's CPU.
+    """
+
+    def __init__(self, settings: Settings, dns: DnsCache, max_origins: int = 2048) -> None:
+        self.settings = settings
+        self.dns = dns
+        self.max_origins = max_origins
+        self._headers = {"User-Agent": settings.user_agent, "Accept": "text/html,*/*;q=0.5",
+                         "Accept-Encoding": "gzip, deflate"}
+        if settings.from_address:
+            self._headers["From"] = settings.from_address
+        self._ssl = httpx.create_ssl_context()
+        self._timeout = httpx.Timeout(settings.fetch_timeout,
+                                      connect=min(10.0, settings.fetch_timeout)).as_dict()
+        self._transports: OrderedDict[str, httpx.AsyncHTTPTransport] = OrderedDict()
+
+    async def _transport(self, origin: str) -> httpx.AsyncHTTPTransport:
+        transport = self._transports.get(origin)
+        if transport is not None:
+            self._transports.move_to_end(origin)
+            return transport
+        transport = httpx.AsyncHTTPTransport(
+            verify=self._ssl, trust_env=False,
+            limits=httpx.Limits(max_connections=2, max_keepalive_connections=1))
+        self._transports[origin] = transport
+        while len(self._transports) > self.max_origins:
+            _, oldest = self._transports.popitem(last=False)
+            await oldest.aclose()
+        return transport
+
+    async def _address(self, host: str) -> tuple[str | None, str | None]:
+        """The address to connect to, or None and the SSRF guard's refusal reason.
+
+        Every address of the name must pass the guard; the request then goes to the first
+        one, so a second resolution (DNS rebinding) cannot change where it connects.
+        """
+        try:
+            ipaddress.ip_address(host)
+            literal = True
+        except ValueError:
+            literal = False
+        if literal:
+            reason = refusal_reason(host, self.settings.allowed_networks)
+            return (None, reason) if reason else (host, None)
+        if not valid_host_name(host):
+            return None, "invalid_host"
+        answer = await self.dns.resolve(host)
+        if answer.error:
+            return None, answer.error
+        reasons = [refusal_reason(a, self.settings.allowed_networks) for a in answer.addresses]
+        refused = next((r for r in reasons if r), None)
+        return (None, refused) if refused else (answer.addresses[0], None)
+
+    async def get(self, url: str, extra_headers: dict[str, str] | None = None,
+                  max_bytes: int | None = None, truncate: bool = False) -> Fetched:
+        """GET `url`, streaming at most `max_bytes` of decoded body within the fetch timeout;
+        a longer body is an error, or with `truncate` cut to its first `max_bytes`."""
+        result = Fetched(url=url, started=time.time())
+        cap = max_bytes or self.settings.max_body_bytes
+        host = urlsplit(url).hostname or ""
+        try:
+            address, refused = await self._address(host)
+            if address is None:
+                result.error = (refused if refused in (FetchError.DNS, FetchError.INVALID_HOST)
+                                else f"ssrf_{refused}")
+                return result
+            async with asyncio.timeout(self.settings.fetch_timeout):
+                await self._stream(url, address, extra_headers or {}, cap, truncate, result)
+        except TimeoutError:
+            result.error = FetchError.TIMEOUT
+        except httpx.TimeoutException:
+            result.error = FetchError.TIMEOUT
+        except httpx.ConnectError as exc:
+            result.error = tls_failure(exc) or FetchError.CONNECT
+        except BodyTooLarge:
+            result.error = FetchError.TOO_LARGE
+        except UnsupportedEncoding:
+            result.error = FetchError.UNSUPPORTED_ENCODING
+        except (zlib.error, httpx.DecodingError, httpx.RemoteProtocolError,
+                httpx.LocalProtocolError):
+            result.error = FetchError.PROTOCOL
+        except httpx.HTTPError as exc:
+            result.error = f"http_{type(exc).__name__}"[:40]
+        except httpx.InvalidURL:
+            result.error = FetchError.INVALID_URL
+        except Exception as exc:  # one request's failure is its own, never its batch's
+            log.exception("fetching %s failed", url)
+            result.error = f"error_{type(exc).__name__}"[:40]
+        finally:
+            result.ended = time.time()
+        return result
+
+    async def _stream(self, url: str, address: str, headers: dict[str, str], cap: int,
+                      truncate: bool, result: Fetched) -> None:
+        parts = urlsplit(url)
+        transport = await self._transport(f"{parts.scheme}://{parts.netloc}")
+        target = httpx.URL(url)
+        headers = {**self._headers, **headers}
+        extensions: dict[str, object] = {"timeout": self._timeout}
+        if target.host != address:
+            # Connect to the checked address; the name still goes in Host and TLS SNI.
+            headers["Host"] = parts.netloc.rpartition("@")[2]
+            extensions["sni_hostname"] = target.host
+            target = target.copy_with(host=address)
+        request = httpx.Request("GET", target, headers=headers, extensions=extensions)
+        response = await transport.handle_async_request(request)
+        try:
+            result.status = response.status_code
+            result.headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > cap and not truncate:
+                result.error = FetchError.TOO_LARGE
+                return
+            decoder = BoundedDecoder(response.headers.get("content-encoding"), cap)
+            try:
+                async for chunk in response.aiter_raw():
+                    decoder.feed(chunk)
+                result.body = decoder.body()
+            except BodyTooLarge:
+                if not truncate:
+                    raise
+                result.body = decoder.body()
+        finally:
+            await response.aclose()
+
+
+@dataclass
+class _FetchLoop:
+    """The process's fetch event loop, run by a thread of its own, and its Fetcher."""
+
+    pid: int
+    loop: asyncio.AbstractEventLoop
+    fetcher: Fetcher
+    thread: threading.Thread
+    cpu_reported: float = 0.0
+
+    def cpu_since_last(self) -> float:
+        """CPU seconds the loop's thread used since the previous call."""
+        ident = self.thread.ident
+        if ident is None:
+            return 0.0
+        used = time.clock_gettime(time.pthread_getcpuclockid(ident))
+        delta, self.cpu_reported = used - self.cpu_reported, used
+        return delta
+
+
+_LOOP: _FetchLoop | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _fetch_loop(settings: Settings, dns: Callable[[], DnsCache]) -> _FetchLoop:
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP.pid != os.getpid():  # first use, or a forked child
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="fetch-loop", daemon=True)
+            thread.start()
+            _LOOP = _FetchLoop(os.getpid(), loop, Fetcher(settings, dns()), thread)
+        return _LOOP
+
+
+def fetch_loop_cpu() -> float:
+    """CPU seconds this process's fetch loop used since the previous call (0 if none)."""
+    with _LOOP_LOCK:
+        return _LOOP.cpu_since_last() if _LOOP is not None and _LOOP.pid == os.getpid() else 0.0
+
+
+def run_on_fetch_loop(settings: Settings, dns: Callable[[], DnsCache],
+                      coro_factory: Callable[[Fetcher], Awaitable[T]]) -> T:
+    """Run `coro_factory(fetcher)` on the process's fetch loop and wait for its result.
+
+    Every batch of a threads-pool worker runs on the same loop with the same Fetcher, so
+    a host's keep-alive connection serves its next request whichever thread runs it.
+    """
+    state = _fetch_loop(settings, dns)
+
+    async def main() -> T:
+        return await coro_factory(state.fetcher)
+
+    return asyncio.run_coroutine_threadsafe(main(), state.loop).result()
+
+
+async def start_at(when: float, call: Awaitable[T]) -> T:
+    """Await `call` no earlier than the UNIX time `when` (a host's next allowed time)."""
+    delay = when - time.time()
+    if delay > 0:
+        await asyncio.sleep(delay)
+    return await call

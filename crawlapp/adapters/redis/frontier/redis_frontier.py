@@ -1,0 +1,329 @@
+"""The Redis frontier: per-host URL queues, a ready-time heap of hosts, and leases."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import msgpack
+import redis
+
+from crawlapp.adapters.redis.frontier import scripts
+from crawlapp.core.priority import queue_score
+from crawlapp.core.urls import host_of, shard_of
+
+_SCHEMES = {"http": "h", "https": "s"}
+_SCHEME_OF = {v: k for k, v in _SCHEMES.items()}
+
+
+def encode_member(depth: int, url: str) -> str:
+    """A host queue's member: "depth<TAB><h|s>path?query". The host is the queue's own
+    name, so it is not repeated; most members then fit Redis' compact listpack encoding."""
+    scheme, rest = url.split("://", 1)
+    slash = rest.find("/")
+    return f"{depth}\t{_SCHEMES[scheme]}{rest[slash:] if slash >= 0 else '/'}"
+
+
+def decode_member(host: str, member: str) -> tuple[int, str]:
+    depth, rest = member.split("\t", 1)
+    return int(depth), f"{_SCHEME_OF[rest[0]]}://{host}{rest[1:]}"
+
+
+@dataclass(frozen=True)
+class QueuedURL:
+    """A URL to queue; `replaces_depth` is set when it is queued already at that depth."""
+
+    url: str
+    depth: int
+    priority: float
+    replaces_depth: int | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One host handed to a fetch task, with the URL to fetch under it.
+
+    `not_before` is the host's next allowed time: the request must not start earlier.
+    """
+
+    shard: int
+    host: str
+    token: str
+    url: str
+    depth: int
+    not_before: float = 0.0
+
+    def to_wire(self) -> list[object]:
+        return [self.shard, self.host, self.token, self.url, self.depth, self.not_before]
+
+    @classmethod
+    def from_wire(cls, raw: list[object]) -> Lease:
+        shard, host, token, url, depth, not_before = raw
+        return cls(int(shard), str(host), str(token), str(url), int(depth),  # type: ignore[call-overload]
+                   float(not_before))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Release:
+    """How a lease ends: the host's next allowed time, whether its URL goes back, the
+    host's failures in a row, and why it is parked (if it is)."""
+
+    lease: Lease
+    next_time: float
+    requeue: bool = False
+    failures: int = 0
+    park_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ShardStats:
+    shard: int
+    hosts_waiting: int
+    hosts_ready: int
+    hosts_leased: int
+    hosts_parked: int
+    urls_queued: int
+    hosts_backing_off: int  # failed last time, so waiting out a backoff (parked or not)
+
+
+@dataclass(frozen=True)
+class HostState:
+    """One host in the frontier: URLs queued, its state ('ready', 'waiting', 'leased', 'idle',
+    or why it is parked), failures in a row, and when it is next due or comes back."""
+
+    queued: int
+    state: str
+    failures: int
+    until: float | None
+
+
+class RedisFrontier:
+    """Mercator-style back queues in Redis; every operation touches one shard's keys."""
+
+    def __init__(self, client: redis.Redis, prefix: str, shards: int) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.shards = shards
+        self._enqueue = client.register_script(scripts.ENQUEUE)
+        self._dispatch = client.register_script(scripts.DISPATCH)
+        self._renew = client.register_script(scripts.RENEW)
+        self._release = client.register_script(scripts.RELEASE)
+        self._pause = client.register_script(scripts.PAUSE)
+        self._resume = client.register_script(scripts.RESUME)
+        self._drop = client.register_script(scripts.DROP)
+        self.batches_key = f"{prefix}:batches"
+
+    def key(self, shard: int) -> str:
+        return f"{{{self.prefix}:{shard}}}"
+
+    def add(self, urls: Iterable[QueuedURL], now: float) -> int:
+        """Queue URLs under their hosts; returns how many were not queued already.
+
+        `now` is the time of queueing: a host made ready here is not fetched before it.
+
+        A URL with `replaces_depth` moves to its new depth if it is still waiting.
+        """
+        by_shard: dict[int, list[str]] = defaultdict(list)
+        for item in urls:
+            host = host_of(item.url)
+            replaces = ("" if item.replaces_depth is None
+                        else encode_member(item.replaces_depth, item.url))
+            by_shard[shard_of(host, self.shards)] += [
+                host, encode_member(item.depth, item.url), str(queue_score(item.priority, now)),
+                replaces]
+        if not by_shard:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        for shard, args in by_shard.items():
+            self._enqueue(args=[self.key(shard), now, *args], client=pipe)
+        return sum(int(n) for n in pipe.execute())
+
+    def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
+                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None
+                 ) -> tuple[dict[int, list[Lease]], float | None]:
+        """Lease hosts of each shard ready by now + lookahead, once full or due by `due_by`.
+
+        Returns the leases and the earliest next ready time of a host not leased.
+        """
+        due_by = now + lookahead if due_by is None else due_by
+        shards = list(shards)
+        token = uuid.uuid4().hex[:12]
+        pipe = self.client.pipeline(transaction=False)
+        for shard in shards:
+            self._dispatch(args=[self.key(shard), now, max_hosts, lease_seconds, max_leased,
+                                 f"{token}.{shard}", lookahead, due_by], client=pipe)
+        leases: dict[int, list[Lease]] = {}
+        next_ready: float | None = None
+        for shard, reply in zip(shards, pipe.execute(), strict=True):
+            first = float(reply[0])
+            if first >= 0:
+                next_ready = first if next_ready is None else min(next_ready, first)
+            got = []
+            for i in range(1, len(reply), 4):
+                host, tok, member, not_before = (v.decode() for v in reply[i:i + 4])
+                depth, url = decode_member(host, member)
+                got.append(Lease(shard, host, tok, url, depth, float(not_before)))
+            if got:
+                leases[shard] = got
+        return leases, next_ready
+
+    def renew(self, leases: list[Lease], now: float, lease_seconds: float) -> list[int | None]:
+        """Extend each lease still held and return its host's failures in a row; None for a
+        lease that expired and was handed back."""
+        by_shard: dict[int, list[int]] = defaultdict(list)
+        for i, lease in enumerate(leases):
+            by_shard[lease.shard].append(i)
+        pipe = self.client.pipeline(transaction=False)
+        for shard, idx in by_shard.items():
+            args: list[object] = [self.key(shard), now, lease_seconds]
+            for i in idx:
+                args += [leases[i].host, leases[i].token]
+            self._renew(args=args, client=pipe)
+        held: list[int | None] = [None] * len(leases)
+        for idx, reply in zip(by_shard.values(), pipe.execute(), strict=True):
+            for i, failures in zip(idx, reply, strict=True):
+                held[i] = None if int(failures) < 0 else int(failures)
+        return held
+
+    def release(self, releases: Iterable[Release]) -> int:
+        """End leases; each host may be fetched again at its next_time."""
+        by_shard: dict[int, list[object]] = defaultdict(list)
+        for rel in releases:
+            by_shard[rel.lease.shard] += [rel.lease.host, rel.lease.token, rel.next_time,
+                                          "1" if rel.requeue else "0", rel.failures,
+                                          rel.park_reason or ""]
+        if not by_shard:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        for shard, args in by_shard.items():
+            self._release(args=[self.key(shard), *args], client=pipe)
+        return sum(int(n) for n in pipe.execute())
+
+    def stats(self, now: float) -> list[ShardStats]:
+        pipe = self.client.pipeline(transaction=False)
+        for shard in range(self.shards):
+            k = self.key(shard)
+            pipe.zcard(f"{k}:ready")
+            pipe.zcount(f"{k}:ready", "-inf", now)
+            pipe.zcard(f"{k}:leases")
+            pipe.zcard(f"{k}:parked")
+            pipe.get(f"{k}:queued")
+            pipe.hlen(f"{k}:fails")
+        raw = pipe.execute()
+        out = []
+        for shard in range(self.shards):
+            ready, ready_now, leased, parked, queued, failing = raw[6 * shard: 6 * shard + 6]
+            out.append(ShardStats(shard, int(ready) - int(ready_now), int(ready_now), int(leased),
+                                  int(parked), int(queued or 0), int(failing)))
+        return out
+
+    def parked(self) -> dict[str, tuple[float, str]]:
+        """Every parked or paused host: (time it comes back, reason)."""
+        pipe = self.client.pipeline(transaction=False)
+        for shard in range(self.shards):
+            pipe.zrange(f"{self.key(shard)}:parked", 0, -1, withscores=True)
+            pipe.hgetall(f"{self.key(shard)}:why")
+        raw = pipe.execute()
+        out: dict[str, tuple[float, str]] = {}
+        for until, why in zip(raw[::2], raw[1::2], strict=True):
+            for host, score in until:
+                out[host.decode()] = (float(score), why.get(host, b"").decode())
+        return out
+
+    def hold(self, hosts: Iterable[str], until: float) -> None:
+        """No request to any of `hosts` before `until` (their last request times are unknown,
+        after Redis lost them): a ready host's time moves later, the others remember it."""
+        by_shard: dict[int, list[str]] = defaultdict(list)
+        for host in hosts:
+            by_shard[shard_of(host, self.shards)].append(host)
+        pipe = self.client.pipeline(transaction=False)
+        for shard, names in by_shard.items():
+            pipe.zadd(f"{self.key(shard)}:ready", dict.fromkeys(names, until), xx=True, gt=True)
+            pipe.hset(f"{self.key(shard)}:idle", mapping=dict.fromkeys(names, until))
+        pipe.execute()
+
+    def pause(self, host: str, reason: str = "paused") -> None:
+        self._pause(args=[self.key(shard_of(host, self.shards)), host, reason])
+
+    def resume(self, host: str, now: float) -> bool:
+        """Resume a paused or parked host; False if it was neither."""
+        return bool(self._resume(args=[self.key(shard_of(host, self.shards)), host, now]))
+
+    def drop(self, host: str, urls: Iterable[tuple[int, str]] | None = None) -> int:
+        """Remove the (depth, url) pairs from `host`'s queue, or its whole queue when None;
+        returns how many URLs were removed."""
+        members = [] if urls is None else [encode_member(depth, url) for depth, url in urls]
+        if urls is not None and not members:
+            return 0
+        return int(self._drop(args=[self.key(shard_of(host, self.shards)), host, *members]))
+
+    def host_states(self, hosts: list[str], now: float) -> dict[str, HostState]:
+        """Where each host stands in the frontier, in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for host in hosts:
+            k = self.key(shard_of(host, self.shards))
+            pipe.zcard(f"{k}:q:{host}")
+            pipe.zscore(f"{k}:ready", host)
+            pipe.zscore(f"{k}:leases", host)
+            pipe.zscore(f"{k}:parked", host)
+            pipe.hget(f"{k}:why", host)
+            pipe.hget(f"{k}:fails", host)
+        raw = pipe.execute()
+        out = {}
+        for i, host in enumerate(hosts):
+            queued, ready, leased, parked, why, fails = raw[6 * i: 6 * i + 6]
+            if parked is not None:
+                state = (why or b"parked").decode()
+            elif leased is not None:
+                state = "leased"
+            elif ready is not None:
+                state = "ready" if ready <= now else "waiting"
+            else:
+                state = "idle"
+            until = parked if parked is not None else ready
+            out[host] = HostState(int(queued), state, int(fails or 0),
+                                  None if until is None or until == float("inf") else until)
+        return out
+
+    def track_batch(self, batch_id: str, deadline: float, leases: list[Lease] | None = None
+                    ) -> None:
+        """Record a fetch batch in flight until the last stage finishes it, and its URLs.
+
+        Each stage extends the deadline when it starts; a batch past its deadline was lost
+        with a worker (after its leases ended), and `expired_batches` hands its URLs back.
+        """
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zadd(self.batches_key, {batch_id: deadline})
+        if leases is not None:
+            pipe.set(f"{self.batches_key}:{batch_id}",
+                     msgpack.packb([[lease.url, lease.depth] for lease in leases]))
+        pipe.execute()
+
+    def finish_batch(self, batch_id: str) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zrem(self.batches_key, batch_id)
+        pipe.delete(f"{self.batches_key}:{batch_id}")
+        pipe.execute()
+
+    def batches_in_flight(self, now: float) -> int:
+        """Batches in the pipeline, including lost ones not yet handed back."""
+        return int(self.client.zcard(self.batches_key))
+
+    def expired_batches(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
+        """Batches past their deadline, with their (url, depth) pairs."""
+        ids = [i.decode() for i in self.client.zrangebyscore(self.batches_key, "-inf", now,
+                                                             start=0, num=limit)]
+        if not ids:
+            return {}
+        raw = self.client.mget([f"{self.batches_key}:{i}" for i in ids])
+        return {i: [(str(u), int(d)) for u, d in msgpack.unpackb(v)] if v else []
+                for i, v in zip(ids, raw, strict=True)}
+
+    def is_idle(self, now: float) -> bool:
+        """No host ready, waiting or leased, and no batch in the pipeline, lost ones included
+        (parked hosts keep their URLs for later and do not count)."""
+        if self.batches_in_flight(now):
+            return False
+        return all(s.hosts_waiting + s.hosts_ready + s.hosts_leased == 0 for s in self.stats(now))

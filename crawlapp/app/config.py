@@ -1,0 +1,54 @@
+"""Celery configuration: queues, routes and the beat schedule. Values come from crawlapp settings."""
+
+from kombu import Queue
+
+from crawlapp.core.queues import Queues
+from crawlapp.core.settings import get_settings
+
+_settings = get_settings()
+ALL_QUEUES = Queues.of(_settings).all
+
+broker_url = _settings.broker_url
+broker_connection_retry_on_startup = True
+# Unacknowledged messages of a worker that vanished come back after this many seconds
+# (a task of a worker process killed under a live worker comes back at once).
+broker_transport_options = {"visibility_timeout": 600}
+
+task_serializer = "msgpack"
+accept_content = ["msgpack", "json"]
+task_ignore_result = True
+result_backend = None
+
+# A batch is acknowledged only once its stage is done; a killed worker's batch is redelivered.
+task_acks_late = True
+task_reject_on_worker_lost = True
+worker_prefetch_multiplier = 1
+
+# Task events, so Flower shows every task by name (received, started, succeeded, failed).
+# No "sent" events: they would double the event traffic of the dispatcher and the chain.
+# Task events cost the prefork master a third of its CPU (one Redis publish per task state);
+# Flower turns them on in every worker when it starts, CRAWL_TASK_EVENTS=true from the start.
+worker_send_task_events = _settings.task_events
+task_send_sent_event = False
+
+task_queues = [Queue(name) for name in ALL_QUEUES]
+task_default_queue = "control"
+task_routes = {
+    "crawl.parse": {"queue": "parse"},
+    "crawl.dedup": {"queue": "dedup"},
+    "crawl.store": {"queue": "store"},
+    "crawl.extract_links": {"queue": "links"},
+    "crawl.dispatch": {"queue": "control"},
+    "crawl.recrawl": {"queue": "control"},
+    # crawl.fetch goes to fetch.<mmh3(host) % CRAWL_SHARDS>, chosen when a batch is dispatched,
+    # crawl.render to render.<the same shard>.
+}
+
+beat_schedule = {
+    # The dispatcher process keeps the fetch queues fed; this tick is the safety net.
+    "dispatch-ready-hosts": {"task": "crawl.dispatch", "schedule": 1.0,
+                             "options": {"expires": 5}},
+    # Pages whose next crawl time has come go back into the frontier.
+    "recrawl-due-pages": {"task": "crawl.recrawl", "schedule": 5.0, "options": {"expires": 10}},
+}
+beat_schedule_filename = str(_settings.data_dir / "celerybeat-schedule")

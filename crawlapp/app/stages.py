@@ -1,0 +1,105 @@
+"""The five chained stages: fetch, parse, dedup, store, extract_links. Each takes a batch.
+With CRAWL_RENDER, a sixth, render, takes the pages of a fetch batch that need rendering and
+passes them on to the same parse, dedup, store and extract_links.
+
+Every stage marks its batch as in flight for another lease period when it starts, so a
+batch whose worker died stops holding up `crawl --until-idle` once its leases expire (its
+URLs are back in the frontier by then, or its message is redelivered).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import redis
+from botocore.exceptions import BotoCoreError, ClientError
+from celery.signals import worker_process_shutdown
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from crawlapp.adapters.context import Context, get_context
+from crawlapp.adapters.http import fetch_loop_cpu
+from crawlapp.adapters.redis import counters
+from crawlapp.adapters.redis.frontier import Lease
+from crawlapp.app import app
+from crawlapp.app.chain import send_render
+from crawlapp.stages.dedup import dedup_pages
+from crawlapp.stages.fetching import fetch_batch
+from crawlapp.stages.linking import extract_links as extract_links_stage
+from crawlapp.stages.pages import Page
+from crawlapp.stages.parsing import parse_pages
+from crawlapp.stages.rendering import Handover, browser_cpu, close_renderer, render_batch
+from crawlapp.stages.storing import store_pages
+from crawlapp.stages.tallies import store_counts
+
+# Infrastructure failures retry with backoff; politeness never waits through a retry.
+RETRY = {"autoretry_for": (redis.ConnectionError, redis.TimeoutError, OperationalError,
+                           InterfaceError, BotoCoreError, ClientError),
+         "retry_backoff": 2, "retry_backoff_max": 60, "max_retries": 20}
+
+
+def _started(batch_id: str) -> Context:
+    ctx = get_context()
+    ctx.frontier.track_batch(batch_id, time.time() + ctx.settings.lease_seconds)
+    return ctx
+
+
+@app.task(name="crawl.fetch")
+@counters.timed("fetch", elsewhere=fetch_loop_cpu)
+def fetch(batch_id: str, leases: list[list[Any]]) -> list[Page]:
+    ctx = _started(batch_id)
+    pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
+    counts = Counter(p["status"] for p in pages) + Counter(h.page["status"] for h in handovers)
+    counters.bump(ctx, {f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
+    if handovers:
+        send_render(ctx, batch_id, handovers)
+    return pages
+
+
+@app.task(name="crawl.render", **RETRY)
+@counters.timed("render", elsewhere=browser_cpu)
+def render(batch_id: str, handovers: list[list[Any]]) -> list[Page]:
+    """Render the pages handed over by a fetch batch, under their leases."""
+    return render_batch(_started(batch_id), [Handover.from_wire(raw) for raw in handovers])
+
+
+@app.task(name="crawl.parse", **RETRY)
+@counters.timed("parse")
+def parse(pages: list[Page], batch_id: str) -> list[Page]:
+    ctx = _started(batch_id)
+    parsed, counts = parse_pages(pages, ctx.settings)
+    counters.bump(ctx, counts)
+    return parsed
+
+
+@app.task(name="crawl.dedup", **RETRY)
+@counters.timed("dedup")
+def dedup(pages: list[Page], batch_id: str) -> list[Page]:
+    return dedup_pages(_started(batch_id), pages)
+
+
+@app.task(name="crawl.store", **RETRY)
+@counters.timed("store")
+def store(pages: list[Page], batch_id: str) -> list[Page]:
+    ctx = _started(batch_id)
+    counts = store_counts(pages)  # before the bodies leave the batch, added once stored
+    stored = store_pages(ctx, pages)
+    counters.bump(ctx, counts)
+    return stored
+
+
+@app.task(name="crawl.extract_links", **RETRY)
+@counters.timed("extract_links")
+def extract_links(pages: list[Page], batch_id: str) -> int:
+    ctx = _started(batch_id)
+    done = extract_links_stage(ctx, pages)
+    counters.bump(ctx, {"urls:known": done.known, "pages:blocked": done.robots_blocked},
+                  refused=done.refused)
+    ctx.frontier.finish_batch(batch_id)
+    return done.added
+
+
+@worker_process_shutdown.connect
+def _stop_browser(**_: Any) -> None:
+    close_renderer()

@@ -1,0 +1,319 @@
+"""One typed settings object, read from the environment and validated at start."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+from crawlapp.core.hostpatterns import normalize
+from crawlapp.core.politeness import Backoff
+from crawlapp.core.traps import TrapRules
+
+T = TypeVar("T")
+
+DEFAULT_USER_AGENT = "crawlapp/0.1 (+https://github.com/crawlapp/crawlapp; crawler@crawlapp.invalid)"
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class SettingsError(ValueError):
+    """A setting has a value the crawler cannot use; the message names the variable."""
+
+
+def _doc(env: str, meaning: str, default: str | None = None) -> Any:
+    """A Settings field documented by its variable, its meaning and (when the default is not
+    a plain value) how its default is chosen; docs/settings.md is generated from these."""
+    return field(metadata={"env": env, "meaning": meaning, "default": default})
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = _doc(
+        "CRAWL_DATA_DIR", "SQLite file, local bodies, logs, beat schedule", default="`./var`")
+    database_url: str = _doc(
+        "DATABASE_URL",
+        "`postgresql://user@host/db` for Postgres (psycopg 3)", default="SQLite in the data dir")
+    s3_endpoint_url: str | None = _doc(
+        "S3_ENDPOINT_URL", "S3, MinIO or any S3-compatible server; unset: bodies in the data dir")
+    s3_bucket: str | None = _doc("S3_BUCKET", "bucket of the page bodies (required with `S3_ENDPOINT_URL`)")
+    broker_url: str = _doc("CELERY_BROKER_URL", "Redis or RabbitMQ (`amqp://`)")
+    redis_url: str = _doc(
+        "CRAWL_REDIS_URL", "frontier, robots cache, dedup claims, counters", default="the broker, if Redis")
+    redis_prefix: str = _doc("CRAWL_REDIS_PREFIX", "namespace of the crawler's Redis keys")
+    user_agent: str = _doc("CRAWL_USER_AGENT", "its product token picks the robots.txt group")
+    from_address: str | None = _doc("CRAWL_FROM", "e-mail address sent in the `From` header",
+                                    default="unset: no header")
+    allowed_networks: tuple[IPNetwork, ...] = _doc(
+        "CRAWL_ALLOWED_NETWORKS",
+        "CIDRs exempt from the private-address guard (`127.0.0.0/8` for local tests)", default="empty")
+    max_depth: int = _doc("CRAWL_MAX_DEPTH", "links deeper than this from a seed are not queued")
+    shards: int = _doc("CRAWL_SHARDS", "number of `fetch.N` queues")
+    default_delay: float = _doc(
+        "CRAWL_DEFAULT_DELAY", "seconds between the end of one request to a host and the start of the next")
+    max_crawl_delay: float = _doc("CRAWL_MAX_CRAWL_DELAY", "cap on a robots.txt `Crawl-delay`")
+    batch_size: int = _doc("CRAWL_BATCH_SIZE", "most URLs (from distinct hosts) in one fetch batch")
+    max_batches_in_flight: int = _doc(
+        "CRAWL_MAX_BATCHES_IN_FLIGHT",
+        "no new batch is dispatched while this many are between dispatch and their last stage",
+        default="8 x shards")
+    max_leased_per_shard: int = _doc(
+        "CRAWL_MAX_LEASED_PER_SHARD", "most hosts of one shard leased at once", default="4 x batch size")
+    lease_seconds: float = _doc(
+        "CRAWL_LEASE_SECONDS",
+        "a lease not renewed or released by then expires", default="max(120, 4 x fetch timeout)")
+    fetch_timeout: float = _doc("CRAWL_FETCH_TIMEOUT", "total seconds for one request, body included")
+    max_body_bytes: int = _doc("CRAWL_MAX_BODY_BYTES", "larger bodies are aborted and recorded `too_large`")
+    max_url_length: int = _doc("CRAWL_MAX_URL_LENGTH", "longer URLs are refused")
+    max_links_per_page: int = _doc("CRAWL_MAX_LINKS_PER_PAGE", "links taken from one page")
+    robots_ttl: int = _doc("CRAWL_ROBOTS_TTL", "seconds a robots.txt answer is cached")
+    worker_concurrency: int = _doc(
+        "CRAWL_WORKER_CONCURRENCY",
+        "pipeline worker processes started by `crawlctl crawl`", default="CPU count")
+    fetch_concurrency: int = _doc(
+        "CRAWL_FETCH_CONCURRENCY", "fetch batches run at once by each fetch worker (threads)")
+    fetch_processes: int = _doc("CRAWL_FETCH_PROCESSES", "fetch worker processes started by `crawlctl crawl`")
+    dispatch_interval: float = _doc(
+        "CRAWL_DISPATCH_INTERVAL", "seconds between two looks of the dispatcher at the frontier")
+    dispatch_lookahead: float = _doc(
+        "CRAWL_DISPATCH_LOOKAHEAD",
+        "hosts ready within this many seconds may join a batch; each request still waits for its host's time")
+    max_backoff: float = _doc(
+        "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors")
+    max_retry_after: float = _doc("CRAWL_MAX_RETRY_AFTER", "cap on a `Retry-After` (429, 503)")
+    park_after: int = _doc("CRAWL_PARK_AFTER", "a host failing this many times in a row is parked")
+    park_seconds: float = _doc("CRAWL_PARK_SECONDS", "how long a failing host stays parked")
+    max_retries: int = _doc(
+        "CRAWL_MAX_RETRIES", "tries again of a URL answered 429/5xx or refused connection")
+    give_up_after: int = _doc(
+        "CRAWL_GIVE_UP_AFTER",
+        "a host whose requests fail this many times in a row for a reason that will not change "
+        "soon (private-address guard, DNS, invalid host name, TLS) is given up: parked until "
+        "`crawlctl frontier resume`")
+    max_pages_per_host: int = _doc(
+        "CRAWL_MAX_PAGES_PER_HOST", "URLs queued per host; the rest are recorded `over_budget`")
+    near_duplicate_bits: int = _doc(
+        "CRAWL_NEAR_DUPLICATE_BITS", "SimHash distance (0-3) under which a page is a near duplicate")
+    trap_pattern_cap: int = _doc(
+        "CRAWL_TRAP_PATTERN_CAP",
+        "URLs of one shape (digits and ids abstracted) per host; the rest are recorded `trap`")
+    max_redirects: int = _doc("CRAWL_MAX_REDIRECTS", "redirect hops followed from a URL found by a link")
+    expected_urls: int = _doc("CRAWL_EXPECTED_URLS", "URLs the Bloom filter of seen URLs is sized for")
+    delay_margin: float = _doc(
+        "CRAWL_DELAY_MARGIN", "seconds added to every delay, for servers that log a response's end late")
+    bloom_fp_rate: float = _doc(
+        "CRAWL_BLOOM_FP_RATE", "false-positive rate of that Bloom filter at its expected size")
+    fetch_binaries: bool = _doc(
+        "CRAWL_FETCH_BINARIES", "fetch links to images, media, archives and executables too")
+    dns_ttl: float = _doc("CRAWL_DNS_TTL", "seconds a host name's addresses are cached (Redis)")
+    dns_negative_ttl: float = _doc("CRAWL_DNS_NEGATIVE_TTL", "seconds a failed lookup is cached")
+    task_events: bool = _doc(
+        "CRAWL_TASK_EVENTS",
+        "workers send Celery task events from the start (Flower turns them on when it runs)")
+    metrics_port: int | None = _doc(
+        "CRAWL_METRICS_PORT", "`crawlctl crawl` serves the Prometheus metrics on this port",
+        default="unset: not served")
+    metrics_addr: str = _doc("CRAWL_METRICS_ADDR", "address the metrics endpoint listens on")
+    render: bool = _doc(
+        "CRAWL_RENDER", "render pages that need it in headless Chromium (`render.N` queues)")
+    render_hosts: tuple[str, ...] = _doc(
+        "CRAWL_RENDER_HOSTS", "hosts whose pages are always rendered (`example.com`, "
+        "`*.example.com`, comma-separated); other pages only when they look like an app shell",
+        default="empty")
+    render_timeout: float = _doc(
+        "CRAWL_RENDER_TIMEOUT", "seconds one page may take to render; then it goes on unrendered")
+    render_recycle: int = _doc("CRAWL_RENDER_RECYCLE", "a browser is started again after this many pages")
+    render_max_memory_mb: int = _doc(
+        "CRAWL_RENDER_MAX_MEMORY_MB", "a browser using more memory (PSS, MiB) is started again")
+    render_other_hosts: tuple[str, ...] = _doc(
+        "CRAWL_RENDER_OTHER_HOSTS",
+        "patterns of other hosts a rendered page's scripts may load from (refused otherwise)",
+        default="empty")
+    render_store_raw: bool = _doc(
+        "CRAWL_RENDER_STORE_RAW", "keep the body as fetched too, next to the rendered one")
+    render_min_text: int = _doc(
+        "CRAWL_RENDER_MIN_TEXT", "visible characters under which a page with scripts may be a shell")
+    render_processes: int = _doc(
+        "CRAWL_RENDER_PROCESSES", "render worker processes (one browser each) started by `crawlctl crawl`")
+    chromium_path: str | None = _doc(
+        "CRAWL_CHROMIUM", "the browser to render with", default="`chromium` on the PATH")
+
+    @property
+    def product_token(self) -> str:
+        """The User-Agent's product token, the name robots.txt groups are matched by."""
+        return self.user_agent.split("/", 1)[0].split()[0]
+
+    @property
+    def blob_dir(self) -> Path:
+        return self.data_dir / "blobs"
+
+    @property
+    def traps(self) -> TrapRules:
+        return TrapRules(max_length=self.max_url_length, pattern_cap=self.trap_pattern_cap,
+                         skip_binaries=not self.fetch_binaries)
+
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(self.max_backoff, self.max_retry_after, self.park_after,
+                       self.park_seconds, self.max_retries, give_up_after=self.give_up_after)
+
+
+def _parse(env: Mapping[str, str], name: str, default: T, convert: Callable[[str], T]) -> T:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return convert(raw.strip())
+    except (ValueError, TypeError) as exc:
+        raise SettingsError(f"{name}={raw!r}: {exc}") from None
+
+
+def _bounded(kind: Callable[[str], T], low: float, high: float) -> Callable[[str], T]:
+    def convert(raw: str) -> T:
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ValueError("expected an integer" if kind is int else "expected a number"
+                             ) from None
+        if not low <= value <= high:  # type: ignore[operator]
+            raise ValueError(f"must be between {low:g} and {high:g}")
+        return value
+
+    return convert
+
+
+def _networks(raw: str) -> tuple[IPNetwork, ...]:
+    out = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            out.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ValueError(f"{part!r} is not a CIDR network such as 127.0.0.0/8") from None
+    return tuple(out)
+
+
+def _boolean(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _host_patterns(raw: str) -> tuple[str, ...]:
+    return tuple(normalize(part) for part in raw.split(",") if part.strip())
+
+
+def _email(raw: str) -> str:
+    local, at, domain = raw.partition("@")
+    if not (local and at and "." in domain) or any(c.isspace() or c in "\r\n" for c in raw):
+        raise ValueError("expected an e-mail address such as crawler@example.com")
+    return raw
+
+
+def _url(schemes: tuple[str, ...]) -> Callable[[str], str]:
+    def convert(raw: str) -> str:
+        scheme = raw.split("://", 1)[0].split("+", 1)[0]
+        if "://" not in raw or scheme not in schemes:
+            raise ValueError(f"expected a URL starting with one of {', '.join(schemes)}")
+        return raw
+
+    return convert
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Build Settings from `env` (default: os.environ); raise SettingsError on a bad value."""
+    env = os.environ if env is None else env
+    data_dir = Path(_parse(env, "CRAWL_DATA_DIR", "./var", str)).resolve()
+    broker_url = _parse(env, "CELERY_BROKER_URL", "redis://127.0.0.1:6379/0",
+                        _url(("redis", "rediss", "amqp", "amqps", "pyamqp")))
+    redis_default = broker_url if broker_url.startswith("redis") else "redis://127.0.0.1:6379/0"
+    batch_size = _parse(env, "CRAWL_BATCH_SIZE", 50, _bounded(int, 1, 1000))
+    shards = _parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, 4096))
+    fetch_timeout = _parse(env, "CRAWL_FETCH_TIMEOUT", 30.0, _bounded(float, 0.1, 600))
+    settings = Settings(
+        data_dir=data_dir,
+        database_url=_parse(env, "DATABASE_URL", f"sqlite:///{data_dir / 'crawl.db'}",
+                            _url(("sqlite", "postgresql", "postgres"))),
+        s3_endpoint_url=_parse(env, "S3_ENDPOINT_URL", None, _url(("http", "https"))),
+        s3_bucket=_parse(env, "S3_BUCKET", None, str),
+        broker_url=broker_url,
+        redis_url=_parse(env, "CRAWL_REDIS_URL", redis_default, _url(("redis", "rediss", "unix"))),
+        redis_prefix=_parse(env, "CRAWL_REDIS_PREFIX", "crawl", str),
+        user_agent=_parse(env, "CRAWL_USER_AGENT", DEFAULT_USER_AGENT, str),
+        from_address=_parse(env, "CRAWL_FROM", None, _email),
+        allowed_networks=_parse(env, "CRAWL_ALLOWED_NETWORKS", (), _networks),
+        max_depth=_parse(env, "CRAWL_MAX_DEPTH", 5, _bounded(int, 0, 1000)),
+        shards=shards,
+        default_delay=_parse(env, "CRAWL_DEFAULT_DELAY", 1.0, _bounded(float, 0, 3600)),
+        max_crawl_delay=_parse(env, "CRAWL_MAX_CRAWL_DELAY", 30.0, _bounded(float, 0, 86400)),
+        batch_size=batch_size,
+        max_batches_in_flight=_parse(env, "CRAWL_MAX_BATCHES_IN_FLIGHT", 8 * shards,
+                                     _bounded(int, 1, 1_000_000)),
+        max_leased_per_shard=_parse(env, "CRAWL_MAX_LEASED_PER_SHARD", 4 * batch_size,
+                                    _bounded(int, 1, 1_000_000)),
+        lease_seconds=_parse(env, "CRAWL_LEASE_SECONDS", max(120.0, 4 * fetch_timeout),
+                             _bounded(float, 1, 86400)),
+        fetch_timeout=fetch_timeout,
+        max_body_bytes=_parse(env, "CRAWL_MAX_BODY_BYTES", 10 * 1024 * 1024,
+                              _bounded(int, 1024, 1 << 34)),
+        max_url_length=_parse(env, "CRAWL_MAX_URL_LENGTH", 2048, _bounded(int, 32, 1 << 20)),
+        max_links_per_page=_parse(env, "CRAWL_MAX_LINKS_PER_PAGE", 1000,
+                                  _bounded(int, 0, 1_000_000)),
+        robots_ttl=_parse(env, "CRAWL_ROBOTS_TTL", 86400, _bounded(int, 1, 365 * 86400)),
+        worker_concurrency=_parse(env, "CRAWL_WORKER_CONCURRENCY", os.cpu_count() or 1,
+                                  _bounded(int, 1, 1024)),
+        fetch_concurrency=_parse(env, "CRAWL_FETCH_CONCURRENCY", 16, _bounded(int, 1, 1024)),
+        fetch_processes=_parse(env, "CRAWL_FETCH_PROCESSES", 2, _bounded(int, 1, 64)),
+        dispatch_interval=_parse(env, "CRAWL_DISPATCH_INTERVAL", 0.25, _bounded(float, 0.01, 60)),
+        dispatch_lookahead=_parse(env, "CRAWL_DISPATCH_LOOKAHEAD", 1.0, _bounded(float, 0, 60)),
+        max_backoff=_parse(env, "CRAWL_MAX_BACKOFF", 300.0, _bounded(float, 0, 86400)),
+        max_retry_after=_parse(env, "CRAWL_MAX_RETRY_AFTER", 3600.0, _bounded(float, 0, 86400)),
+        park_after=_parse(env, "CRAWL_PARK_AFTER", 8, _bounded(int, 1, 1000)),
+        park_seconds=_parse(env, "CRAWL_PARK_SECONDS", 600.0, _bounded(float, 1, 7 * 86400)),
+        max_retries=_parse(env, "CRAWL_MAX_RETRIES", 2, _bounded(int, 0, 100)),
+        give_up_after=_parse(env, "CRAWL_GIVE_UP_AFTER", 3, _bounded(int, 1, 100)),
+        max_pages_per_host=_parse(env, "CRAWL_MAX_PAGES_PER_HOST", 100_000,
+                                  _bounded(int, 1, 1 << 40)),
+        near_duplicate_bits=_parse(env, "CRAWL_NEAR_DUPLICATE_BITS", 3, _bounded(int, 0, 3)),
+        trap_pattern_cap=_parse(env, "CRAWL_TRAP_PATTERN_CAP", 5000, _bounded(int, 1, 1 << 40)),
+        max_redirects=_parse(env, "CRAWL_MAX_REDIRECTS", 5, _bounded(int, 0, 20)),
+        expected_urls=_parse(env, "CRAWL_EXPECTED_URLS", 10_000_000, _bounded(int, 1, 1 << 40)),
+        bloom_fp_rate=_parse(env, "CRAWL_BLOOM_FP_RATE", 0.001, _bounded(float, 1e-9, 0.5)),
+        delay_margin=_parse(env, "CRAWL_DELAY_MARGIN", 0.05, _bounded(float, 0, 10)),
+        fetch_binaries=_parse(env, "CRAWL_FETCH_BINARIES", False, _boolean),
+        dns_ttl=_parse(env, "CRAWL_DNS_TTL", 300.0, _bounded(float, 1, 86400)),
+        dns_negative_ttl=_parse(env, "CRAWL_DNS_NEGATIVE_TTL", 30.0, _bounded(float, 1, 86400)),
+        task_events=_parse(env, "CRAWL_TASK_EVENTS", False, _boolean),
+        metrics_port=_parse(env, "CRAWL_METRICS_PORT", None, _bounded(int, 1, 65535)),
+        metrics_addr=_parse(env, "CRAWL_METRICS_ADDR", "127.0.0.1", str),
+        render=_parse(env, "CRAWL_RENDER", False, _boolean),
+        render_hosts=_parse(env, "CRAWL_RENDER_HOSTS", (), _host_patterns),
+        render_timeout=_parse(env, "CRAWL_RENDER_TIMEOUT", 15.0, _bounded(float, 0.5, 600)),
+        render_recycle=_parse(env, "CRAWL_RENDER_RECYCLE", 200, _bounded(int, 1, 1_000_000)),
+        render_max_memory_mb=_parse(env, "CRAWL_RENDER_MAX_MEMORY_MB", 1024,
+                                    _bounded(int, 64, 1 << 20)),
+        render_other_hosts=_parse(env, "CRAWL_RENDER_OTHER_HOSTS", (), _host_patterns),
+        render_store_raw=_parse(env, "CRAWL_RENDER_STORE_RAW", False, _boolean),
+        render_min_text=_parse(env, "CRAWL_RENDER_MIN_TEXT", 200, _bounded(int, 0, 1 << 20)),
+        render_processes=_parse(env, "CRAWL_RENDER_PROCESSES", 1, _bounded(int, 1, 64)),
+        chromium_path=_parse(env, "CRAWL_CHROMIUM", None, str),
+    )
+    if settings.render and settings.render_timeout >= settings.lease_seconds:
+        raise SettingsError("CRAWL_RENDER_TIMEOUT: must be shorter than CRAWL_LEASE_SECONDS")
+    if settings.s3_endpoint_url and not settings.s3_bucket:
+        raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")
+    return settings
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, loaded once."""
+    return load_settings()

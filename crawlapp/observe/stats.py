@@ -1,0 +1,203 @@
+"""Crawl statistics from the database, the frontier, the counters and the broker."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from crawlapp.adapters.broker import queue_lengths
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db import repository
+from crawlapp.adapters.redis import counters, recrawl_sets, workers
+from crawlapp.core import hostpatterns
+from crawlapp.core.politeness import GIVEN_UP, unreachable_sentence
+from crawlapp.core.queues import Queues
+from crawlapp.core.urls import host_of
+from crawlapp.ops.verify import last_report
+
+
+def render_summary(counts: dict[str, int], stage_cpu: dict[str, float]) -> dict[str, Any]:
+    """Pages through the render stage, rendered or not (by error), their wall and CPU time
+    (browser included), sub-requests fetched and refused (by reason). Pure."""
+    render = {k.removeprefix("render:"): v for k, v in counts.items() if k.startswith("render:")}
+    pages = render.get("pages", 0)
+    return {
+        "pages": pages, "rendered": render.get("rendered", 0),
+        "errors": {k.removeprefix("error_"): v for k, v in render.items()
+                   if k.startswith("error_")},
+        "lease_lost": render.get("lease_lost", 0),
+        "seconds": round(render.get("ms", 0) / 1000, 3),
+        "seconds_per_page": round(render.get("ms", 0) / 1000 / pages, 3) if pages else 0.0,
+        "cpu_seconds": round(stage_cpu.get("render", 0.0), 3),
+        "subrequests": render.get("subrequests", 0),
+        "cached": render.get("cached", 0),
+        "refused": {k.removeprefix("refused_"): v for k, v in render.items()
+                    if k.startswith("refused_")},
+    }
+
+
+def crawl_started(ctx: Context) -> bool:
+    """Whether the crawl's database has its tables (never creates a SQLite file)."""
+    import sqlalchemy as sa
+
+    from crawlapp.adapters.db.engine import get_engine, normalize_url
+
+    url = sa.engine.make_url(normalize_url(ctx.settings.database_url))
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and not Path(url.database).exists():
+        return False
+    return sa.inspect(get_engine(ctx.settings)).has_table("urls")
+
+
+def where_the_crawl_is(ctx: Context) -> str:
+    """The crawl's database, for people (no password). Pure."""
+    import sqlalchemy as sa
+
+    url = sa.engine.make_url(ctx.settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        return url.database or ""
+    return url.render_as_string(hide_password=True)
+
+
+def given_up_hosts(ctx: Context) -> dict[str, str]:
+    """Hosts given up as unreachable (address guard, DNS, invalid name, TLS): host -> error."""
+    return {host: why.removeprefix(GIVEN_UP) for host, (_, why) in ctx.frontier.parked().items()
+            if why.startswith(GIVEN_UP)}
+
+
+def given_up_lines(hosts: dict[str, str], limit: int = 10) -> list[str]:
+    """`host: why` for people, `limit` at most. Pure."""
+    lines = [f"{host}: {unreachable_sentence(error)}"
+             for host, error in sorted(hosts.items())[:limit]]
+    if len(hosts) > limit:
+        lines.append(f"... and {len(hosts) - limit} more (crawlctl hosts --errors)")
+    return lines
+
+
+OUTCOMES = ("fetched", "failed", "blocked_robots", "duplicates")
+
+
+def outcomes(ctx: Context) -> dict[str, int]:
+    """Pages fetched, failed, blocked by robots.txt, and content duplicates so far: two
+    queries, for `crawl`'s figures of one run (zeros before the crawl's database exists)."""
+    if not crawl_started(ctx):
+        return dict.fromkeys(OUTCOMES, 0)
+    with ctx.sessions() as session:
+        by_status = repository.status_counts(session)
+        duplicates = repository.dedup_count(session)
+    return {"fetched": by_status.get("fetched", 0), "failed": by_status.get("failed", 0),
+            "blocked_robots": by_status.get("blocked", 0), "duplicates": duplicates}
+
+
+def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
+    """Everything `crawlctl stats` shows, as one JSON-ready dict (zeros for the database's
+    part before the crawl's database exists)."""
+    started = crawl_started(ctx)
+    by_status: dict[str, int] = {}
+    duplicates = stored = 0
+    first = last = None
+    if started:
+        with ctx.sessions() as session:
+            by_status = repository.status_counts(session)
+            duplicates = repository.dedup_count(session)
+            stored = repository.stored_bodies(session)
+            first, last = repository.fetch_window(session)
+    counts = counters.read(ctx)
+    fetched = by_status.get("fetched", 0)
+    requested = fetched + by_status.get("redirected", 0) + by_status.get("failed", 0)
+    window = (last - first).total_seconds() if first and last else 0.0
+    now = time.time()
+    shards = ctx.frontier.stats(now)
+    given_up = given_up_hosts(ctx)
+    stats: dict[str, Any] = {
+        "started": started,
+        "discovered": sum(by_status.values()),
+        "queued": by_status.get("queued", 0),
+        "fetched": fetched,
+        "redirected": by_status.get("redirected", 0),
+        "failed": by_status.get("failed", 0),
+        "blocked_robots": by_status.get("blocked", 0),
+        "too_deep": by_status.get("too_deep", 0),
+        "stored": stored,
+        "duplicates": duplicates,
+        "pages_per_second": round(requested / window, 2) if window > 0 else 0.0,
+        "crawl_seconds": round(window, 3),
+        "by_status": by_status,
+        "unread": _by_reason(counts, "unread:"),
+        "parse_errors": _by_reason(counts, "parse_error:"),
+        "rejected_links": _by_reason(counts, "rejected:"),
+        "hosts_given_up": dict(sorted(given_up.items())),
+        "frontier": {
+            "urls_queued": sum(s.urls_queued for s in shards),
+            "hosts_ready": sum(s.hosts_ready for s in shards),
+            "hosts_waiting": sum(s.hosts_waiting for s in shards),
+            "hosts_leased": sum(s.hosts_leased for s in shards),
+            "batches_in_flight": ctx.frontier.batches_in_flight(now),
+            "shards": [asdict(s) for s in shards],
+        },
+        "counters": counts,
+        "stage_cpu_seconds": counters.read_stage_cpu(ctx),
+        "render": render_summary(counts, counters.read_stage_cpu(ctx)),
+        "recrawl": recrawl_sets.stats(ctx, now),
+        "workers": workers.read(ctx),
+        "last_verify": last_report(ctx),
+    }
+    if with_queues:
+        stats["queues"] = queue_lengths(ctx.settings.broker_url, Queues.of(ctx.settings).all)
+    return stats
+
+
+def _by_reason(counts: dict[str, int], prefix: str) -> dict[str, int]:
+    """The counters under `prefix`, by reason, largest first. Pure."""
+    found = {k.removeprefix(prefix): v for k, v in counts.items() if k.startswith(prefix) and v}
+    return dict(sorted(found.items(), key=lambda kv: -kv[1]))
+
+
+def verify_line(last: dict[str, Any] | None) -> str:
+    """The `stats` line of the last `crawlctl verify`. Pure."""
+    if not last:
+        return "never run (crawlctl verify)"
+    found = ", ".join(f"{k} {v}" for k, v in last["problems"].items() if v) or "no problems"
+    repaired = f", {sum(last['repaired'].values())} repaired" if last.get("repaired") else ""
+    return (f"{last['started_at']} ({last['scope']}): {last['rows']} rows in {last['seconds']} s, "
+            f"{found}{repaired}")
+
+
+def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[str, Any]]:
+    """Per host: pages by outcome, robots.txt answer and delay, frontier state, denylist.
+
+    The `top` hosts by pages known, or with `errors_only` those with failed or blocked
+    pages or a backoff, most failures first. A host given up as unreachable has its reason
+    in words (`given_up`).
+    """
+    if not crawl_started(ctx):
+        return []
+    with ctx.sessions() as session:
+        by_host = repository.host_status_counts(session)
+        robots = {host_of(h.origin + "/"): h for h in repository.hosts_table(session)}
+        patterns = [d.pattern for d in repository.denylist(session)]
+    hosts: list[dict[str, Any]] = [{"host": host, "pages": sum(counts.values()),
+              "fetched": counts.get("fetched", 0), "failed": counts.get("failed", 0),
+              "blocked": counts.get("blocked", 0), "queued": counts.get("queued", 0),
+              "deleted": counts.get("deleted", 0)} for host, counts in by_host.items()]
+    states = ctx.frontier.host_states([h["host"] for h in hosts], time.time())
+    for h in hosts:
+        state = states[h["host"]]
+        known = robots.get(h["host"])
+        h.update(frontier_state=state.state, frontier_queued=state.queued,
+                 failures_in_a_row=state.failures, until=state.until,
+                 robots_status=known.robots_status if known else None,
+                 crawl_delay=known.crawl_delay if known else None,
+                 denied_by=hostpatterns.denied_by(h["host"], patterns),
+                 given_up=unreachable_sentence(state.state.removeprefix(GIVEN_UP))
+                 if state.state.startswith(GIVEN_UP) else None)
+    if errors_only:
+        hosts = [h for h in hosts if h["failed"] or h["blocked"] or h["failures_in_a_row"]
+                 or h["denied_by"] or h["frontier_state"] not in ("ready", "waiting", "leased",
+                                                                  "idle")]
+        hosts.sort(key=lambda h: (-h["failed"], -h["blocked"], -h["failures_in_a_row"], h["host"]))
+    else:
+        hosts.sort(key=lambda h: (-h["pages"], h["host"]))
+    return hosts[:top]

@@ -1,0 +1,144 @@
+"""`crawlctl crawl`: the workers and beat as child processes, and idle detection."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.redis import recrawl_sets
+from crawlapp.core.queues import Queues
+from crawlapp.ops.rebuild import is_alive
+
+log = logging.getLogger(__name__)
+PR_SET_PDEATHSIG = 1
+MAX_RESTARTS = 5
+IDLE_CHECKS = 4  # consecutive idle readings, a quarter of a second apart, before a crawl is done
+
+
+def _die_with_parent() -> None:
+    """Linux: a child gets SIGTERM when the crawl process dies, so none is orphaned."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
+    """Fetch workers (threads: their tasks mostly wait on the network; several processes, so
+    the CPU they do use is not held by one GIL), a pipeline worker (processes: parsing and
+    storing use CPU), with CRAWL_RENDER the render worker, beat and, with
+    CRAWL_METRICS_PORT, the metrics endpoint."""
+    queues = Queues.of(ctx.settings)
+
+    celery = [sys.executable, "-m", "celery", "-A", "crawlapp.app"]
+    events = ["-E"] if ctx.settings.task_events else []
+    common = [*events, "--without-gossip", "--without-mingle", "--loglevel", "WARNING"]
+    fetchers = {
+        f"fetch-worker-{i}": [*celery, "worker", "-Q", ",".join(queues.fetch), "-P", "threads",
+                              "-c", str(ctx.settings.fetch_concurrency), *common,
+                              "-n", f"fetch{i}-{os.getpid()}@%h"]
+        for i in range(ctx.settings.fetch_processes)}
+    # With CRAWL_RENDER: processes (one browser each) on every render.N queue.
+    renderers = {"render-worker": [*celery, "worker", "-Q", ",".join(queues.render), "-P",
+                                   "prefork", "-c", str(ctx.settings.render_processes), *common,
+                                   "-n", f"render{os.getpid()}@%h"]} if queues.render else {}
+    port = ctx.settings.metrics_port
+    exporter = {"metrics": [sys.executable, "-m", "crawlapp.cli", "metrics", "serve",
+                            "--port", str(port)]} if port else {}
+    return {
+        **fetchers,
+        **renderers,
+        **exporter,
+        "pipeline-worker": [*celery, "worker", "-Q", ",".join(queues.pipeline), "-P", "prefork",
+                            "-c", str(workers), *common, "-n", f"pipeline{os.getpid()}@%h"],
+        "beat": [*celery, "beat", "--loglevel", "WARNING",
+                 "-s", str(ctx.settings.data_dir / "celerybeat-schedule")],
+    }
+
+
+@dataclass
+class Fleet:
+    """The child processes of one `crawlctl crawl`; a child that dies is started again."""
+
+    log_dir: Path
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    restarts: list[float] = field(default_factory=list)
+    restarted: int = 0
+
+    def start(self, commands: dict[str, list[str]]) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.commands.update(commands)
+        for name in commands:
+            self._spawn(name)
+
+    def _spawn(self, name: str) -> None:
+        with open(self.log_dir / f"{name}.log", "ab") as log:
+            self.procs[name] = subprocess.Popen(self.commands[name], stdout=log,
+                                                stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL,
+                                                preexec_fn=_die_with_parent)
+
+    def supervise(self) -> None:
+        """Restart children that exited; give up after MAX_RESTARTS within a minute."""
+        for name, proc in list(self.procs.items()):
+            if proc.poll() is None:
+                continue
+            now = time.monotonic()
+            self.restarts = [t for t in self.restarts if now - t < 60] + [now]
+            if len(self.restarts) > MAX_RESTARTS:
+                raise RuntimeError(f"{name} keeps exiting (status {proc.returncode}); "
+                                   f"see {self.log_dir / (name + '.log')}")
+            log.warning("%s exited with status %s; starting it again", name, proc.returncode)
+            self.restarted += 1
+            self._spawn(name)
+
+    def stop(self, timeout: float = 20.0, cold: bool = False) -> None:
+        """SIGTERM every child (warm shutdown: running tasks finish), then SIGKILL what is
+        still there. `cold` sends the workers SIGQUIT instead (they stop at once): only for
+        a crawl known to be idle, with no task running or queued."""
+        for name, proc in self.procs.items():
+            if proc.poll() is None:
+                quick = cold and "worker" in name
+                proc.send_signal(signal.SIGQUIT if quick else signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for proc in self.procs.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.25) -> None:
+    """Block until the frontier is empty, no batch is in flight and no re-crawl is due, for
+    IDLE_CHECKS readings (a Redis that lost the frontier is not idle: the dispatcher
+    rebuilds it first)."""
+    idle_for = 0
+    while idle_for < IDLE_CHECKS:
+        time.sleep(poll)
+        fleet.supervise()
+        now = time.time()
+        try:
+            idle = (is_alive(ctx) and ctx.frontier.is_idle(now)
+                    and recrawl_sets.pending(ctx, now) == 0)
+        except redis.RedisError as exc:  # Redis restarting: not idle, ask again
+            log.warning("cannot read the frontier (%s); trying again", exc)
+            idle = False
+        idle_for = idle_for + 1 if idle else 0
+
+
+def wait_forever(fleet: Fleet, poll: float = 1.0) -> None:
+    while True:
+        time.sleep(poll)
+        fleet.supervise()

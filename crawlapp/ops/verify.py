@@ -1,0 +1,304 @@
+"""`crawlctl verify`: is every body a row names in the blob store, do the content claims and
+SimHash bands in Redis name stored originals, does every copy's duplicate_of chain end at one
+(no cycle)? With `repair`, what cannot be trusted is cleared and its pages are queued again,
+so that the next crawl stores them.
+
+Rows are read in id order, CHUNK at a time (or a random sample), and their keys checked with
+the blob store's batched existence check (on S3, HEADs in parallel; a whole run lists the
+bucket instead, up to LISTED_KEYS keys). Claims and bands are read
+with SCAN and their owners looked up in the database a chunk at a time. The report of the last
+run stays in Redis for `crawlctl stats` and the metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, or_, select
+
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db.models import Url
+from crawlapp.core.records import Status
+from crawlapp.stages import dedup, storing
+from crawlapp.stages.dedup import Held, Row
+
+PROBLEMS = ("missing_body", "broken_chain", "stale_claim", "stale_band")
+CHUNK = 1000
+EXAMPLES = 5
+MAX_HOPS = 32
+OWNERS_KEPT = 100_000
+LISTED_KEYS = 1_000_000  # a whole run lists the bucket up to this many keys (~100 MB)
+
+
+@dataclass
+class Report:
+    """What one run checked and found; `examples` names a few of each problem."""
+
+    scope: str
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    rows: int = 0
+    bodies: int = 0
+    claims: int = 0
+    band_entries: int = 0
+    problems: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROBLEMS, 0))
+    examples: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in PROBLEMS})
+    repaired: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def found(self, kind: str, example: str) -> None:
+        self.problems[kind] += 1
+        if len(self.examples[kind]) < EXAMPLES:
+            self.examples[kind].append(example)
+
+    def fixed(self, what: str, n: int) -> None:
+        self.repaired[what] = self.repaired.get(what, 0) + n
+
+    @property
+    def total(self) -> int:
+        return sum(self.problems.values())
+
+
+def host_known(ctx: Context, host: str) -> bool:
+    with ctx.sessions() as session:
+        return session.scalar(select(Url.id).where(Url.host == host).limit(1)) is not None
+
+
+def _criteria(host: str | None) -> list[Any]:
+    """Rows with something to check: a body, or a copy's pointer. Taken-down rows have none."""
+    where = [Url.status != Status.DELETED, or_(Url.storage_key.is_not(None),
+                                          Url.raw_storage_key.is_not(None),
+                                          Url.content_dedup.is_(True))]
+    return where + ([Url.host == host] if host else [])
+
+
+def rows_to_check(ctx: Context, host: str | None, sample: int | None) -> int:
+    with ctx.sessions() as session:
+        n = int(session.scalar(select(func.count()).where(*_criteria(host))) or 0)
+    return min(n, sample) if sample else n
+
+
+def _row_chunks(ctx: Context, host: str | None, sample: int | None) -> Iterator[list[Row]]:
+    where = _criteria(host)
+    if sample:
+        with ctx.sessions() as session:
+            ids = list(session.scalars(select(Url.id).where(*where).order_by(func.random())
+                                       .limit(sample)))
+        where = [Url.id.in_(ids)]  # read below in id order, CHUNK at a time
+    last_id = 0
+    while True:
+        with ctx.sessions() as session:
+            rows = [dedup.to_row(raw) for raw in session.execute(
+                select(*dedup.ROW_COLUMNS).where(*where, Url.id > last_id).order_by(Url.id)
+                .limit(CHUNK))]
+        if not rows:
+            return
+        last_id = rows[-1].id
+        yield rows
+
+
+def _chain_ends(ctx: Context, rows: list[Row]) -> dict[str, Row | None]:
+    """Where each copy's duplicate_of chain ends: the first row that is not a copy (None for
+    a missing row, a cycle, or a chain longer than MAX_HOPS)."""
+    known = {r.url_hash: r for r in rows}
+    ends: dict[str, Row | None] = {}
+    at = {r.url_hash: r for r in rows if r.content_dedup}
+    seen = {h: {h} for h in at}
+    with ctx.sessions() as session:
+        for _ in range(MAX_HOPS):
+            if not at:
+                break
+            known.update(dedup.rows_by_hash(session, {
+                r.duplicate_of for r in at.values() if r.duplicate_of and r.duplicate_of not in known}))
+            following: dict[str, Row] = {}
+            for start, row in at.items():
+                target = known.get(row.duplicate_of or "")
+                if target is None or target.url_hash in seen[start]:
+                    ends[start] = None
+                elif target.content_dedup and target.status != Status.DELETED:
+                    seen[start].add(target.url_hash)
+                    following[start] = target
+                else:
+                    ends[start] = target
+            at = following
+    return ends | dict.fromkeys(at)
+
+
+Missing = Callable[[Sequence[str]], set[str]]
+
+
+def _missing(ctx: Context, whole: bool) -> Missing:
+    """How a run finds missing bodies: the blob store's batched check; or, for a whole run on
+    a store that lists itself cheaply (S3), one listing, with the keys it lacks checked again
+    one by one (a body written since the listing is not missing)."""
+    listed = ctx.blobs.listing(LISTED_KEYS) if whole else None
+    if listed is None:
+        return ctx.blobs.missing
+    return lambda keys: ctx.blobs.missing([k for k in keys if k not in listed])
+
+
+def _check_rows(ctx: Context, missing_of: Missing, rows: list[Row], report: Report
+                ) -> list[Row]:
+    """The rows that cannot be trusted: a body missing, or a chain not ending at a stored
+    original."""
+    ends = _chain_ends(ctx, rows)
+    keys = {k for r in rows for k in (r.storage_key, r.raw_storage_key) if k}
+    keys |= {e.storage_key for e in ends.values() if e is not None and e.storage_key}
+    missing = missing_of(sorted(keys))
+    report.rows += len(rows)
+    report.bodies += len(keys)
+    bad = []
+    for row in rows:
+        end = ends.get(row.url_hash)
+        if row.storage_key in missing or row.raw_storage_key in missing:
+            report.found("missing_body", row.url)
+        elif row.content_dedup and (end is None or not end.original or end.storage_key in missing):
+            report.found("broken_chain", row.url)
+        else:
+            continue
+        bad.append(row)
+    return bad
+
+
+def _repair_rows(ctx: Context, bad: list[Row], report: Report) -> None:
+    """Originals give up their claims and their copies go to another original; then every
+    untrusted page (and copy left without an original) is queued again."""
+    originals = [r for r in bad if r.original]
+    dedup.release(ctx, [r.held for r in originals])
+    with ctx.sessions.begin() as session:
+        left = dedup.adopt(ctx, session, [r.url_hash for r in originals])
+        queued = storing.requeue(session, [r.url_hash for r in bad] + left,
+                                 "requeued by verify: body missing or original gone")
+    storing.send_back(ctx, queued)
+    report.fixed("pages_requeued", len(queued))
+
+
+def _scan(ctx: Context, pattern: str) -> Iterator[list[bytes]]:
+    batch: list[bytes] = []
+    for key in ctx.redis.scan_iter(match=pattern, count=CHUNK):
+        batch.append(key)
+        if len(batch) == CHUNK:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class Owners:
+    """The rows that claims and band entries name, read once each: an original owns a claim
+    and four band entries. Forgets them all past OWNERS_KEPT rows, to bound memory."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.known: dict[str, Row | None] = {}
+
+    def __call__(self, hashes: list[str]) -> dict[str, Row | None]:
+        wanted = {h for h in hashes if h not in self.known}
+        if len(self.known) + len(wanted) > OWNERS_KEPT:
+            self.known.clear()
+            wanted = set(hashes)
+        with self.ctx.sessions() as session:
+            found = dedup.rows_by_hash(session, wanted)
+        self.known.update((h, found.get(h)) for h in wanted)
+        return {h: self.known[h] for h in hashes}
+
+
+def _in_scope(row: Row | None, host: str | None) -> bool:
+    """With --host, only the entries whose owner is a page of that host are checked."""
+    return host is None or (row is not None and row.host == host)
+
+
+def _check_claims(ctx: Context, owners: Owners, host: str | None, limit: int | None,
+                  repair: bool, report: Report) -> None:
+    prefix = ctx.key("content", "")
+    for keys in _scan(ctx, prefix + "*"):
+        claimed: list[bytes | None] = ctx.redis.mget(keys)  # type: ignore[assignment]
+        pairs = [(k.decode()[len(prefix):], o.decode())
+                 for k, o in zip(keys, claimed, strict=True) if o]
+        rows = owners([owner for _, owner in pairs])
+        stale = []
+        for content_hash, owner in pairs:
+            row = rows.get(owner)
+            if not _in_scope(row, host):
+                continue
+            report.claims += 1
+            if not (row and row.original and row.content_hash == content_hash):
+                report.found("stale_claim", f"{content_hash} -> {row.url if row else owner}")
+                stale.append(Held(owner, content_hash, None))
+        if repair and stale:
+            dedup.release(ctx, stale)
+            report.fixed("claims_dropped", len(stale))
+        if limit and report.claims >= limit:
+            return
+
+
+def _check_bands(ctx: Context, owners: Owners, host: str | None, limit: int | None,
+                 repair: bool, report: Report) -> None:
+    for keys in _scan(ctx, ctx.key("band", "*")):
+        pipe = ctx.redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.smembers(key)
+        entries = [(key, m.decode()) for key, members in zip(keys, pipe.execute(), strict=True)
+                   for m in members]
+        rows = owners([member[16:] for _, member in entries])
+        stale = []
+        for key, member in entries:
+            row = rows.get(member[16:])
+            if not _in_scope(row, host):
+                continue
+            report.band_entries += 1
+            if not (row and row.original and row.fingerprint == int(member[:16], 16)):
+                report.found("stale_band", f"{member[:16]} -> {row.url if row else member[16:]}")
+                stale.append((key, member))
+        if repair and stale:
+            for key, member in stale:
+                pipe.srem(key, member)
+            pipe.execute()
+            report.fixed("band_entries_dropped", len(stale))
+        if limit and report.band_entries >= limit:
+            return
+
+
+def verify(ctx: Context, host: str | None = None, sample: int | None = None,
+           repair: bool = False, progress: Callable[[int], None] = lambda n: None) -> Report:
+    """Check (and with `repair`, mend) the rows of `host` or all, or a random `sample` of
+    them (and as many claims and band entries); the report is kept as the last verify."""
+    started = time.monotonic()
+    scope = [f"host {host}"] * bool(host) + [f"sample {sample}"] * bool(sample)
+    report = Report(scope=" ".join(scope) or "all")
+    missing_of = _missing(ctx, whole=not (host or sample))
+    for rows in _row_chunks(ctx, host, sample):
+        bad = _check_rows(ctx, missing_of, rows, report)
+        if repair and bad:
+            _repair_rows(ctx, bad, report)
+        progress(len(rows))
+    owners = Owners(ctx)
+    _check_claims(ctx, owners, host, sample, repair, report)
+    _check_bands(ctx, owners, host, sample, repair, report)
+    report.seconds = round(time.monotonic() - started, 3)
+    ctx.redis.set(ctx.key("verify", "last"), json.dumps(asdict(report) | {"repair": repair}))
+    return report
+
+
+def last_report(ctx: Context) -> dict[str, Any] | None:
+    """The report of the last verify, as saved; None if none ran."""
+    raw = ctx.redis.get(ctx.key("verify", "last"))
+    return json.loads(raw) if raw else None
+
+
+def describe(report: Report) -> str:
+    """The report as lines of text."""
+    lines = [f"checked {report.rows} rows, {report.bodies} bodies, {report.claims} content "
+             f"claims, {report.band_entries} band entries ({report.scope}) in "
+             f"{report.seconds:.1f} s",
+             "problems: " + (", ".join(f"{k} {v}" for k, v in report.problems.items() if v)
+                             or "none")]
+    lines += [f"  {kind}: {', '.join(found)}" for kind, found in report.examples.items() if found]
+    if report.repaired:
+        lines.append("repaired: " + ", ".join(f"{k.replace('_', ' ')} {v}"
+                                              for k, v in report.repaired.items()))
+    return "\n".join(lines)

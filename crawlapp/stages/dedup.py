@@ -1,0 +1,367 @@
+"""Stage 3, dedup: exact copies by content hash, near copies by SimHash, claimed atomically.
+
+Redis names stored originals only:
+  {P}:content:<sha256>    the url_hash of the original whose body is stored under that hash
+  {P}:band:<band hex>     SET of "<fingerprint hex><url_hash>" of originals, one per band value
+One Lua script per page (CLAIM) looks both up and files the page in one step: a page whose hash
+another page claimed is an exact copy of it; else a page within `max_distance` bits of a filed
+fingerprint is a near copy of that original and claims nothing; else it claims its hash and
+files its fingerprint. So the owner of a claim is always an original (never a near copy or a
+canonical pointer), a near copy of a near copy points at the stored original, and two workers
+processing copies at the same moment still yield one original.
+
+An exact copy keeps its body (as `copy_gz`) until the store stage, which writes it if its key
+is missing: a row never names a body that was not written before it, whatever became of the
+original's batch. When the store stage finds that a page stopped being a stored original (its
+body changed, it failed, is noindex, a canonical pointer or a copy now, or was taken down), it
+releases what the page held here (`superseded`, `release`) and hands its copies to another
+original (`adopt`); copies whose original changed while they were on their way are looked up
+again (`recheck`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.orm import Session
+
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db.models import Url
+from crawlapp.core.records import Status
+from crawlapp.core.simhash import bands, from_signed, hamming
+from crawlapp.core.urls import url_hash
+from crawlapp.stages.pages import Page
+
+# KEYS: the content claim of the page's hash, then the band sets of its fingerprint (none if
+#   it has none)
+# ARGV: fingerprint as 16 hex digits or "", url_hash of the page, max Hamming distance (-1: no
+#   near look-up), "file" (claim and file an original) or "look" (only look up)
+# Returns "=<owner>" (an exact copy of owner), "~<owner>" (a near copy of the closest filed
+# original; with "look", a claimed hash counts as a near copy too) or "" (an original: claimed
+# and filed; with "look": nothing found, nothing written). A page never matches itself.
+CLAIM = """
+local function popcount(x)
+  local n = 0
+  while x ~= 0 do
+    x = bit.band(x, x - 1)
+    n = n + 1
+  end
+  return n
+end
+local fp, me, max_distance, mode = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local owner = redis.call('GET', KEYS[1])
+if owner and owner ~= me then
+  if mode == 'look' then return '~' .. owner end
+  return '=' .. owner
+end
+if not owner or mode == 'look' then
+  if fp ~= '' and max_distance >= 0 then
+    local hi, lo = tonumber(string.sub(fp, 1, 8), 16), tonumber(string.sub(fp, 9, 16), 16)
+    local best, best_distance = nil, max_distance + 1
+    for i = 2, #KEYS do
+      for _, member in ipairs(redis.call('SMEMBERS', KEYS[i])) do
+        local other = string.sub(member, 17)
+        if other ~= me then
+          local d = popcount(bit.bxor(hi, tonumber(string.sub(member, 1, 8), 16)))
+                  + popcount(bit.bxor(lo, tonumber(string.sub(member, 9, 16), 16)))
+          if d < best_distance then
+            best, best_distance = other, d
+          end
+        end
+      end
+    end
+    if best then return '~' .. best end
+  end
+  if mode == 'look' then return '' end
+  redis.call('SET', KEYS[1], me)
+end
+for i = 2, #KEYS do
+  redis.call('SADD', KEYS[i], fp .. me)
+end
+return ''
+"""
+
+# KEYS: a content claim. ARGV: url_hash. Drops the claim if that page still holds it.
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+ORIGINAL, EXACT, NEAR = "original", "exact", "near"
+FILE, LOOK = "file", "look"
+NO_NEAR = -1  # max distance that makes CLAIM skip the near look-up
+CHUNK = 500
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A page's content as dedup files it: its content hash and SimHash fingerprint."""
+
+    url_hash: str
+    content_hash: str
+    fingerprint: int | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str  # ORIGINAL, EXACT or NEAR
+    owner: str | None = None  # the original it is a copy of
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a page may hold in Redis: the claim of a content hash, band entries of a fingerprint."""
+
+    url_hash: str
+    content_hash: str | None
+    fingerprint: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """What the database holds of a page, as dedup and verify look at it."""
+
+    id: int
+    url_hash: str
+    url: str
+    host: str
+    status: str
+    content_hash: str | None
+    fingerprint: int | None
+    content_dedup: bool
+    duplicate_of: str | None
+    storage_key: str | None
+    raw_storage_key: str | None
+    canonical_url: str | None
+
+    @property
+    def original(self) -> bool:
+        """A stored original: its own body, not a copy, not taken down."""
+        return self.status != Status.DELETED and not self.content_dedup and self.storage_key is not None
+
+    @property
+    def held(self) -> Held:
+        return Held(self.url_hash, self.content_hash, self.fingerprint)
+
+
+ROW_COLUMNS = (Url.id, Url.url_hash, Url.url, Url.host, Url.status, Url.content_hash, Url.simhash,
+               Url.content_dedup, Url.duplicate_of, Url.storage_key, Url.raw_storage_key,
+               Url.canonical_url)
+
+
+def to_row(raw: Any) -> Row:
+    fingerprint = from_signed(raw.simhash) if raw.simhash is not None else None
+    return Row(raw.id, raw.url_hash, raw.url, raw.host, raw.status, raw.content_hash,
+               fingerprint, bool(raw.content_dedup), raw.duplicate_of, raw.storage_key,
+               raw.raw_storage_key, raw.canonical_url)
+
+
+def rows_by_hash(session: Session, hashes: Iterable[str]) -> dict[str, Row]:
+    wanted = sorted(set(hashes))
+    found: dict[str, Row] = {}
+    for start in range(0, len(wanted), CHUNK):
+        for raw in session.execute(select(*ROW_COLUMNS)
+                                   .where(Url.url_hash.in_(wanted[start:start + CHUNK]))):
+            found[raw.url_hash] = to_row(raw)
+    return found
+
+
+def band_keys(ctx: Context, fingerprint: int) -> list[str]:
+    return [ctx.key("band", f"{band:x}") for band in bands(fingerprint)]
+
+
+def band_member(fingerprint: int, owner: str) -> str:
+    return f"{fingerprint:016x}{owner}"
+
+
+def claim(ctx: Context, claims: Sequence[Claim], max_distance: int, mode: str = FILE
+          ) -> list[Outcome]:
+    """Run CLAIM for each page in order, in one round trip."""
+    if not claims:
+        return []
+    script = ctx.script(CLAIM)
+    pipe = ctx.redis.pipeline(transaction=False)
+    for c in claims:
+        fp = c.fingerprint or 0  # 0: no words, nothing to compare
+        script(keys=[ctx.key("content", c.content_hash), *(band_keys(ctx, fp) if fp else [])],
+               args=[f"{fp:016x}" if fp else "", c.url_hash, max_distance, mode], client=pipe)
+    outcomes = []
+    for reply in pipe.execute():
+        text = reply.decode()
+        kind = {"=": EXACT, "~": NEAR}.get(text[:1], ORIGINAL)
+        outcomes.append(Outcome(kind, text[1:] if kind != ORIGINAL else None))
+    return outcomes
+
+
+def release(ctx: Context, held: Iterable[Held]) -> None:
+    """Drop the claims the pages still hold and their band entries, in one round trip."""
+    script = ctx.script(RELEASE)
+    pipe = ctx.redis.pipeline(transaction=False)
+    for h in held:
+        if h.content_hash:
+            script(keys=[ctx.key("content", h.content_hash)], args=[h.url_hash], client=pipe)
+        if h.fingerprint:
+            for key in band_keys(ctx, h.fingerprint):
+                pipe.srem(key, band_member(h.fingerprint, h.url_hash))
+    pipe.execute()
+
+
+def _claim_of(page: Page) -> Claim:
+    return Claim(page["url_hash"], page["content_hash"], page.get("simhash"))
+
+
+def _mark(page: Page, outcome: Outcome) -> None:
+    for key in ("content_dedup", "duplicate_of", "near_duplicate"):
+        page.pop(key, None)
+    if outcome.kind != ORIGINAL:
+        page.update(content_dedup=True, duplicate_of=outcome.owner)
+    if outcome.kind == NEAR:
+        page["near_duplicate"] = True
+
+
+def _defer_to_canonicals(ctx: Context, pages: list[Page]) -> None:
+    """A page whose <link rel=canonical> names another URL is kept as a pointer to it, not
+    stored, unless that URL itself defers to another one (two pages naming each other must
+    not both go unstored: the second to be parsed is stored)."""
+    declaring = [p for p in pages if p.get("canonical")]
+    if not declaring:
+        return
+    pipe = ctx.redis.pipeline(transaction=False)
+    for page in declaring:
+        pipe.exists(ctx.key("canonical-of", url_hash(page["canonical"])))
+    for page, target_defers in zip(declaring, pipe.execute(), strict=True):
+        if target_defers:
+            page.pop("canonical")
+            continue
+        page.update(duplicate_of=url_hash(page["canonical"]), unstored="canonical")
+        pipe.set(ctx.key("canonical-of", page["url_hash"]), url_hash(page["canonical"]))
+    pipe.execute()
+
+
+def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
+    """Mark pages not to store (noindex, or another URL is canonical), then claim the content
+    of the others: originals keep their body, exact copies keep it as `copy_gz` (written only
+    if missing), near copies and pages not stored lose it."""
+    _defer_to_canonicals(ctx, pages)
+    for page in pages:
+        if page.get("noindex"):
+            page.setdefault("unstored", "noindex")
+    claimants = [p for p in pages if p.get("content_hash") and not p.get("unstored")]
+    outcomes = claim(ctx, [_claim_of(p) for p in claimants], ctx.settings.near_duplicate_bits)
+    for page, outcome in zip(claimants, outcomes, strict=True):
+        _mark(page, outcome)
+    for page in pages:
+        if page.get("content_dedup") and not page.get("near_duplicate") and "body_gz" in page:
+            page["copy_gz"] = page.pop("body_gz")
+        elif page.get("content_dedup") or page.get("unstored"):
+            page.pop("body_gz", None)
+    return pages
+
+
+def _points_at_original(page: Page, target: Row | None, max_distance: int) -> bool:
+    """Whether a copy's original, as the database has it now, still is one with its content
+    (a page still 'queued' is on its way to being stored: taken on trust)."""
+    if target is None:
+        return False
+    if target.status == Status.QUEUED:
+        return True
+    if not target.original:
+        return False
+    if not page.get("near_duplicate"):
+        return target.content_hash == page.get("content_hash")
+    return (target.fingerprint is not None and page.get("simhash") is not None
+            and hamming(target.fingerprint, page["simhash"]) <= max_distance)
+
+
+def recheck(ctx: Context, pages: list[Page], rows: dict[str, Row]) -> list[str]:
+    """Copies whose original changed after the dedup stage looked (a batch stored or took it
+    down since) are claimed again: an exact copy (it carries its body) as in the dedup stage,
+    a near copy only by looking up another original. Returns the near copies left without
+    one: their body is gone, they must be fetched again."""
+    max_distance = ctx.settings.near_duplicate_bits
+    here = {p["url_hash"] for p in pages if p.get("content_hash") and not p.get("content_dedup")
+            and not p.get("unstored")}
+    stale = [p for p in pages if p.get("content_dedup") and p.get("duplicate_of") not in here
+             and not _points_at_original(p, rows.get(p["duplicate_of"]), max_distance)]
+    exact = [p for p in stale if not p.get("near_duplicate")]
+    for page, outcome in zip(exact, claim(ctx, [_claim_of(p) for p in exact], max_distance),
+                             strict=True):
+        _mark(page, outcome)
+        if outcome.kind == ORIGINAL:
+            page["body_gz"] = page.pop("copy_gz", None)
+    near = [p for p in stale if p.get("near_duplicate")]
+    left = []
+    for page, outcome in zip(near, claim(ctx, [_claim_of(p) for p in near], max_distance, LOOK),
+                             strict=True):
+        if outcome.owner:
+            page["duplicate_of"] = outcome.owner
+        else:
+            left.append(page["url_hash"])
+    return left
+
+
+def superseded(pages: list[Page], rows: dict[str, Row], dropped: set[str]
+               ) -> tuple[list[Held], list[str]]:
+    """What a batch about to be written takes away: the claims and band entries of pages that
+    were stored originals and will not be (or not of the same content), plus those the dedup
+    stage made for pages `dropped` from the batch; and the pages whose copies need another
+    original. `pages` carry their storage_key already."""
+    held: list[Held] = []
+    orphaned: list[str] = []
+    for page in pages:
+        h = page["url_hash"]
+        if page.get("not_modified"):
+            continue
+        now_original = (h not in dropped and bool(page.get("storage_key"))
+                        and not page.get("content_dedup"))
+        if (h in dropped and page.get("content_hash") and not page.get("content_dedup")
+                and not page.get("unstored")):
+            held.append(Held(h, page["content_hash"], page.get("simhash")))
+        old = rows.get(h)
+        if old is None or not old.original:
+            continue
+        claim_kept = now_original and page.get("content_hash") == old.content_hash
+        band_kept = now_original and page.get("simhash") == old.fingerprint
+        if not (claim_kept and band_kept):
+            held.append(Held(h, None if claim_kept else old.content_hash,
+                             None if band_kept else old.fingerprint))
+        if not claim_kept:
+            orphaned.append(h)
+    return held, orphaned
+
+
+def adopt(ctx: Context, session: Session, orphans: Sequence[str]) -> list[str]:
+    """Hand the copies of `orphans` (pages that stopped being stored originals, their claims
+    released) to another original: exact copies whose body is in the store claim their hash
+    again (the oldest becomes the original, the others its copies); near copies take the
+    closest original filed. Returns the copies left without one, to be fetched again."""
+    copies = [to_row(raw) for start in range(0, len(orphans), CHUNK)
+              for raw in session.execute(
+                  select(*ROW_COLUMNS).where(Url.duplicate_of.in_(orphans[start:start + CHUNK]),
+                                             Url.content_dedup.is_(True),
+                                             Url.status != Status.DELETED).order_by(Url.id))]
+    keys = [r.storage_key for r in copies if r.storage_key and r.content_hash]
+    missing = ctx.blobs.missing(keys) if keys else set()
+    exact = [r for r in copies if r.storage_key and r.content_hash
+             and r.storage_key not in missing]
+    near = [r for r in copies if not r.storage_key and r.content_hash]
+    moved: list[dict[str, Any]] = []
+    for row, outcome in zip(exact, claim(ctx, [Claim(r.url_hash, r.content_hash or "",
+                                                     r.fingerprint) for r in exact], NO_NEAR),
+                            strict=True):
+        moved.append({"h": row.url_hash, "dup": outcome.kind != ORIGINAL, "of": outcome.owner})
+    looked = claim(ctx, [Claim(r.url_hash, r.content_hash or "", r.fingerprint) for r in near],
+                   ctx.settings.near_duplicate_bits, LOOK)
+    moved += [{"h": r.url_hash, "dup": True, "of": o.owner}
+              for r, o in zip(near, looked, strict=True) if o.owner]
+    if moved:
+        session.connection().execute(
+            update(Url).where(Url.url_hash == bindparam("h"))
+            .values(content_dedup=bindparam("dup"), duplicate_of=bindparam("of")), moved)
+    kept = {m["h"] for m in moved}
+    return [r.url_hash for r in copies if r.url_hash not in kept]

@@ -1,0 +1,223 @@
+"""Stage 1, fetch: renew the leases, learn robots.txt, fetch the batch, release the hosts
+(or hand pages to render over to the render stage, leases held)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.http import Fetched, Fetcher, run_on_fetch_loop, start_at
+from crawlapp.adapters.redis import denylist, redirect_hops, robots_cache
+from crawlapp.adapters.redis.frontier import Lease
+from crawlapp.adapters.redis.frontier.redis_frontier import Release
+from crawlapp.core.politeness import GIVEN_UP, host_next, is_retryable, is_unreachable, unreachable_sentence
+from crawlapp.core.recrawl import conditional_headers
+from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer, robots_url
+from crawlapp.core.sitemaps import default_sitemap
+from crawlapp.core.urls import origin_of, request_urls
+from crawlapp.stages.pages import Page, apply_fetch, blocked, page_for, robots_page
+from crawlapp.stages.rendering import Handover, wants_render
+from crawlapp.stages.tallies import fetch_counts
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Plan:
+    """What the batch does with each held lease."""
+
+    robots: list[Lease]      # origin's robots.txt unknown: fetch it in this slot, URL waits
+    pages: list[Lease]       # allowed: fetch the URL
+    refused: list[tuple[Lease, str]]  # not fetched, with the reason
+
+
+def plan_batch(leases: list[Lease], policies: dict[str, RobotsPolicy | None],
+               user_agent: str, denied: frozenset[str] = frozenset()) -> Plan:
+    """Sort leases by the denylist (`denied` hosts) and what robots.txt says of their URL. Pure."""
+    plan = Plan([], [], [])
+    for lease in leases:
+        policy = policies.get(origin_of(lease.url))
+        if lease.host in denied:
+            plan.refused.append((lease, "denylist"))
+        elif policy is None or policy.mode == "redirect":
+            plan.robots.append(lease)
+        elif policy.allowed(lease.url, user_agent):
+            plan.pages.append(lease)
+        else:
+            plan.refused.append((lease, f"robots: {policy.blocking_rule(lease.url, user_agent)}"))
+    return plan
+
+
+def sitemap_links(origin: str, policy: RobotsPolicy) -> list[str]:
+    """The sitemap URLs a robots.txt names; /sitemap.xml when it names none. Pure."""
+    if policy.mode == "rules":
+        named = policy.sitemaps() or [default_sitemap(origin)]
+    elif policy.mode == "allow_all":
+        named = [default_sitemap(origin)]
+    else:
+        return []
+    links, _ = request_urls(named)
+    return links
+
+
+def _robots_policy(result: Fetched, before: RobotsPolicy | None) -> RobotsPolicy:
+    hops = before.redirect[0] if before is not None and before.mode == "redirect" else 0
+    return robots_answer(result.url, result.status, result.error, result.body,
+                         result.headers.get("location"), hops)
+
+
+async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
+                     validators: dict[str, dict[str, str]]
+                     ) -> tuple[list[Fetched], list[Fetched]]:
+    """Every request of the batch at once, each starting no earlier than its lease allows."""
+    robots_calls = [start_at(lease.not_before,
+                             fetcher.get(robots_url(origin_of(lease.url),
+                                                    policies.get(origin_of(lease.url))),
+                                         max_bytes=MAX_ROBOTS_BYTES, truncate=True))
+                    for lease in plan.robots]
+    page_calls = [start_at(lease.not_before, fetcher.get(lease.url, validators.get(lease.url)))
+                  for lease in plan.pages]
+    results = await asyncio.gather(*robots_calls, *page_calls)
+    return results[:len(plan.robots)], results[len(plan.robots):]
+
+
+def _retry_counts(ctx: Context, retried: list[Lease], done: list[Lease],
+                  observed: Mapping[str, int]) -> list[int]:
+    """Bump the retry count of transiently failed URLs; forget the retries and conditional-GET
+    validators of the others; add the batch's fetch counters in the same round trip."""
+    if not retried and not done:
+        return []
+    pipe = ctx.redis.pipeline(transaction=False)
+    for lease in retried:
+        pipe.hincrby(ctx.key("retries"), lease.url, 1)
+    if done:
+        pipe.hdel(ctx.key("retries"), *[lease.url for lease in done])
+        pipe.hdel(ctx.key("validators"), *[lease.url for lease in done])
+        pipe.delete(*redirect_hops.keys(ctx, (lease.url for lease in done)))
+    for name, n in observed.items():
+        pipe.hincrby(ctx.key("counters"), name, n)
+    return [int(n) for n in pipe.execute()[:len(retried)]]
+
+
+def _url_state(ctx: Context, urls: list[str]) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
+    """How many redirects led to each URL, and the validators a re-crawl sends with it."""
+    if not urls:
+        return {}, {}
+    pipe = ctx.redis.pipeline(transaction=False)
+    pipe.mget(redirect_hops.keys(ctx, urls))
+    pipe.hmget(ctx.key("validators"), urls)
+    hops, validators = pipe.execute()
+    return ({url: int(n or 0) for url, n in zip(urls, hops, strict=True)},
+            {url: conditional_headers(v.decode()) for url, v in zip(urls, validators, strict=True)
+             if v})
+
+
+def fetch_batch(ctx: Context, leases: list[Lease]
+                ) -> tuple[list[Page], int, list[Handover]]:
+    """Fetch one batch; every held lease is released with the host's next allowed time,
+    except those of pages to render, which go on held with their page.
+
+    Returns the page records, how many URLs went back to the frontier to be retried, and
+    the pages to render.
+    """
+    settings = ctx.settings
+    ua = settings.product_token
+    failures = ctx.frontier.renew(leases, time.time(), settings.lease_seconds)
+    held = [lease for lease, f in zip(leases, failures, strict=True) if f is not None]
+    fails_of = {lease.host: f for lease, f in zip(leases, failures, strict=True) if f is not None}
+    if len(held) < len(leases):
+        log.warning("%d lease(s) expired before the batch ran; their URLs were requeued",
+                    len(leases) - len(held))
+    policies = robots_cache.load(ctx, {origin_of(lease.url) for lease in held})
+    plan = plan_batch(held, policies, ua, denylist.denied_hosts(ctx, (lease.host for lease in held)))
+    hops, validators = _url_state(ctx, [lease.url for lease in plan.pages])
+    robots, fetched = run_on_fetch_loop(
+        settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators))
+
+    learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
+               for lease, r in zip(plan.robots, robots, strict=True)}
+    policies.update(learned)
+
+    def release(lease: Lease, result: Fetched, requeue: bool) -> Release:
+        policy = policies.get(origin_of(lease.url))
+        delay = effective_delay(policy.crawl_delay(ua) if policy else None,
+                                settings.default_delay, settings.max_crawl_delay)
+        # The margin covers a server that logs a response as ended a little after the
+        # crawler has read all of it (a busy server resumes its writer late).
+        nxt = host_next(result.ended + settings.delay_margin, delay, result.status, result.error,
+                        result.headers.get("retry-after"), fails_of[lease.host], settings.backoff)
+        return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason)
+
+    # A robots.txt that could not be fetched (5xx, no answer) is asked again with the host's
+    # backoff while its URL waits; only after CRAWL_MAX_RETRIES more failures does the
+    # answer "nothing allowed" stand (cached, and the host's URLs recorded as blocked).
+    # A host that cannot be reached at all (address guard, DNS, invalid name, TLS) is given
+    # up after CRAWL_GIVE_UP_AFTER tries instead: its waiting URL is recorded failed with
+    # the reason, and nothing is cached, so that `frontier resume` asks for robots.txt again.
+    releases = [release(lease, r, True) for lease, r in zip(plan.robots, robots, strict=True)]
+    releases = [replace(r, requeue=False) if _given_up(r) else r for r in releases]
+    failures_now = {origin_of(r.lease.url): r.failures for r in releases}
+    unreachable = {origin_of(lease.url) for lease, r in zip(plan.robots, robots, strict=True)
+                   if is_unreachable(r.error)}
+    robots_cache.save(ctx, {origin: policy for origin, policy in learned.items()
+                            if policy.mode != "disallow_all"
+                            or (failures_now[origin] > settings.max_retries
+                                and origin not in unreachable)})
+    pages: list[Page] = []
+    for lease, result, ended in zip(plan.robots, robots, releases, strict=True):
+        origin = origin_of(lease.url)
+        pages.append(robots_page(result.url, lease.host, sitemap_links(origin, learned[origin]),
+                                 result.ended, robots_cache.record(origin, learned[origin], ua)))
+        if _given_up(ended):
+            pages.append(apply_fetch(page_for(lease), result) | {"error": ended.park_reason})
+    now = time.time()
+    for lease, reason in plan.refused:
+        pages.append(blocked(page_for(lease), reason, now))
+        releases.append(Release(lease, max(now, lease.not_before), failures=fails_of[lease.host]))
+    transient = [(lease, r) for lease, r in zip(plan.pages, fetched, strict=True)
+                 if is_retryable(r.status, r.error)]
+    counts = _retry_counts(ctx, [lease for lease, _ in transient],
+                           [lease for lease, r in zip(plan.pages, fetched, strict=True)
+                            if not is_retryable(r.status, r.error)],
+                           fetch_counts(fetched))
+    retry = {lease.url for (lease, _), n in zip(transient, counts, strict=True)
+             if n <= settings.max_retries}
+    handovers: list[Handover] = []
+    for lease, result in zip(plan.pages, fetched, strict=True):
+        ended = release(lease, result, lease.url in retry)
+        if ended.requeue:
+            releases.append(ended)
+            continue
+        page = apply_fetch(page_for(lease), result) | {"redirect_hops": hops[lease.url]}
+        why = wants_render(settings, page, result.body)
+        if why:  # rendered under this lease, released by the render stage
+            handovers.append(Handover(page | {"render_reason": why}, lease, ended.next_time,
+                                      ended.failures))
+        else:
+            releases.append(ended)
+            pages.append(page)
+    ctx.frontier.release(releases)
+    _report_given_up(ctx, [r for r in releases if _given_up(r)])
+    return pages, len(retry), handovers
+
+
+def _given_up(ended: Release) -> bool:
+    return bool(ended.park_reason and ended.park_reason.startswith(GIVEN_UP))
+
+
+def _report_given_up(ctx: Context, given_up: list[Release]) -> None:
+    """One warning per host given up, and the counters `unreachable:<error>` (stats)."""
+    if not given_up:
+        return
+    pipe = ctx.redis.pipeline(transaction=False)
+    for ended in given_up:
+        error = (ended.park_reason or "").removeprefix(GIVEN_UP)
+        log.warning("giving up %s after %d tries: %s (its URLs stay queued; crawlctl frontier "
+                    "resume %s tries again)", ended.lease.host, ended.failures,
+                    unreachable_sentence(error), ended.lease.host)
+        pipe.hincrby(ctx.key("counters"), f"unreachable:{error}", 1)
+    pipe.execute()

@@ -1,0 +1,250 @@
+"""The render stage: pages the fetch stage handed over, rendered under the lease they were
+fetched with, then released with their host's next allowed time.
+
+A render is one request slot of its host: the host stays leased until its page is rendered,
+and the page's sub-requests to the same host go one at a time, each no earlier than the
+host's delay after the previous request ended (the page's own fetch first). Each
+sub-request passes the denylist, robots.txt (policies of origins already learned; an
+origin whose robots.txt is not known is refused) and the SSRF guard of the fetcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from crawlapp.adapters.browser.cdp import find_chromium
+from crawlapp.adapters.browser.renderer import Answer, HostSlots, Rendered, Renderer
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.http import Fetched, Fetcher, run_on_fetch_loop
+from crawlapp.adapters.redis import counters, denylist, robots_cache
+from crawlapp.adapters.redis.frontier import Lease
+from crawlapp.adapters.redis.frontier.redis_frontier import Release
+from crawlapp.core.records import Status
+from crawlapp.core.render_rule import render_reason
+from crawlapp.core.robots import RobotsPolicy, effective_delay
+from crawlapp.core.settings import Settings
+from crawlapp.core.urls import host_of, origin_of
+from crawlapp.stages.pages import GZIP_LEVEL, Page
+
+log = logging.getLogger(__name__)
+RENDERED_TYPE = "text/html; charset=utf-8"
+CACHE_SECONDS = 300.0  # a script or an XHR answer serves every page rendered meanwhile
+CACHE_ENTRIES = 512
+CACHE_MAX_BYTES = 1 << 20
+
+
+class SubresourceCache:
+    """Successful sub-request answers by URL, for a while, so pages sharing a script do not
+    ask their host for it again (bounded: entries and body size)."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[str, tuple[float, Fetched]] = OrderedDict()
+
+    def get(self, url: str) -> Fetched | None:
+        entry = self._entries.get(url)
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        self._entries.move_to_end(url)
+        return entry[1]
+
+    def put(self, result: Fetched) -> None:
+        if result.error or result.status != 200 or len(result.body) > CACHE_MAX_BYTES:
+            return
+        self._entries[result.url] = (time.monotonic() + CACHE_SECONDS, result)
+        self._entries.move_to_end(result.url)
+        while len(self._entries) > CACHE_ENTRIES:
+            self._entries.popitem(last=False)
+
+
+_CACHE = SubresourceCache()  # used on the process's fetch loop only
+
+
+@dataclass(frozen=True)
+class Handover:
+    """A fetched page to render under its still-held lease, with the host's next allowed time
+    after the fetch and its failures in a row (what the fetch stage would have released)."""
+
+    page: Page
+    lease: Lease
+    next_time: float
+    failures: int
+
+    def to_wire(self) -> list[Any]:
+        return [self.page, self.lease.to_wire(), self.next_time, self.failures]
+
+    @classmethod
+    def from_wire(cls, raw: list[Any]) -> Handover:
+        page, lease, next_time, failures = raw
+        return cls(page, Lease.from_wire(lease), float(next_time), int(failures))
+
+
+def wants_render(settings: Settings, page: Page, body: bytes) -> str | None:
+    """Why a page just fetched goes to the render stage ('host' or 'shell'), or None. Pure."""
+    if not settings.render or page.get("status") != Status.FETCHED or page.get("not_modified"):
+        return None
+    return render_reason(page["host"], body, page.get("content_type"), settings.render_hosts,
+                         settings.render_min_text)
+
+
+def apply_render(page: Page, rendered: Rendered, store_raw: bool) -> Page:
+    """The page with its rendered DOM as body (the fetched body kept as `raw_*` with
+    `store_raw`); unchanged but for `render_error` when rendering failed."""
+    page = dict(page)
+    if rendered.html is None:
+        page["render_error"] = rendered.error or "failed"
+        return page
+    body = rendered.html.encode("utf-8")
+    if store_raw:
+        page["raw_gz"] = page["body_gz"]
+        page["raw_hash"] = page["content_hash"]
+    page.update(rendered=True, content_type=RENDERED_TYPE,
+                content_hash=hashlib.sha256(body).hexdigest(), content_length=len(body),
+                body_gz=gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0))
+    return page
+
+
+# This process's renderer, with the event loop its browser runs on.
+_RENDERER: tuple[int, Renderer, asyncio.AbstractEventLoop] | None = None
+_RENDERER_LOCK = threading.Lock()
+_CPU_REPORTED = [0.0]
+
+
+def _renderer(settings: Settings) -> Renderer:
+    """This process's renderer (a forked child starts its own); called on the fetch loop."""
+    global _RENDERER
+    with _RENDERER_LOCK:
+        if _RENDERER is None or _RENDERER[0] != os.getpid():
+            path = find_chromium(settings.chromium_path)
+            if path is None:  # every page then goes on unrendered (render_error 'browser')
+                log.error("no Chromium found: run `make install-render` or set CRAWL_CHROMIUM")
+            renderer = Renderer(path or "chromium", settings.user_agent, settings.render_recycle,
+                                settings.render_max_memory_mb << 20)
+            _RENDERER = (os.getpid(), renderer, asyncio.get_running_loop())
+        return _RENDERER[1]
+
+
+def browser_cpu() -> float:
+    """CPU seconds this process's browsers used since the previous call (0 if none)."""
+    if _RENDERER is None or _RENDERER[0] != os.getpid():
+        return 0.0
+    renderer = _RENDERER[1]
+    used = renderer.cpu_of_closed + renderer.usage()[0]
+    delta, _CPU_REPORTED[0] = max(0.0, used - _CPU_REPORTED[0]), used
+    return delta
+
+
+class _Answers:
+    """Sub-request answers of the batch: checks, then the fetcher in the host's turn."""
+
+    def __init__(self, ctx: Context, fetcher: Fetcher, policies: dict[str, RobotsPolicy | None],
+                 slots: HostSlots) -> None:
+        self.ctx = ctx
+        self.fetcher = fetcher
+        self.policies = policies
+        self.slots = slots
+        self.cached = 0  # answers served from the cache
+
+    async def answer(self, url: str, deadline: float) -> Answer:
+        host, origin = host_of(url), origin_of(url)
+        if origin not in self.policies:
+            self.policies.update(robots_cache.load(self.ctx, [origin]))
+            if denylist.denied_hosts(self.ctx, [host]):
+                return "denylist"
+        policy = self.policies.get(origin)
+        if policy is None or policy.mode == "redirect":
+            return "robots_unknown"
+        if not policy.allowed(url, self.ctx.settings.product_token):
+            return "robots"
+        cached = _CACHE.get(url)
+        if cached is not None:
+            self.cached += 1
+            return cached
+        result: Fetched | None = await self.slots.run(host, lambda: self.fetcher.get(url),
+                                                      deadline)
+        if result is None:
+            return "politeness"
+        _CACHE.put(result)
+        return result
+
+    def delay(self, host: str, origin: str) -> float:
+        policy = self.policies.get(origin)
+        settings = self.ctx.settings
+        return effective_delay(policy.crawl_delay(settings.product_token) if policy else None,
+                               settings.default_delay, settings.max_crawl_delay
+                               ) + settings.delay_margin
+
+
+async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
+                      policies: dict[str, RobotsPolicy | None]
+                      ) -> tuple[list[tuple[Rendered, float]], int]:
+    """Render the held pages one after the other; each page's host's next time after it,
+    and how many sub-requests the cache answered."""
+    settings = ctx.settings
+    renderer = _renderer(settings)
+    origins = {host_of(h.lease.url): origin_of(h.lease.url) for h in held}
+    answers: _Answers
+    slots = HostSlots({h.lease.host: h.next_time for h in held},
+                      lambda host: answers.delay(host, origins.get(host, f"http://{host}")))
+    answers = _Answers(ctx, fetcher, policies, slots)
+    out = []
+    for i, handover in enumerate(held):
+        if i:  # the pages still waiting keep their leases
+            ctx.frontier.renew([h.lease for h in held[i:]], time.time(), settings.lease_seconds)
+        deadline = time.time() + settings.render_timeout
+
+        async def answer(url: str, end: float = deadline) -> Answer:
+            return await answers.answer(url, end)
+
+        page = handover.page
+        rendered = await renderer.render(
+            page["url"], gzip.decompress(page["body_gz"]), page.get("content_type") or "text/html",
+            answer, settings.render_timeout, settings.render_other_hosts)
+        out.append((rendered, slots.next_time[handover.lease.host]))
+    return out, answers.cached
+
+
+def render_batch(ctx: Context, handovers: list[Handover]) -> list[Page]:
+    """Render the pages whose lease is still held (the others went back to the frontier when
+    their lease expired: they are dropped here), release their hosts, count what happened."""
+    settings = ctx.settings
+    held_failures = ctx.frontier.renew([h.lease for h in handovers], time.time(),
+                                       settings.lease_seconds)
+    held = [h for h, f in zip(handovers, held_failures, strict=True) if f is not None]
+    policies = robots_cache.load(ctx, {origin_of(h.lease.url) for h in held})
+    try:
+        results, cached = run_on_fetch_loop(
+            settings, ctx.dns_cache, lambda fetcher: _render_all(ctx, fetcher, held, policies))
+    except BaseException:
+        # Give the hosts back at the time the fetch set; the URLs are handled (fetched).
+        ctx.frontier.release([Release(h.lease, h.next_time, False, h.failures) for h in held])
+        raise
+    ctx.frontier.release([Release(h.lease, max(h.next_time, next_time), False, h.failures)
+                          for h, (_, next_time) in zip(held, results, strict=True)])
+    counts: Counter[str] = Counter({"render:lease_lost": len(handovers) - len(held),
+                                    "render:cached": cached})
+    pages = []
+    for handover, (rendered, _) in zip(held, results, strict=True):
+        pages.append(apply_render(handover.page, rendered, settings.render_store_raw))
+        counts["render:pages"] += 1
+        counts["render:rendered" if rendered.html is not None else
+               f"render:error_{rendered.error}"] += 1
+        counts["render:ms"] += round(rendered.seconds * 1000)
+        counts["render:subrequests"] += rendered.fetched
+        counts.update({f"render:refused_{k}": v for k, v in rendered.refused.items()})
+    counters.bump(ctx, counts)
+    return pages
+
+
+def close_renderer() -> None:
+    """Stop this process's browser (at worker shutdown)."""
+    if _RENDERER is not None and _RENDERER[0] == os.getpid():
+        asyncio.run_coroutine_threadsafe(_RENDERER[1].close(), _RENDERER[2]).result(10)

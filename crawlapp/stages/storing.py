@@ -1,0 +1,159 @@
+"""Stage 4, store: bodies to the blob store first, then the batch's URL rows and robots.txt
+answers, in one transaction. Every row naming a body is written after that body: the invariant
+`crawlctl verify` checks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from crawlapp.adapters.blobstore import body_key
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.models import Url
+from crawlapp.adapters.redis import recrawl_sets, robots_cache
+from crawlapp.adapters.redis.frontier import QueuedURL
+from crawlapp.core.priority import depth_priority
+from crawlapp.core.records import Status
+from crawlapp.core.recrawl import next_schedule
+from crawlapp.core.simhash import to_signed
+from crawlapp.stages import dedup
+from crawlapp.stages.pages import Page
+
+CHUNK = 500
+
+
+def _row(page: Page) -> dict[str, object]:
+    when = page.get("fetched_at")
+    return {
+        "url_hash": page["url_hash"], "status": page["status"],
+        "last_fetched_at": datetime.fromtimestamp(when, UTC) if when else None,
+        "http_status": page.get("http_status"), "content_type": page.get("content_type"),
+        "content_length": page.get("content_length"), "content_hash": page.get("content_hash"),
+        "content_dedup": bool(page.get("content_dedup")), "duplicate_of": page.get("duplicate_of"),
+        "storage_key": page.get("storage_key"), "title": page.get("title"),
+        "simhash": to_signed(page["simhash"]) if page.get("simhash") is not None else None,
+        "etag": page.get("etag"), "last_modified": page.get("last_modified"),
+        "last_error": page.get("error"),
+        "redirect_to": page["links"][0][0] if page["status"] == Status.REDIRECTED and page.get("links")
+        else None,
+        "redirect_hops": page.get("redirect_hops") or None,
+        "next_crawl_at": page.get("next_crawl_at"),
+        "canonical_url": page.get("canonical"), "noindex": bool(page.get("noindex")),
+        "rendered": bool(page.get("rendered")), "render_error": page.get("render_error"),
+        "raw_storage_key": page.get("raw_storage_key"),
+    }
+
+
+def _schedule(pages: list[Page], previous: dict[str, repository.Previous]
+              ) -> list[tuple[str, str, float]]:
+    """Each fetched page's next fetch: (url_hash, tier, time); sets page['next_crawl_at']."""
+    planned = []
+    for page in pages:
+        if page["status"] != Status.FETCHED:
+            continue
+        before = previous.get(page["url_hash"])
+        changed = not page.get("not_modified") and (
+            before is None or before.content_hash != page.get("content_hash"))
+        plan = next_schedule(page["fetched_at"], before.interval if before else None, changed,
+                             before.priority if before else depth_priority(page["depth"]))
+        page["next_crawl_at"] = datetime.fromtimestamp(plan.next_at, UTC)
+        planned.append((page["url_hash"], plan.tier, plan.next_at))
+    return planned
+
+
+def _bodies(pages: list[Page], dropped: set[str]) -> list[tuple[str, bytes, str | None]]:
+    """Give each page to store its storage key and take its bodies out of it: the (key,
+    body, content type) to write. An exact copy's body (`copy_gz`) is written too, so that a
+    row never names a key whose body is not there; the store writes only missing keys."""
+    uploads = []
+    for page in pages:
+        body, copy, raw = (page.pop(k, None) for k in ("body_gz", "copy_gz", "raw_gz"))
+        if (page["url_hash"] in dropped or not page.get("content_hash")
+                or page.get("near_duplicate") or page.get("unstored")):
+            continue
+        page["storage_key"] = body_key(page["content_hash"])
+        if (content := body if body is not None else copy) is not None:
+            uploads.append((page["storage_key"], content, page.get("content_type")))
+        if raw is not None:  # a rendered page's body as fetched (render_store_raw)
+            page["raw_storage_key"] = body_key(page["raw_hash"])
+            uploads.append((page["raw_storage_key"], raw, "text/html"))
+    return uploads
+
+
+def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
+    """Write the bodies the batch names (missing ones only), then commit every page's row and
+    robots.txt answer in one transaction, then schedule the next fetch of each page (the
+    database keeps next_crawl_at too); bodies leave the batch. Pages taken down meanwhile are
+    not written. Pages that stop being stored originals give up their content claims, and
+    their copies go to another original (or back to the frontier). Running it twice on a
+    batch changes nothing."""
+    # Work on copies: the batch as received stays whole (bodies included), so a task retried
+    # after a failure below uploads the same bodies again.
+    pages = [dict(page) for page in pages]
+    robots = [p for p in pages if p["status"] == Status.ROBOTS]
+    urls = [p for p in pages if p["status"] != Status.ROBOTS]
+    with ctx.sessions() as session:
+        rows = dedup.rows_by_hash(session, [p["url_hash"] for p in urls] + [
+            p["duplicate_of"] for p in urls if p.get("content_dedup")])
+    dropped = {p["url_hash"] for p in urls
+               if (row := rows.get(p["url_hash"])) is not None and row.status == Status.DELETED}
+    kept = [p for p in urls if p["url_hash"] not in dropped]
+    refetch = dedup.recheck(ctx, kept, rows)
+    ctx.blobs.put_many(_bodies(pages, dropped))
+    held, orphaned = dedup.superseded(urls, rows, dropped)
+    with ctx.sessions.begin() as session:
+        robots_cache.write(session, [p["robots"] for p in robots], [p["fetched_at"] for p in robots])
+        previous = repository.previous_fetches(
+            session, [p["url_hash"] for p in kept if p["status"] == Status.FETCHED])
+        planned = _schedule(kept, previous)
+        dedup.release(ctx, held)  # before the rows change: no claim outlives its original
+        rows_out = [_row(page) for page in kept]
+        repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
+                                            if not p.get("not_modified")])
+        repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
+                                            if p.get("not_modified")],
+                                  repository.NOT_MODIFIED_COLUMNS)
+        queued = requeue(session, refetch + dedup.adopt(ctx, session, orphaned),
+                         "requeued: its original is no longer stored")
+    recrawl_sets.schedule(ctx, planned)
+    send_back(ctx, queued)
+    for page in pages:
+        page.pop("next_crawl_at", None)  # a datetime: not for the wire
+    return pages
+
+
+# What a page queued again forgets of its last fetch: the next one stores it afresh (no
+# validators, so the server cannot answer 304).
+FORGOTTEN: dict[str, object] = {
+    "status": Status.QUEUED, "storage_key": None, "raw_storage_key": None, "content_hash": None,
+    "simhash": None, "content_dedup": False, "duplicate_of": None, "etag": None,
+    "last_modified": None, "next_crawl_at": None}
+
+
+def requeue(session: Session, hashes: Sequence[str], reason: str
+            ) -> dict[str, QueuedURL]:
+    """Mark these pages (taken-down ones excepted) queued, forgetting what was stored of them;
+    returns the URLs by url_hash, for `send_back` once the transaction is committed."""
+    out: dict[str, QueuedURL] = {}
+    for start in range(0, len(hashes), CHUNK):
+        where = (Url.url_hash.in_(hashes[start:start + CHUNK]), Url.status != Status.DELETED)
+        out.update((h, QueuedURL(url, depth, priority)) for h, url, depth, priority in
+                   session.execute(select(Url.url_hash, Url.url, Url.depth, Url.priority)
+                                   .where(*where)))
+        session.execute(update(Url).where(*where).values(**FORGOTTEN, last_error=reason))
+    return out
+
+
+def send_back(ctx: Context, queued: dict[str, QueuedURL]) -> None:
+    """Put pages marked queued back in the frontier, out of the re-crawl sets, without the
+    validators of a conditional GET."""
+    if not queued:
+        return
+    recrawl_sets.forget(ctx, list(queued))
+    ctx.redis.hdel(ctx.key("validators"), *[q.url for q in queued.values()])
+    ctx.frontier.add(queued.values(), time.time())

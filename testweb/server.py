@@ -1,0 +1,562 @@
+"""Asyncio HTTP/1.1 server for a generated Web: one listener per host address, all on one port.
+
+Each request is logged as one JSON line (host, path, start, end, status, ua, inm, ims, conn,
+bytes, gen; and "aborted": true if the client went away before the whole response was sent),
+buffered in memory and appended to the log file every FLUSH_INTERVAL seconds and at shutdown.
+`conn` numbers the connections, so reuse of keep-alive connections shows in the log; `bytes`
+counts the body bytes sent, `gen` is the content generation that answered.
+
+Streamed responses (Response.stream: big, bomb and drip pages) are sent chunk by chunk, pausing
+where the stream says. The content generation can change while the server runs: on SIGUSR1
+(one generation on) or by writing a number to the --generation-file, which is looked at (stat)
+on every request and read again when it changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import errno
+import itertools
+import json
+import logging
+import os
+import re
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from email.utils import formatdate
+from http import HTTPStatus
+from pathlib import Path
+from typing import IO
+from urllib.parse import urlsplit
+
+from testweb.site import CASE_GROUPS, Response, Web, WebSpec, error_response
+
+logger = logging.getLogger(__name__)
+
+FLUSH_INTERVAL = 0.2
+IDLE_TIMEOUT = 30.0  # seconds a connection may sit idle or take to send a request
+MAX_LINE = 16 * 1024
+MAX_HEADERS = 100
+MAX_BODY = 1 << 20
+LISTEN_BACKLOG = 128
+PORT_ATTEMPTS = 10
+SERVER_NAME = "crawlapp-testweb"
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_REQUEST_LINE = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) HTTP/([0-9])\.([0-9])")
+
+
+class BadRequest(Exception):
+    """A request the server cannot serve; answered with `status`, then the connection closes."""
+
+    def __init__(self, status: int = 400, target: str = "") -> None:
+        super().__init__(status)
+        self.status = status
+        self.target = target
+
+
+@dataclass(frozen=True)
+class RequestHead:
+    method: str
+    target: str  # path and query
+    version: tuple[int, int]
+    headers: dict[str, str]  # lower-case names; repeated headers joined with ", "
+
+    @property
+    def keep_alive(self) -> bool:
+        """Whether the connection may serve another request after this one."""
+        tokens = {t.strip().lower() for t in self.headers.get("connection", "").split(",")}
+        if "transfer-encoding" in self.headers:  # a body we do not read: its end is unknown
+            return False
+        return "keep-alive" in tokens if self.version < (1, 1) else "close" not in tokens
+
+    @property
+    def content_length(self) -> int:
+        value = self.headers.get("content-length", "0")
+        lengths = {v.strip() for v in value.split(",")}
+        if len(lengths) != 1 or not (length := lengths.pop()).isdigit():
+            raise BadRequest(400, self.target)
+        return int(length)
+
+
+def parse_head(lines: list[bytes]) -> RequestHead:
+    """Parse a request line and header lines (without line ends); raise BadRequest if malformed."""
+    match = _REQUEST_LINE.fullmatch(lines[0])
+    if match is None:
+        raise BadRequest(400)
+    raw_target = match[2].decode("latin-1")
+    if match[3] != b"1":
+        raise BadRequest(505, raw_target)
+    target = _origin_form(raw_target)
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or _TOKEN.fullmatch(name) is None:
+            raise BadRequest(400, target)
+        key, text = name.decode("ascii").lower(), value.strip(b" \t").decode("latin-1")
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+    return RequestHead(match[1].decode("ascii"), target, (1, int(match[4])), headers)
+
+
+def _origin_form(raw_target: str) -> str:
+    """Path and query of a request target in origin form or absolute form."""
+    if raw_target.startswith("/"):
+        return raw_target
+    if raw_target.lower().startswith(("http://", "https://")):
+        parts = urlsplit(raw_target)
+        return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    raise BadRequest(400, raw_target)
+
+
+async def _read_head(reader: asyncio.StreamReader) -> list[bytes] | None:
+    """Lines of the next request head without line ends; None at a clean end of stream."""
+    line = await _read_line(reader)
+    while line in (b"\r\n", b"\n"):  # tolerate stray empty lines between requests
+        line = await _read_line(reader)
+    lines: list[bytes] = []
+    while line not in (b"\r\n", b"\n"):
+        if not line.endswith(b"\n"):  # end of stream: clean if before any line, else truncated
+            if lines or line:
+                raise asyncio.IncompleteReadError(line, None)
+            return None
+        if len(lines) == MAX_HEADERS:
+            raise BadRequest(431)
+        lines.append(line.rstrip(b"\r\n"))
+        line = await _read_line(reader)
+    return lines
+
+
+async def _read_line(reader: asyncio.StreamReader) -> bytes:
+    try:
+        return await reader.readline()
+    except ValueError as error:  # line longer than the reader's limit
+        raise BadRequest(431) from error
+
+
+class RequestLog:
+    """JSON lines buffered in memory and appended to a file on flush()."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lines: list[str] = []
+
+    def add(self, record: dict[str, object]) -> None:
+        self._lines.append(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def flush(self) -> None:
+        if self._lines:
+            chunk, self._lines = "".join(self._lines), []
+            with open(self.path, "a", encoding="utf-8") as file:
+                file.write(chunk)
+
+    async def flush_periodically(self, interval: float = FLUSH_INTERVAL) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            self.flush()
+
+
+class GenerationSwitch:
+    """The content generation in force: the spec's, then bumped by SIGUSR1 or set by a file.
+
+    `path` (optional) is a file holding the generation as a decimal number; it is stat()ed on
+    every call of web() and read again when its mtime, size or inode changed. A missing or
+    unreadable file leaves the generation as it is.
+    """
+
+    def __init__(self, web: Web, path: str | None = None) -> None:
+        self.path = path
+        self.generation = web.spec.generation
+        self._webs = {self.generation: web}
+        self._stamp: tuple[int, int, int] | None = None
+
+    def web(self) -> Web:
+        if self.path is not None:
+            self._check_file(self.path)
+        web = self._webs.get(self.generation)
+        if web is None:
+            web = self._webs[self.generation] = next(iter(self._webs.values())).at_generation(
+                self.generation)
+        return web
+
+    def bump(self) -> None:
+        self.generation += 1
+        logger.info("content generation %d", self.generation)
+
+    def _check_file(self, path: str) -> None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return
+        stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            with open(path, encoding="ascii") as file:
+                generation = int(file.read().strip())
+        except (OSError, ValueError):
+            logger.warning("ignoring unreadable generation file %s", path)
+            return
+        if generation >= 0 and generation != self.generation:
+            self.generation = generation
+            logger.info("content generation %d", generation)
+
+
+class _Connections:
+    """Serves the connections of all listeners and logs every request."""
+
+    def __init__(self, web: Web, log: RequestLog, switch: GenerationSwitch | None = None) -> None:
+        self.switch = switch or GenerationSwitch(web)
+        self.log = log
+        self._ids = itertools.count(1)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        address, port = writer.get_extra_info("sockname")[:2]
+        netloc, conn = f"{address}:{port}", next(self._ids)
+        try:
+            while await self._exchange(reader, writer, netloc, conn):
+                pass
+        except (ConnectionError, TimeoutError, asyncio.IncompleteReadError):
+            pass
+        except Exception:
+            logger.exception("connection %d to %s failed", conn, netloc)
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    async def close(self) -> None:
+        """Cancel all open connections and wait for them to end."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    @property
+    def web(self) -> Web:
+        """The web of the current generation."""
+        return self.switch.web()
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                        netloc: str, conn: int) -> bool:
+        """Serve one request; True if the connection stays open for another."""
+        try:
+            async with asyncio.timeout(IDLE_TIMEOUT):
+                lines = await _read_head(reader)
+                if lines is None:
+                    return False
+                start = time.time()
+                head = parse_head(lines)
+                await reader.readexactly(_checked_body_length(head))
+        except BadRequest as error:
+            start = time.time()
+            response, keep_alive, head_only = error_response(error.status), False, False
+            target, headers = error.target, {}
+        else:
+            response, keep_alive = self._respond(netloc, head), head.keep_alive
+            head_only, target, headers = head.method == "HEAD", head.target, head.headers
+        sent = [0]
+        record: dict[str, object] = {
+            "host": netloc, "path": target, "start": start, "end": 0.0,
+            "status": response.status, "ua": headers.get("user-agent", ""),
+            "inm": headers.get("if-none-match"), "ims": headers.get("if-modified-since"),
+            "conn": conn, "bytes": 0, "gen": self.switch.generation,
+        }
+        try:
+            await _send(writer, response, head_only, keep_alive, sent)
+        except BaseException:
+            record.update(end=time.time(), bytes=sent[0], aborted=True)
+            self.log.add(record)
+            raise
+        record.update(end=time.time(), bytes=sent[0])
+        self.log.add(record)
+        return keep_alive
+
+    def _respond(self, netloc: str, head: RequestHead) -> Response:
+        if head.method not in ("GET", "HEAD"):
+            refusal = error_response(405)
+            return Response(405, [*refusal.headers, ("Allow", "GET, HEAD")], refusal.body)
+        return self.switch.web().respond(netloc, head.target, head.headers)
+
+
+def _checked_body_length(head: RequestHead) -> int:
+    """Length of the request body to read and discard (0 if of unknown length)."""
+    if "transfer-encoding" in head.headers:
+        return 0
+    length = head.content_length
+    if length > MAX_BODY:
+        raise BadRequest(413, head.target)
+    return length
+
+
+async def _send(writer: asyncio.StreamWriter, response: Response,
+                head_only: bool, keep_alive: bool, sent: list[int]) -> None:
+    """Send the response; sent[0] counts the body bytes written (and drained) so far."""
+    lines = [f"HTTP/1.1 {response.status} {HTTPStatus(response.status).phrase}",
+             *(f"{name}: {value}" for name, value in response.headers),
+             f"Date: {formatdate(usegmt=True)}", f"Server: {SERVER_NAME}",
+             f"Connection: {'keep-alive' if keep_alive else 'close'}", "", ""]
+    head = "\r\n".join(lines).encode("latin-1")
+    if head_only or response.stream is None:
+        writer.write(head if head_only else head + response.body)
+        await writer.drain()
+        sent[0] = 0 if head_only else len(response.body)
+        return
+    writer.write(head)
+    for item in response.stream():
+        if isinstance(item, bytes):
+            writer.write(item)
+            await writer.drain()
+            sent[0] += len(item)
+        else:
+            await writer.drain()
+            await asyncio.sleep(item)
+
+
+async def serve(web: Web, log_path: str, ready_path: str | None = None,
+                stop: asyncio.Event | None = None, seeds_path: str | None = None,
+                generation_path: str | None = None) -> None:
+    """Serve `web` until `stop` is set or SIGTERM/SIGINT arrives (signals only in the main thread).
+
+    If web.spec.port is 0 a free port is chosen. Once all listeners are up (one per host, case
+    hosts included), `seeds_path` gets one seed URL per line and then `ready_path` the port.
+    SIGUSR1 moves the content on one generation; so does a new number in `generation_path`.
+    """
+    stop = stop or asyncio.Event()
+    _raise_fd_limit(web.host_count + 1024)
+    port, sockets = _bind_sockets(web)
+    web = Web(replace(web.spec, port=port))
+    log = RequestLog(log_path)
+    switch = GenerationSwitch(web, generation_path)
+    connections = _Connections(web, log, switch)
+    servers = [await asyncio.start_server(connections.handle, sock=sock, limit=MAX_LINE)
+               for sock in sockets]
+    flusher = asyncio.create_task(log.flush_periodically())
+    try:
+        if seeds_path:
+            _write_atomically(seeds_path, "".join(f"{url}\n" for url in web.seeds()))
+        if ready_path:
+            _write_atomically(ready_path, f"{port}\n")
+        with _stop_on_signals(stop, switch.bump):
+            await stop.wait()
+    finally:
+        for server in servers:
+            server.close()
+        await connections.close()
+        flusher.cancel()
+        log.flush()
+
+
+def _bind_sockets(web: Web) -> tuple[int, list[socket.socket]]:
+    """Listening sockets on every host address, all on one port (a free one if the spec says 0)."""
+    for _ in range(PORT_ATTEMPTS):
+        port, sockets = web.spec.port, []
+        try:
+            for i in range(web.host_count):
+                sockets.append(_listening_socket(web.host_addr(i), port))
+                port = sockets[-1].getsockname()[1]
+            return port, sockets
+        except OSError as error:
+            for sock in sockets:
+                sock.close()
+            if web.spec.port != 0 or error.errno != errno.EADDRINUSE:
+                raise
+    raise OSError(errno.EADDRINUSE, f"no port free on all {web.host_count} addresses")
+
+
+def _listening_socket(address: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address, port))
+        sock.listen(LISTEN_BACKLOG)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _raise_fd_limit(wanted: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        new = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: asyncio.Event,
+                     on_usr1: Callable[[], None] | None = None) -> Iterator[None]:
+    """Set `stop` on SIGTERM/SIGINT (and call `on_usr1` on SIGUSR1) while inside; does nothing
+    outside the main thread."""
+    loop = asyncio.get_running_loop()
+    installed = []
+    handlers: list[tuple[signal.Signals, Callable[[], object]]] = [
+        (signal.SIGTERM, stop.set), (signal.SIGINT, stop.set)]
+    if on_usr1 is not None:
+        handlers.append((signal.SIGUSR1, on_usr1))
+    for signum, handler in handlers:
+        with contextlib.suppress(RuntimeError, ValueError, NotImplementedError):
+            loop.add_signal_handler(signum, handler)
+            installed.append(signum)
+    try:
+        yield
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+
+
+def _write_atomically(path: str, text: str) -> None:
+    partial = f"{path}.partial"
+    with open(partial, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.replace(partial, path)
+
+
+# --- command line of a WebSpec, shared by the CLI and start_in_background ------------------------
+
+def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults = WebSpec()
+    parser.add_argument("--hosts", type=int, default=defaults.hosts)
+    parser.add_argument("--pages", type=int, default=defaults.pages_per_host, help="pages per host")
+    parser.add_argument("--port", type=int, default=defaults.port, help="0 = pick a free port")
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--crawl-delay-every", type=int, default=defaults.crawl_delay_every,
+                        help="every Nth host has Crawl-delay: 2 (0 = none)")
+    parser.add_argument("--words", type=int, default=defaults.words_per_page, help="words per page")
+    cases = parser.add_argument_group("opt-in cases (see testweb/cases.py)")
+    cases.add_argument("--cases", action="store_true", help="every case group")
+    cases.add_argument("--case", action="append", choices=CASE_GROUPS, default=[],
+                       dest="case_groups", metavar="GROUP",
+                       help=f"one case group (repeatable): {', '.join(CASE_GROUPS)}")
+    cases.add_argument("--vary-validators", action="store_true",
+                       help="normal hosts vary ETag / Last-Modified")
+    cases.add_argument("--generation", type=int, default=defaults.generation,
+                       help="content generation to start at")
+    cases.add_argument("--change-fraction", type=float, default=defaults.change_fraction,
+                       help="share of pages changing per generation")
+    cases.add_argument("--big-page-bytes", type=int, default=defaults.big_page_bytes)
+    cases.add_argument("--bomb-bytes", type=int, default=defaults.bomb_bytes,
+                       help="decompressed size of the gzip bomb")
+    cases.add_argument("--drip-seconds", type=float, default=defaults.drip_seconds)
+
+
+_EXTRA_FIELDS = (("generation", "--generation"), ("change_fraction", "--change-fraction"),
+                 ("big_page_bytes", "--big-page-bytes"), ("bomb_bytes", "--bomb-bytes"),
+                 ("drip_seconds", "--drip-seconds"))
+
+
+def spec_from_args(args: argparse.Namespace) -> WebSpec:
+    groups = set(getattr(args, "case_groups", None) or ())
+    extras = {name: getattr(args, name) for name, _ in _EXTRA_FIELDS if hasattr(args, name)}
+    return WebSpec(hosts=args.hosts, pages_per_host=args.pages, port=args.port, seed=args.seed,
+                   crawl_delay_every=args.crawl_delay_every, words_per_page=args.words,
+                   cases=getattr(args, "cases", False),
+                   vary_validators=getattr(args, "vary_validators", False),
+                   **{f"{group}_cases": True for group in groups}, **extras)
+
+
+def spec_argv(spec: WebSpec) -> list[str]:
+    """Command-line arguments that make spec_from_args() return `spec`."""
+    argv = ["--hosts", str(spec.hosts), "--pages", str(spec.pages_per_host),
+            "--port", str(spec.port), "--seed", str(spec.seed),
+            "--crawl-delay-every", str(spec.crawl_delay_every), "--words", str(spec.words_per_page)]
+    if spec.cases:
+        argv.append("--cases")
+    for group in CASE_GROUPS:
+        if getattr(spec, f"{group}_cases"):
+            argv += ["--case", group]
+    if spec.vary_validators:
+        argv.append("--vary-validators")
+    defaults = WebSpec()
+    for name, option in _EXTRA_FIELDS:
+        if getattr(spec, name) != getattr(defaults, name):
+            argv += [option, repr(getattr(spec, name))]
+    return argv
+
+
+# --- running the server in another process (for tests, demos, benchmarks) -------------------------
+
+def free_port() -> int:
+    """A TCP port free on 127.0.1.1 at the time of the call."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.1.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class BackgroundServer:
+    """A server process started by start_in_background(); `web` carries the actual port."""
+
+    process: subprocess.Popen[bytes]
+    web: Web
+    log_path: str
+    _stderr: IO[bytes] = field(repr=False)
+    _workdir: tempfile.TemporaryDirectory[str] = field(repr=False)
+    generation_path: str = ""
+
+    @property
+    def port(self) -> int:
+        return self.web.spec.port
+
+    def set_generation(self, generation: int) -> None:
+        """Switch the running server to content `generation` (every request after this call
+        returns sees it) and `web` with it."""
+        _write_atomically(self.generation_path, f"{generation}\n")
+        self.web = self.web.at_generation(generation)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM the server (which flushes its log) and wait for it; kill it if it lingers."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._stderr.close()
+        self._workdir.cleanup()
+
+    def __enter__(self) -> BackgroundServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def start_in_background(web: Web, log_path: str, timeout: float = 10.0) -> BackgroundServer:
+    """Run `python -m testweb serve` for `web` in a subprocess; return once it is ready."""
+    workdir = tempfile.TemporaryDirectory(prefix="testweb-")
+    ready = os.path.join(workdir.name, "ready")
+    generation = os.path.join(workdir.name, "generation")
+    command = [sys.executable, "-m", "testweb", "serve", *spec_argv(web.spec),
+               "--log", log_path, "--ready", ready, "--generation-file", generation]
+    root = str(Path(__file__).resolve().parents[1])
+    python_path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    stderr = tempfile.TemporaryFile()
+    process = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": python_path},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+    handle = BackgroundServer(process, web, log_path, stderr, workdir, generation)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(ready):
+        if process.poll() is not None or time.monotonic() > deadline:
+            stderr.seek(0)
+            message = stderr.read().decode(errors="replace")
+            handle.stop()
+            raise RuntimeError(f"test web server did not start: {message}")
+        time.sleep(0.02)
+    with open(ready, encoding="utf-8") as file:
+        handle.web = Web(replace(web.spec, port=int(file.read())))
+    return handle
