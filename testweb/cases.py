@@ -52,7 +52,6 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator
-from http import HTTPStatus
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from testweb import realweb
@@ -69,6 +68,7 @@ from testweb.site import (
     StreamItem,
     Web,
     error_response,
+    redirect,
     vocabulary,
 )
 
@@ -688,14 +688,6 @@ def canonical_url(url: str) -> str:
     parts = urlsplit(url)
     target = parts.path + (f"?{parts.query}" if parts.query else "")
     return f"http://{parts.netloc.lower()}{canonical_target(target)}"
-
-
-def redirect(status: int, location: str) -> Response:
-    phrase = HTTPStatus(status).phrase
-    body = (f"<!DOCTYPE html><html><head><title>{status} {phrase}</title></head><body>"
-            f"<a href=\"{html.escape(location)}\">{phrase}</a></body></html>\n").encode()
-    return Response(status, [("Content-Type", HTML_TYPE), ("Content-Length", str(len(body))),
-                             ("Location", location)], body)
 
 
 # --- bodies ---------------------------------------------------------------------------------------

@@ -37,7 +37,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
-from testweb.site import DISALLOW, Handler, Link, Response, Special, Web, error_response, vocabulary
+from testweb.site import (
+    DISALLOW,
+    Handler,
+    Link,
+    Response,
+    Special,
+    Web,
+    error_response,
+    redirect,
+    vocabulary,
+)
 
 KINDS = ("docbook", "sphinx", "cms")
 
@@ -235,7 +245,7 @@ class RealWeb:
         return [
             (r"/enc/(cp1252|sjis|utf16)\.html", self._encoded),
             (r"/malformed\.html", self._malformed),
-            (r"/go/bad-redirect", lambda i: _redirect(302, BAD_LOCATION)),
+            (r"/go/bad-redirect", lambda i: redirect(302, BAD_LOCATION)),
             (re.escape(EMPTY), self._empty), (re.escape(BARE), self._bare),
             (r"/thumb", lambda i: error_response(403)),  # no query: not signed
             *leaves,
@@ -675,7 +685,4 @@ def _std_ref(text: str) -> str:
     return f'<span class="std std-ref">{text}</span>'
 
 
-def _redirect(status: int, location: str) -> Response:
-    from testweb.cases import redirect
 
-    return redirect(status, location)

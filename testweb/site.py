@@ -749,3 +749,11 @@ def _not_modified(response: Response, request_headers: Mapping[str, str]) -> boo
         return parsedate_to_datetime(if_modified_since) >= parsedate_to_datetime(last_modified)
     except (TypeError, ValueError):
         return False
+
+
+def redirect(status: int, location: str) -> Response:
+    phrase = HTTPStatus(status).phrase
+    body = (f"<!DOCTYPE html><html><head><title>{status} {phrase}</title></head><body>"
+            f"<a href=\"{html.escape(location)}\">{phrase}</a></body></html>\n").encode()
+    return Response(status, [("Content-Type", HTML_TYPE), ("Content-Length", str(len(body))),
+                             ("Location", location)], body)
