@@ -193,10 +193,24 @@ class FrontierContract:
         f.add([QueuedURL("http://a.com/1", 1, 0.5)], NOW)
         f.hold(["a.com", "b.com"], NOW + 30)
         f.hold(["a.com"], NOW + 10)  # never earlier
-        assert lease_all(f, NOW + 29) == ([], NOW + 30)
         f.add([QueuedURL("http://b.com/1", 1, 0.5)], NOW + 1)
+        assert lease_all(f, NOW + 29) == ([], NOW + 30)
         leases, _ = lease_all(f, NOW + 30)
         assert sorted(lease.host for lease in leases) == ["a.com", "b.com"]
+
+    def test_a_host_with_nothing_queued_keeps_its_next_time_and_failures(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/1", 1, 0.5)], NOW)
+        (lease,), _ = lease_all(f, NOW)
+        f.release([Release(lease, NOW + 5, failures=1)])
+        assert f.host_states(["a.com"], NOW)["a.com"] == HostState(0, "idle", 1, None)
+        f.add([QueuedURL("http://a.com/2", 1, 0.5)], NOW + 1)
+        assert lease_all(f, NOW + 1) == ([], NOW + 5)
+        (lease,), _ = lease_all(f, NOW + 5)
+        f.release([Release(lease, NOW + 600, requeue=True, failures=2, park_reason="2 failures")])
+        assert f.resume("a.com", NOW + 6)  # parked: it comes back now, its failures forgotten
+        assert f.host_states(["a.com"], NOW + 6)["a.com"] == HostState(1, "ready", 0, NOW + 6)
 
     def test_host_states(self, make: MakeFrontier) -> None:
         f = make(shards=1)

@@ -10,7 +10,7 @@ from crawlapp.adapters.http import Fetcher
 from crawlapp.core.settings import load_settings
 
 Handler = Callable[[httpx.Request], httpx.Response]
-Page = tuple[int, dict[str, str], bytes]  # status, headers, body
+Answer = tuple[int, dict[str, str], bytes]  # status, headers, body
 
 
 def answer(status: int = 200, body: bytes = b"", headers: Mapping[str, str] | None = None
@@ -20,7 +20,7 @@ def answer(status: int = 200, body: bytes = b"", headers: Mapping[str, str] | No
     return httpx.Response(status, headers=headers, stream=httpx.ByteStream(body))
 
 
-def site(pages: Mapping[str, Page]) -> Handler:
+def site(pages: Mapping[str, Answer]) -> Handler:
     """Answers each URL of `pages` with its (status, headers, body); 404 elsewhere."""
 
     def handler(request: httpx.Request) -> httpx.Response:

@@ -12,8 +12,7 @@ from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import host_of
 from crawlapp.stages.pages import Page, apply_fetch, page_for, robots_page
 from crawlapp.stages.parsing import parse_pages
-from tests.mock_web import Page as Answer
-from tests.mock_web import mock_fetcher, site
+from tests.mock_web import Answer, mock_fetcher, site
 
 SETTINGS = load_settings({"CRAWL_MAX_REDIRECTS": "3"})
 HTML = {"Content-Type": "text/html; charset=utf-8"}
