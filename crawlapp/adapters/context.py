@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from crawlapp.adapters.blobstore import BlobStore, open_blobstore
 from crawlapp.adapters.db.engine import session_factory
+from crawlapp.adapters.ports import Frontier
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.adapters.redis.urlseen import RedisBloom
@@ -23,6 +24,7 @@ from crawlapp.core.settings import Settings, get_settings
 class Context:
     settings: Settings
     _scripts: dict[str, Script] = field(default_factory=dict, repr=False)
+    frontier_override: Frontier | None = field(default=None, repr=False, kw_only=True)
 
     def script(self, source: str) -> Script:
         """A Lua script registered once per process; redis-py then calls it by its SHA."""
@@ -35,7 +37,10 @@ class Context:
         return redis.Redis.from_url(self.settings.redis_url, health_check_interval=30)
 
     @cached_property
-    def frontier(self) -> RedisFrontier:
+    def frontier(self) -> Frontier:
+        """The Redis frontier, or `frontier_override` when given (a test's MemoryFrontier)."""
+        if self.frontier_override is not None:
+            return self.frontier_override
         return RedisFrontier(self.redis, self.settings.redis_prefix, self.settings.shards)
 
     @cached_property

@@ -1,0 +1,325 @@
+"""The frontier in one process's memory, for tests that run without a server.
+
+Each operation does what the Redis frontier's Lua script of the same name does on a shard
+(adapters/redis/frontier/scripts.py), step for step, on the same structures held in
+dicts: a host with URLs queued is in exactly one of ready, leases and parked. Equal scores
+pop in the Redis frontier's member order ("depth<TAB>url" as text), so both hand out URLs
+in the same order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from crawlapp.adapters.redis.frontier.redis_frontier import (
+    HostState,
+    Lease,
+    QueuedURL,
+    Release,
+    ShardStats,
+)
+from crawlapp.core.priority import queue_score
+from crawlapp.core.urls import host_of, shard_of
+
+EXPIRED_PER_DISPATCH = 1000  # leases handed back, and parked hosts brought back, per call
+
+
+def _member(depth: int, url: str) -> str:
+    return f"{depth}\t{url}"
+
+
+def _unpack(member: str) -> tuple[int, str]:
+    depth, url = member.split("\t", 1)
+    return int(depth), url
+
+
+def _lowest(scores: dict[str, float], upto: float, limit: int) -> list[tuple[float, str]]:
+    """(score, name) of the `limit` lowest scores up to `upto`, lowest first."""
+    return heapq.nsmallest(limit, ((s, name) for name, s in scores.items() if s <= upto))
+
+
+@dataclass
+class _Shard:
+    """One shard's structures, named as the Redis keys they stand for."""
+
+    ready: dict[str, float] = field(default_factory=dict)
+    idle: dict[str, float] = field(default_factory=dict)
+    leases: dict[str, float] = field(default_factory=dict)
+    token: dict[str, str] = field(default_factory=dict)
+    leased: dict[str, tuple[float, str]] = field(default_factory=dict)  # (score, member)
+    parked: dict[str, float] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)
+    paused: set[str] = field(default_factory=set)
+    fails: dict[str, int] = field(default_factory=dict)
+    queues: dict[str, dict[str, float]] = field(default_factory=dict)  # never an empty one
+    queued: int = 0
+
+    def queue_add(self, host: str, member: str, score: float) -> int:
+        """ZADD LT: a member queued already keeps its lower score; 1 if it is new."""
+        queue = self.queues.setdefault(host, {})
+        old = queue.get(member)
+        if old is None or score < old:
+            queue[member] = score
+        return int(old is None)
+
+    def queue_remove(self, host: str, members: Iterable[str]) -> int:
+        queue = self.queues.get(host, {})
+        removed = sum(queue.pop(m, None) is not None for m in members)
+        if not queue:
+            self.queues.pop(host, None)
+        return removed
+
+    def hand_back(self, host: str) -> None:
+        """The URL leased under `host` goes back to its queue."""
+        score, member = self.leased[host]
+        self.queued += self.queue_add(host, member, score)
+
+    def end_lease(self, host: str) -> None:
+        del self.leases[host], self.leased[host], self.token[host]
+
+    def enqueue(self, now: float, host: str, member: str, score: float,
+                replaces: str | None) -> int:
+        if replaces is not None:
+            if self.queue_remove(host, [replaces]):
+                self.queue_add(host, member, score)
+            return 0
+        added = self.queue_add(host, member, score)
+        if host not in self.leases and host not in self.parked:
+            self.ready.setdefault(host, max(self.idle.get(host, 0.0), now))
+            self.idle.pop(host, None)
+        self.queued += added
+        return added
+
+    def dispatch(self, now: float, max_hosts: int, lease: float, max_leased: int,
+                 token_prefix: str, horizon: float, due_by: float
+                 ) -> tuple[float | None, list[tuple[str, str, str, float]]]:
+        for _, host in _lowest(self.leases, now, EXPIRED_PER_DISPATCH):
+            self.hand_back(host)
+            self.end_lease(host)
+            if host in self.queues:
+                self.ready[host] = now
+        for until, host in _lowest(self.parked, now, EXPIRED_PER_DISPATCH):
+            del self.parked[host]
+            self.why.pop(host, None)
+            (self.ready if host in self.queues else self.idle)[host] = until
+        out = []
+        room = min(max_hosts, max_leased - len(self.leases))
+        if room > 0:
+            hosts = _lowest(self.ready, horizon, room)
+            if hosts and len(hosts) < max_hosts and hosts[0][0] > due_by:
+                hosts = []  # not full and nothing due yet: let the batch grow until the next tick
+            for n, (ready_at, host) in enumerate(hosts):
+                del self.ready[host]
+                queue = self.queues.get(host)
+                if not queue:
+                    self.idle[host] = ready_at
+                    continue
+                score, member = min((s, m) for m, s in queue.items())
+                self.queue_remove(host, [member])
+                token, not_before = f"{token_prefix}:{n}", max(now, ready_at)
+                self.leases[host] = not_before + lease
+                self.token[host] = token
+                self.leased[host] = (score, member)
+                self.queued -= 1
+                out.append((host, token, member, not_before))
+        return min(self.ready.values(), default=None), out
+
+    def renew(self, now: float, lease: float, host: str, token: str) -> int | None:
+        if self.token.get(host) != token:
+            return None
+        self.leases[host] = now + lease
+        return self.fails.get(host, 0)
+
+    def release(self, rel: Release) -> int:
+        host = rel.lease.host
+        if self.token.get(host) != rel.lease.token:
+            return 0
+        if rel.requeue:
+            self.hand_back(host)
+        self.end_lease(host)
+        if rel.failures == 0:
+            self.fails.pop(host, None)
+        else:
+            self.fails[host] = rel.failures
+        if host in self.paused:
+            self.parked[host] = math.inf
+            self.why[host] = "paused"
+        elif rel.park_reason:
+            self.parked[host] = rel.next_time
+            self.why[host] = rel.park_reason
+        elif host in self.queues:
+            self.ready[host] = rel.next_time
+        else:
+            self.idle[host] = rel.next_time
+        return 1
+
+    def pause(self, host: str, reason: str) -> None:
+        self.paused.add(host)
+        if host not in self.leases:
+            at = self.ready.pop(host, None)
+            if at is not None:
+                self.idle[host] = at
+            self.parked[host] = math.inf
+            self.why[host] = reason
+
+    def resume(self, host: str, now: float) -> bool:
+        was = host in self.paused
+        self.paused.discard(host)
+        if host in self.parked:
+            was = True
+            del self.parked[host]
+            self.why.pop(host, None)
+            self.fails.pop(host, None)
+            if host in self.queues:
+                self.ready[host] = max(self.idle.pop(host, 0.0), now)
+        return was
+
+    def drop(self, host: str, members: list[str] | None) -> int:
+        removed = self.queue_remove(host, list(self.queues.get(host, {})) if members is None
+                                    else members)
+        self.queued -= removed
+        if host not in self.queues and host in self.ready:
+            self.idle[host] = self.ready.pop(host)
+        return removed
+
+    def host_state(self, host: str, now: float) -> HostState:
+        ready, parked = self.ready.get(host), self.parked.get(host)
+        if parked is not None:
+            state = self.why.get(host) or "parked"
+        elif host in self.leases:
+            state = "leased"
+        elif ready is not None:
+            state = "ready" if ready <= now else "waiting"
+        else:
+            state = "idle"
+        until = parked if parked is not None else ready
+        return HostState(len(self.queues.get(host, {})), state, self.fails.get(host, 0),
+                         None if until is None or until == math.inf else until)
+
+
+class MemoryFrontier:
+    """The Redis frontier's behaviour without Redis: the `Frontier` of a test's Context."""
+
+    def __init__(self, shards: int) -> None:
+        self.shards = shards
+        self._shards = [_Shard() for _ in range(shards)]
+        self._batches: dict[str, float] = {}  # batch id -> deadline
+        self._batch_urls: dict[str, list[tuple[str, int]]] = {}
+        self._dispatches = itertools.count()
+        self._lock = threading.Lock()  # each operation is atomic, as a Lua script is
+
+    def _shard_of(self, host: str) -> _Shard:
+        return self._shards[shard_of(host, self.shards)]
+
+    def add(self, urls: Iterable[QueuedURL], now: float) -> int:
+        with self._lock:
+            added = 0
+            for item in urls:
+                host = host_of(item.url)
+                replaces = (None if item.replaces_depth is None
+                            else _member(item.replaces_depth, item.url))
+                added += self._shard_of(host).enqueue(
+                    now, host, _member(item.depth, item.url), queue_score(item.priority, now),
+                    replaces)
+            return added
+
+    def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
+                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None
+                 ) -> tuple[dict[int, list[Lease]], float | None]:
+        due_by = now + lookahead if due_by is None else due_by
+        leases: dict[int, list[Lease]] = {}
+        next_ready: float | None = None
+        with self._lock:
+            call = next(self._dispatches)
+            for shard in shards:
+                first, got = self._shards[shard].dispatch(
+                    now, max_hosts, lease_seconds, max_leased, f"{call}.{shard}",
+                    now + lookahead, due_by)
+                if first is not None:
+                    next_ready = first if next_ready is None else min(next_ready, first)
+                for host, token, member, not_before in got:
+                    depth, url = _unpack(member)
+                    leases.setdefault(shard, []).append(
+                        Lease(shard, host, token, url, depth, not_before))
+        return leases, next_ready
+
+    def renew(self, leases: list[Lease], now: float, lease_seconds: float) -> list[int | None]:
+        with self._lock:
+            return [self._shards[lease.shard].renew(now, lease_seconds, lease.host, lease.token)
+                    for lease in leases]
+
+    def release(self, releases: Iterable[Release]) -> int:
+        with self._lock:
+            return sum(self._shards[rel.lease.shard].release(rel) for rel in releases)
+
+    def stats(self, now: float) -> list[ShardStats]:
+        with self._lock:
+            out = []
+            for n, shard in enumerate(self._shards):
+                ready_now = sum(at <= now for at in shard.ready.values())
+                out.append(ShardStats(n, len(shard.ready) - ready_now, ready_now,
+                                      len(shard.leases), len(shard.parked), shard.queued,
+                                      len(shard.fails)))
+            return out
+
+    def parked(self) -> dict[str, tuple[float, str]]:
+        with self._lock:
+            return {host: (until, shard.why.get(host, ""))
+                    for shard in self._shards for host, until in shard.parked.items()}
+
+    def hold(self, hosts: Iterable[str], until: float) -> None:
+        with self._lock:
+            for host in hosts:
+                shard = self._shard_of(host)
+                if host in shard.ready:
+                    shard.ready[host] = max(shard.ready[host], until)
+                shard.idle[host] = until
+
+    def pause(self, host: str, reason: str = "paused") -> None:
+        with self._lock:
+            self._shard_of(host).pause(host, reason)
+
+    def resume(self, host: str, now: float) -> bool:
+        with self._lock:
+            return self._shard_of(host).resume(host, now)
+
+    def drop(self, host: str, urls: Iterable[tuple[int, str]] | None = None) -> int:
+        members = None if urls is None else [_member(depth, url) for depth, url in urls]
+        if members is not None and not members:
+            return 0
+        with self._lock:
+            return self._shard_of(host).drop(host, members)
+
+    def host_states(self, hosts: list[str], now: float) -> dict[str, HostState]:
+        with self._lock:
+            return {host: self._shard_of(host).host_state(host, now) for host in hosts}
+
+    def track_batch(self, batch_id: str, deadline: float, leases: list[Lease] | None = None
+                    ) -> None:
+        with self._lock:
+            self._batches[batch_id] = deadline
+            if leases is not None:
+                self._batch_urls[batch_id] = [(lease.url, lease.depth) for lease in leases]
+
+    def finish_batch(self, batch_id: str) -> None:
+        with self._lock:
+            self._batches.pop(batch_id, None)
+            self._batch_urls.pop(batch_id, None)
+
+    def batches_in_flight(self, now: float) -> int:
+        with self._lock:
+            return len(self._batches)
+
+    def expired_batches(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
+        with self._lock:
+            return {batch_id: list(self._batch_urls.get(batch_id, []))
+                    for _, batch_id in _lowest(self._batches, now, limit)}
+
+    def is_idle(self, now: float) -> bool:
+        with self._lock:
+            return not self._batches and not any(s.ready or s.leases for s in self._shards)

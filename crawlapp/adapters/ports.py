@@ -1,0 +1,106 @@
+"""The frontier as the stages, ops and observe see it: the operations on it, whoever keeps it.
+
+`RedisFrontier` (adapters/redis/frontier) is the crawl's; `MemoryFrontier`
+(adapters/memory_frontier.py) keeps the same state in one process, for tests without a server.
+Importing this module imports no Redis client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from crawlapp.adapters.redis.frontier.redis_frontier import (
+        HostState,
+        Lease,
+        QueuedURL,
+        Release,
+        ShardStats,
+    )
+
+
+class Frontier(Protocol):
+    """Per-host URL queues by score, one lease per host, and each host's next allowed time.
+
+    A host with URLs queued is ready (from its next allowed time on), leased, or parked;
+    a host with nothing queued only remembers its next allowed time. Hosts are spread over
+    `shards`, and a batch of leases comes from one shard.
+    """
+
+    shards: int
+
+    def add(self, urls: Iterable[QueuedURL], now: float) -> int:
+        """Queue URLs under their hosts (a URL queued already keeps its better score; one
+        with `replaces_depth` moves to its new depth if it still waits); a host made ready
+        here is not fetched before `now`. Returns how many were not queued already."""
+        ...
+
+    def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
+                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None
+                 ) -> tuple[dict[int, list[Lease]], float | None]:
+        """Hand expired leases' URLs back, bring back parked hosts whose time came, then lease
+        each shard's hosts ready by now + lookahead (their best URL each, at most `max_hosts`,
+        while fewer than `max_leased` are leased), once the batch is full or its earliest host
+        is due by `due_by` (default now + lookahead). Returns the leases by shard and the
+        earliest next ready time of a host not leased."""
+        ...
+
+    def renew(self, leases: list[Lease], now: float, lease_seconds: float) -> list[int | None]:
+        """Extend each lease still held and return its host's failures in a row; None for a
+        lease that expired and was handed back."""
+        ...
+
+    def release(self, releases: Iterable[Release]) -> int:
+        """End the leases still held; a host paused meanwhile or given a park reason is
+        parked, the others may be fetched again at their next_time. Returns how many ended."""
+        ...
+
+    def stats(self, now: float) -> list[ShardStats]:
+        ...
+
+    def parked(self) -> dict[str, tuple[float, str]]:
+        """Every parked or paused host: (time it comes back, reason)."""
+        ...
+
+    def hold(self, hosts: Iterable[str], until: float) -> None:
+        """No request to any of `hosts` before `until`."""
+        ...
+
+    def pause(self, host: str, reason: str = "paused") -> None:
+        """Park `host` until resumed: at once, or when its current lease ends."""
+        ...
+
+    def resume(self, host: str, now: float) -> bool:
+        """Resume a paused or parked host; False if it was neither."""
+        ...
+
+    def drop(self, host: str, urls: Iterable[tuple[int, str]] | None = None) -> int:
+        """Remove the (depth, url) pairs from `host`'s queue, or its whole queue when None;
+        returns how many URLs were removed."""
+        ...
+
+    def host_states(self, hosts: list[str], now: float) -> dict[str, HostState]:
+        ...
+
+    def track_batch(self, batch_id: str, deadline: float, leases: list[Lease] | None = None
+                    ) -> None:
+        """Record a fetch batch in flight until `deadline` (a later call moves it), and the
+        URLs of its leases when given."""
+        ...
+
+    def finish_batch(self, batch_id: str) -> None:
+        ...
+
+    def batches_in_flight(self, now: float) -> int:
+        """Batches in the pipeline, including lost ones not yet finished."""
+        ...
+
+    def expired_batches(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
+        """Batches past their deadline, with their (url, depth) pairs."""
+        ...
+
+    def is_idle(self, now: float) -> bool:
+        """No host ready, waiting or leased and no batch in flight (parked hosts keep their
+        URLs for later and do not count)."""
+        ...

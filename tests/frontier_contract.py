@@ -1,0 +1,230 @@
+"""What every frontier does, as test cases: a subclass named Test... provides the `make`
+fixture (a frontier of `shards` shards, empty) and pytest runs the cases on it.
+tests/integration/test_frontier.py runs them on Redis, tests/unit/test_frontier_contract.py on
+the in-memory frontier."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from crawlapp.adapters.ports import Frontier
+from crawlapp.adapters.redis.frontier.redis_frontier import HostState, Lease, QueuedURL, Release
+
+NOW = 1_000_000.0
+MakeFrontier = Callable[..., Frontier]  # make(shards=2)
+
+
+def lease_all(f: Frontier, now: float, max_hosts: int = 100, lease: float = 60.0,
+              max_leased: int = 1000, lookahead: float = 0.0, due_by: float | None = None
+              ) -> tuple[list[Lease], float | None]:
+    leases, next_ready = f.dispatch(range(f.shards), now, max_hosts, lease, max_leased,
+                                    lookahead, due_by)
+    return [lease for batch in leases.values() for lease in batch], next_ready
+
+
+class FrontierContract:
+    @pytest.fixture
+    def make(self) -> MakeFrontier:
+        raise NotImplementedError("a subclass gives the frontier to test")
+
+    def test_one_url_per_host_is_leased_and_the_host_waits_its_delay(
+            self, make: MakeFrontier) -> None:
+        f = make()
+        assert f.add([QueuedURL(f"http://a.com/{i}", 1, 0.5) for i in range(3)]
+                     + [QueuedURL("http://b.com/", 0, 1.0)], NOW) == 4
+        leases, _ = lease_all(f, NOW)
+        assert sorted(lease.host for lease in leases) == ["a.com", "b.com"]
+        again, _ = lease_all(f, NOW + 1)
+        assert again == []  # both hosts are busy
+        a = next(lease for lease in leases if lease.host == "a.com")
+        assert f.release([Release(a, NOW + 2)]) == 1
+        early, next_ready = lease_all(f, NOW + 1.9)
+        assert early == [] and next_ready == NOW + 2
+        later, _ = lease_all(f, NOW + 2)
+        assert [lease.host for lease in later] == ["a.com"]
+
+    def test_best_priority_first_and_duplicates_are_queued_once(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/low", 3, 0.1), QueuedURL("http://a.com/high", 1, 0.9)],
+              NOW)
+        assert f.add([QueuedURL("http://a.com/low", 3, 0.1)], NOW) == 0
+        order = []
+        now = NOW
+        while True:
+            leases, _ = lease_all(f, now)
+            if not leases:
+                break
+            order.append(leases[0].url)
+            f.release([Release(leases[0], now)])
+            now += 1
+        assert order == ["http://a.com/high", "http://a.com/low"]
+
+    def test_equal_scores_pop_in_the_same_order(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        urls = [("https://a.com/b", 2), ("http://a.com/z", 2), ("http://a.com/a", 10),
+                ("http://a.com/c", 2)]
+        f.add([QueuedURL(url, depth, 0.5) for url, depth in urls], NOW)
+        order = []
+        for n in range(len(urls)):
+            (lease,), _ = lease_all(f, NOW + n)
+            order.append((lease.url, lease.depth))
+            f.release([Release(lease, NOW + n + 1)])
+        assert order == [("http://a.com/a", 10), ("http://a.com/c", 2), ("http://a.com/z", 2),
+                         ("https://a.com/b", 2)]  # "depth<TAB>url" as text
+
+    def test_expired_lease_returns_its_url_and_a_stale_release_is_ignored(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/x", 0, 1.0)], NOW)
+        (first,), _ = lease_all(f, NOW, lease=10)
+        assert f.renew([first], NOW + 5, 10) == [0]
+        (second,), _ = lease_all(f, NOW + 16, lease=10)  # the lease ran out at NOW + 15
+        assert second.url == first.url and second.token != first.token
+        assert second.not_before == NOW + 16
+        assert f.renew([first], NOW + 16, 10) == [None]
+        assert f.release([Release(first, NOW + 100)]) == 0
+        assert f.release([Release(second, NOW + 17)]) == 1
+        assert f.is_idle(NOW + 20)
+
+    def test_requeue_puts_the_url_back_and_leased_hosts_are_capped(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://h{i}.com/", 0, 1.0) for i in range(5)], NOW)
+        leases, _ = lease_all(f, NOW, max_leased=3)
+        assert len(leases) == 3
+        f.release([Release(lease, NOW + 1, requeue=True) for lease in leases])
+        stats = f.stats(NOW + 1)[0]
+        assert stats.urls_queued == 5 and stats.hosts_leased == 0
+        assert stats.hosts_ready + stats.hosts_waiting == 5
+
+    def test_a_batch_waits_to_grow_until_full_or_due(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/", 0, 1.0), QueuedURL("http://b.com/", 0, 1.0)], NOW + 5)
+        assert lease_all(f, NOW, 3, lookahead=10, due_by=NOW + 1) == ([], NOW + 5)
+        assert lease_all(f, NOW, 3, lookahead=4)[0] == []  # beyond the lookahead
+        full, _ = lease_all(f, NOW, 2, lookahead=10, due_by=NOW + 1)
+        assert sorted(lease.host for lease in full) == ["a.com", "b.com"]
+        assert {lease.not_before for lease in full} == {NOW + 5}  # not before the host's time
+
+    def test_idle_waits_for_batches_in_flight_and_lost_ones_are_handed_back(
+            self, make: MakeFrontier) -> None:
+        f = make()
+        assert f.is_idle(NOW)
+        f.add([QueuedURL("http://a.com/x", 2, 0.5)], NOW)
+        (lease,), _ = lease_all(f, NOW)
+        f.track_batch("b1", NOW + 60, [lease])
+        f.release([Release(lease, NOW + 1)])
+        assert not f.is_idle(NOW)
+        assert f.expired_batches(NOW + 59) == {}
+        f.track_batch("b1", NOW + 61)  # a stage started: the deadline moves, the URLs stay
+        assert f.expired_batches(NOW + 60) == {}
+        assert f.expired_batches(NOW + 61) == {"b1": [("http://a.com/x", 2)]}
+        assert not f.is_idle(NOW + 61)  # lost, but not handed back yet
+        f.finish_batch("b1")
+        assert f.batches_in_flight(NOW) == 0 and f.expired_batches(NOW + 61) == {}
+
+    def test_failures_park_a_host_until_its_time_and_are_reported(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://a.com/{i}", 1, 0.5) for i in range(2)], NOW)
+        (lease,), _ = lease_all(f, NOW)
+        f.release([Release(lease, NOW + 600, requeue=True, failures=8,
+                           park_reason="8 failures")])
+        assert f.parked() == {"a.com": (NOW + 600, "8 failures")}
+        assert f.stats(NOW)[0].hosts_backing_off == 1
+        assert f.is_idle(NOW + 1)  # parked hosts keep their URLs for later
+        f.add([QueuedURL("http://a.com/new", 1, 0.5)], NOW + 2)
+        assert lease_all(f, NOW + 599)[0] == []
+        (back,), _ = lease_all(f, NOW + 600)
+        assert back.host == "a.com" and f.renew([back], NOW + 600, 60) == [8]
+        f.release([Release(back, NOW + 601)])  # a success clears the failure count
+        (again,), _ = lease_all(f, NOW + 601)
+        assert f.renew([again], NOW + 601, 60) == [0]
+        assert f.stats(NOW + 601)[0].hosts_backing_off == 0
+
+    def test_pause_and_resume_an_idle_a_ready_and_a_leased_host(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/1", 1, 0.5), QueuedURL("http://b.com/1", 1, 0.5)], NOW)
+        (lease_a,), _ = lease_all(f, NOW, max_hosts=1)
+        f.pause("a.com")
+        f.pause("b.com")
+        f.pause("c.com")
+        f.release([Release(lease_a, NOW + 1, requeue=True)])
+        assert set(f.parked()) == {"a.com", "b.com", "c.com"}
+        assert lease_all(f, NOW + 10)[0] == []
+        f.add([QueuedURL("http://c.com/1", 1, 0.5)], NOW + 10)
+        assert lease_all(f, NOW + 11)[0] == []
+        assert f.resume("a.com", NOW + 20) and f.resume("c.com", NOW + 20)
+        assert not f.resume("nothing.com", NOW + 20)
+        leases, _ = lease_all(f, NOW + 20)
+        assert sorted(lease.host for lease in leases) == ["a.com", "c.com"]
+
+    def test_a_url_found_closer_moves_only_while_it_waits(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/x", 3, 0.5), QueuedURL("http://a.com/y", 3, 0.5)], NOW)
+        (lease,), _ = lease_all(f, NOW)
+        waiting = "http://a.com/y" if lease.url == "http://a.com/x" else "http://a.com/x"
+        moved = [QueuedURL(lease.url, 1, 0.9, replaces_depth=3),
+                 QueuedURL(waiting, 1, 0.9, replaces_depth=3)]
+        assert f.add(moved, NOW) == 0
+        f.release([Release(lease, NOW)])
+        (again,), _ = lease_all(f, NOW)
+        assert (again.url, again.depth) == (waiting, 1)
+        f.release([Release(again, NOW)])
+        assert lease_all(f, NOW)[0] == []  # the URL leased meanwhile was not queued again
+
+    def test_drop_some_urls_or_a_whole_queue(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://a.com/{i}", 1, 0.5) for i in range(3)]
+              + [QueuedURL("http://b.com/1", 1, 0.5)], NOW)
+        assert f.drop("a.com", []) == 0
+        assert f.drop("a.com", [(1, "http://a.com/0"), (2, "http://a.com/1")]) == 1
+        assert f.host_states(["a.com"], NOW)["a.com"].queued == 2
+        assert f.drop("a.com") == 2 and f.drop("a.com") == 0
+        assert f.stats(NOW)[0].urls_queued == 1
+        assert f.host_states(["a.com"], NOW)["a.com"].state == "idle"
+        (lease,), _ = lease_all(f, NOW)
+        assert lease.host == "b.com" and f.drop("b.com") == 0  # a leased URL stays leased
+
+    def test_hold_delays_ready_and_idle_hosts(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/1", 1, 0.5)], NOW)
+        f.hold(["a.com", "b.com"], NOW + 30)
+        f.hold(["a.com"], NOW + 10)  # never earlier
+        f.add([QueuedURL("http://b.com/1", 1, 0.5)], NOW + 1)
+        assert lease_all(f, NOW + 29) == ([], NOW + 30)
+        leases, _ = lease_all(f, NOW + 30)
+        assert sorted(lease.host for lease in leases) == ["a.com", "b.com"]
+
+    def test_a_host_with_nothing_queued_keeps_its_next_time_and_failures(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/1", 1, 0.5)], NOW)
+        (lease,), _ = lease_all(f, NOW)
+        f.release([Release(lease, NOW + 5, failures=1)])
+        assert f.host_states(["a.com"], NOW)["a.com"] == HostState(0, "idle", 1, None)
+        f.add([QueuedURL("http://a.com/2", 1, 0.5)], NOW + 1)
+        assert lease_all(f, NOW + 1) == ([], NOW + 5)
+        (lease,), _ = lease_all(f, NOW + 5)
+        f.release([Release(lease, NOW + 600, requeue=True, failures=2, park_reason="2 failures")])
+        assert f.resume("a.com", NOW + 6)  # parked: it comes back now, its failures forgotten
+        assert f.host_states(["a.com"], NOW + 6)["a.com"] == HostState(1, "ready", 0, NOW + 6)
+
+    def test_host_states(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.5) for h in "abc" for i in range(2)], NOW)
+        (lease,), _ = lease_all(f, NOW, max_hosts=1)
+        assert lease.host == "a.com"  # equal times: hosts in name order
+        f.pause("c.com")
+        assert f.host_states(["a.com", "b.com", "c.com", "d.com"], NOW) == {
+            "a.com": HostState(1, "leased", 0, None),
+            "b.com": HostState(2, "ready", 0, NOW),
+            "c.com": HostState(2, "paused", 0, None),
+            "d.com": HostState(0, "idle", 0, None)}
+        f.release([Release(lease, NOW + 5, failures=2)])
+        f.pause("d.com", "given up")
+        assert f.host_states(["a.com", "d.com"], NOW) == {
+            "a.com": HostState(1, "waiting", 2, NOW + 5),
+            "d.com": HostState(0, "given up", 0, None)}

@@ -1,0 +1,156 @@
+"""The fetch stage without a server: the Fetcher on httpx.MockTransport (headers, limits,
+decoding, errors), and a batch leased from the in-memory frontier, planned by robots.txt,
+fetched no earlier than its leases allow and turned into page records."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import time
+import zlib
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from crawlapp.adapters.http import Fetched, Fetcher
+from crawlapp.adapters.memory_frontier import MemoryFrontier
+from crawlapp.adapters.redis.frontier.redis_frontier import QueuedURL, Release
+from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer
+from crawlapp.core.settings import load_settings
+from crawlapp.stages.fetching import _fetch_all, _robots_policy, plan_batch, sitemap_links
+from crawlapp.stages.pages import apply_fetch, page_for
+from tests.mock_web import Handler, answer, mock_fetcher, site
+
+UA = load_settings({}).product_token
+DISALLOW_PRIVATE = robots_answer("http://a.test/robots.txt", 200, None,
+                                 b"User-agent: *\nDisallow: /private\n", None, 0)
+
+
+def get(handler: Handler, **env: str) -> Fetched:
+    return asyncio.run(mock_fetcher(handler, **env).get("http://a.test/"))
+
+
+def test_a_fetcher_needs_a_dns_cache_or_a_transport() -> None:
+    with pytest.raises(ValueError, match="DNS cache"):
+        Fetcher(load_settings({}), None)
+
+
+def test_the_request_carries_the_crawlers_headers_and_the_answer_is_kept() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return answer(200, b"<p>hi</p>", {"Content-Type": "text/html", "ETag": '"v1"',
+                                           "Set-Cookie": "a=b"})
+
+    fetcher = mock_fetcher(handler, CRAWL_FROM="ops@example.com")
+    result = asyncio.run(fetcher.get("http://a.test/p?q=1", {"If-None-Match": '"v0"'}))
+    (request,) = seen
+    assert str(request.url) == "http://a.test/p?q=1"
+    assert request.headers["user-agent"] == fetcher.settings.user_agent
+    assert request.headers["from"] == "ops@example.com"
+    assert request.headers["if-none-match"] == '"v0"'
+    assert (result.status, result.body, result.error) == (200, b"<p>hi</p>", None)
+    assert result.headers == {"content-type": "text/html", "etag": '"v1"'}  # the kept ones
+    assert 0 < result.started <= result.ended
+
+
+@pytest.mark.parametrize("encoding, encode", [
+    ("gzip", gzip.compress),
+    ("deflate", zlib.compress),
+    ("identity", lambda body: body),
+])
+def test_bodies_are_decoded(encoding: str, encode: Callable[[bytes], bytes]) -> None:
+    body = b"<a href=/x>x</a>" * 100
+    result = get(lambda _: answer(200, encode(body), {"Content-Encoding": encoding}))
+    assert (result.status, result.body, result.error) == (200, body, None)
+
+
+@pytest.mark.parametrize("headers, body, error", [
+    ({"Content-Encoding": "br"}, b"x", "unsupported_encoding"),
+    ({"Content-Encoding": "gzip"}, b"not gzip at all", "protocol"),
+    ({"Content-Length": str(10**9)}, b"", "too_large"),  # refused before reading
+    ({}, b"x" * 2048, "too_large"),
+    ({"Content-Encoding": "gzip"}, gzip.compress(b"\0" * 4096), "too_large"),  # inflated
+])
+def test_bodies_past_the_limits_or_unreadable_are_errors(headers: dict[str, str], body: bytes,
+                                                          error: str) -> None:
+    result = get(lambda _: answer(200, body, headers), CRAWL_MAX_BODY_BYTES="1024")
+    assert (result.status, result.error) == (200, error)
+
+
+def test_truncate_keeps_the_first_bytes_of_a_long_body() -> None:
+    fetcher = mock_fetcher(lambda _: answer(200, b"a" * 3000))
+    result = asyncio.run(fetcher.get("http://a.test/robots.txt", max_bytes=1024, truncate=True))
+    assert (result.error, result.body) == (None, b"a" * 1024)
+
+
+@pytest.mark.parametrize("exc, error", [
+    (httpx.ConnectError("refused"), "connect"),
+    (httpx.ReadTimeout("slow"), "timeout"),
+    (httpx.RemoteProtocolError("bad"), "protocol"),
+    (RuntimeError("bug"), "error_RuntimeError"),
+])
+def test_transport_failures_are_the_requests_error(exc: Exception, error: str) -> None:
+    def handler(_: httpx.Request) -> httpx.Response:
+        raise exc
+
+    result = get(handler)
+    assert (result.status, result.error) == (None, error)
+
+
+def test_a_batch_from_the_frontier_planned_fetched_and_recorded() -> None:
+    """a.test's and c.test's robots.txt are known (no /private), b.test's is not: its lease
+    fetches robots.txt in the page's slot and the page waits in the frontier."""
+    frontier = MemoryFrontier(shards=1)
+    now = time.time()
+    frontier.add([QueuedURL("http://a.test/page", 1, 0.9), QueuedURL("http://b.test/page", 1, 0.9),
+                  QueuedURL("http://c.test/private/x", 1, 0.9)], now)
+    leases = frontier.dispatch([0], now, 10, 60, 100)[0][0]
+    policies: dict[str, RobotsPolicy | None] = {"http://a.test": DISALLOW_PRIVATE,
+                                                "http://c.test": DISALLOW_PRIVATE}
+    plan = plan_batch(leases, policies, UA)
+    assert [lease.host for lease in plan.robots] == ["b.test"]
+    assert [lease.host for lease in plan.pages] == ["a.test"]
+    assert [(lease.host, why) for lease, why in plan.refused] == [
+        ("c.test", f"robots: {DISALLOW_PRIVATE.blocking_rule('http://c.test/private/x', UA)}")]
+
+    handler = site({
+        "http://a.test/page": (200, {"Content-Type": "text/html"}, b"<p>a</p>"),
+        "http://b.test/robots.txt": (200, {}, b"Sitemap: http://b.test/map.xml\n"
+                                     + b"#" * (2 * MAX_ROBOTS_BYTES))})
+    robots, fetched = asyncio.run(_fetch_all(mock_fetcher(handler), plan, policies, {}))
+    assert [r.url for r in robots + fetched] == ["http://b.test/robots.txt", "http://a.test/page"]
+    assert len(robots[0].body) == MAX_ROBOTS_BYTES and robots[0].error is None  # cut, not refused
+    learned = _robots_policy(robots[0], None)
+    assert learned.allowed("http://b.test/page", UA)
+    assert sitemap_links("http://b.test", learned) == ["http://b.test/map.xml"]
+    (page,) = [apply_fetch(page_for(lease), result)
+               for lease, result in zip(plan.pages, fetched, strict=True)]
+    assert page["status"] == "fetched" and gzip.decompress(page["body_gz"]) == b"<p>a</p>"
+
+    frontier.release([Release(plan.robots[0], now + 1, requeue=True)]
+                     + [Release(lease, now + 1) for lease in plan.pages]
+                     + [Release(lease, now + 1) for lease, _ in plan.refused])
+    assert frontier.host_states(["b.test"], now)["b.test"].queued == 1  # the page waits
+    assert sum(s.urls_queued for s in frontier.stats(now)) == 1
+
+
+def test_no_request_starts_before_its_lease_allows() -> None:
+    frontier = MemoryFrontier(shards=1)
+    now = time.time()
+    frontier.add([QueuedURL(f"http://a.test/{i}", 0, 1.0) for i in range(2)], now)
+    (first,) = frontier.dispatch([0], now, 10, 60, 100)[0][0]
+    frontier.release([Release(first, now + 0.3)])  # the host's delay
+    (second,) = frontier.dispatch([0], now, 10, 60, 100, lookahead=1.0)[0][0]
+    assert second.not_before == now + 0.3
+    started: list[float] = []
+
+    def handler(_: httpx.Request) -> httpx.Response:
+        started.append(time.time())
+        return answer(200)
+
+    plan = plan_batch([second], {"http://a.test": DISALLOW_PRIVATE}, UA)
+    asyncio.run(_fetch_all(mock_fetcher(handler), plan, {}, {}))
+    assert started and started[0] >= now + 0.3
