@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import redis
 
-from crawlapp.adapters.redis.frontier import QueuedURL, RedisFrontier
+from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.adapters.redis.frontier.redis_frontier import Release
+from crawlapp.core.records import QueuedURL
 
 NOW = 1_000_000.0
 
