@@ -51,7 +51,10 @@ def _row(page: Page, next_crawl_at: float | None) -> dict[str, object]:
 
 def _schedule(pages: list[Page], previous: dict[str, repository.Previous]
               ) -> list[tuple[str, str, float]]:
-    """Each fetched page's next fetch: (url_hash, tier, time)."""
+    """Each fetched page's next fetch: (url_hash, tier, time). A first fetch's interval
+    follows the row's priority, read with the previous fetch: the lease cannot carry it (the
+    frontier keeps a URL's priority only folded into its queue score, with the time it was
+    queued), and a closer link may raise it while the page is on its way."""
     planned = []
     for page in pages:
         if page.status != Status.FETCHED:
