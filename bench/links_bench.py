@@ -13,20 +13,20 @@ import statistics
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any
 
 from bench.parser_bench import pages
+from crawlapp.core.records import Page, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import dedup_key, url_hash
 from crawlapp.stages.linking import plan_links
 from crawlapp.stages.parsing import parse_pages
 
 
-def fetched_pages(count: int) -> list[dict[str, Any]]:
+def fetched_pages(count: int) -> list[Page]:
     """Page records as the fetch stage hands them on, for `count` test-web pages."""
-    return [{"url": url, "url_hash": url_hash(url), "host": url.split("/")[2], "depth": 1,
-             "status": "fetched", "content_type": "text/html",
-             "body_gz": gzip.compress(body, 1)} for url, body in pages(count)]
+    return [Page(url=url, url_hash=url_hash(url), host=url.split("/")[2], depth=1,
+                 status=Status.FETCHED, content_type="text/html",
+                 body_gz=gzip.compress(body, 1)) for url, body in pages(count)]
 
 
 def main() -> None:
@@ -42,7 +42,7 @@ def main() -> None:
         parsed, _ = parse_pages(batch, settings)
         plan_links(parsed, settings.max_depth, datetime.now(UTC), settings.traps)
         seconds.append(time.process_time() - started)
-        links = sum(len(p["links"]) for p in parsed)
+        links = sum(len(p.links) for p in parsed)
     print(f"{len(pages)} pages, {links} links: {1000 * statistics.median(seconds) / len(pages):.3f}"
           f" CPU-ms per page (parse + plan_links, median of {runs})")
 

@@ -10,7 +10,8 @@ from collections.abc import Callable
 import pytest
 
 from crawlapp.adapters.ports import Frontier
-from crawlapp.adapters.redis.frontier.redis_frontier import HostState, Lease, QueuedURL, Release
+from crawlapp.adapters.redis.frontier.redis_frontier import HostState, Release
+from crawlapp.core.records import Lease, QueuedURL
 
 NOW = 1_000_000.0
 MakeFrontier = Callable[..., Frontier]  # make(shards=2)

@@ -13,7 +13,7 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -22,7 +22,7 @@ import httpx
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.core.decoding import BodyTooLarge, BoundedDecoder, UnsupportedEncoding
 from crawlapp.core.netguard import refusal_reason
-from crawlapp.core.records import FetchError
+from crawlapp.core.records import Fetched, FetchError
 from crawlapp.core.settings import Settings
 
 T = TypeVar("T")
@@ -53,19 +53,6 @@ def tls_failure(exc: BaseException) -> str | None:
             return FetchError.TLS
         seen = seen.__cause__ or seen.__context__
     return None
-
-
-@dataclass
-class Fetched:
-    """What one request got: an HTTP status and body, or an error code."""
-
-    url: str
-    status: int | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    error: str | None = None
-    started: float = 0.0
-    ended: float = 0.0
 
 
 class Fetcher:

@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 
 from crawlapp.adapters.redis.frontier.redis_frontier import (
     HostState,
-    Lease,
-    QueuedURL,
     Release,
     ShardStats,
 )
 from crawlapp.core.priority import queue_score
+from crawlapp.core.records import Lease, QueuedURL
 from crawlapp.core.urls import host_of, shard_of
 
 EXPIRED_PER_DISPATCH = 1000  # leases handed back, and parked hosts brought back, per call

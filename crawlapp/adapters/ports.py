@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from crawlapp.adapters.redis.frontier.redis_frontier import (
         HostState,
-        Lease,
-        QueuedURL,
         Release,
         ShardStats,
     )
+    from crawlapp.core.records import Lease, QueuedURL
 
 
 class Frontier(Protocol):

@@ -8,10 +8,9 @@ import time
 from celery import Signature, chain
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.redis.frontier import Lease
 from crawlapp.app import app
 from crawlapp.core.queues import fetch_queue, render_queue
-from crawlapp.stages.rendering import Handover
+from crawlapp.core.records import Handover, Lease
 
 AFTER_FETCH = ("crawl.parse", "crawl.dedup", "crawl.store", "crawl.extract_links")
 

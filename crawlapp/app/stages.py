@@ -5,6 +5,9 @@ passes them on to the same parse, dedup, store and extract_links.
 Every stage marks its batch as in flight for another lease period when it starts, so a
 batch whose worker died stops holding up `crawl --until-idle` once its leases expire (its
 URLs are back in the frontier by then, or its message is redelivered).
+
+Batches travel in their wire form (lists, see crawlapp.core.records); each task reads its
+batch into records and hands the next one the wire form of what its stage returns.
 """
 
 from __future__ import annotations
@@ -21,15 +24,14 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from crawlapp.adapters.context import Context, get_context
 from crawlapp.adapters.http import fetch_loop_cpu
 from crawlapp.adapters.redis import counters
-from crawlapp.adapters.redis.frontier import Lease
 from crawlapp.app import app
 from crawlapp.app.chain import send_render
+from crawlapp.core.records import Handover, Lease, Page
 from crawlapp.stages.dedup import dedup_pages
 from crawlapp.stages.fetching import fetch_batch
 from crawlapp.stages.linking import extract_links as extract_links_stage
-from crawlapp.stages.pages import Page
 from crawlapp.stages.parsing import parse_pages
-from crawlapp.stages.rendering import Handover, browser_cpu, close_renderer, render_batch
+from crawlapp.stages.rendering import browser_cpu, close_renderer, render_batch
 from crawlapp.stages.storing import store_pages
 from crawlapp.stages.tallies import store_counts
 
@@ -37,6 +39,17 @@ from crawlapp.stages.tallies import store_counts
 RETRY = {"autoretry_for": (redis.ConnectionError, redis.TimeoutError, OperationalError,
                            InterfaceError, BotoCoreError, ClientError),
          "retry_backoff": 2, "retry_backoff_max": 60, "max_retries": 20}
+
+
+Wire = list[list[Any]]
+
+
+def _pages(raw: Wire) -> list[Page]:
+    return [Page.from_wire(page) for page in raw]
+
+
+def _wire(pages: list[Page]) -> Wire:
+    return [page.to_wire() for page in pages]
 
 
 def _started(batch_id: str) -> Context:
@@ -47,53 +60,55 @@ def _started(batch_id: str) -> Context:
 
 @app.task(name="crawl.fetch")
 @counters.timed("fetch", elsewhere=fetch_loop_cpu)
-def fetch(batch_id: str, leases: list[list[Any]]) -> list[Page]:
+def fetch(batch_id: str, leases: Wire) -> Wire:
     ctx = _started(batch_id)
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
-    counts = Counter(p["status"] for p in pages) + Counter(h.page["status"] for h in handovers)
+    counts = Counter(p.status for p in pages) + Counter(h.page.status for h in handovers)
     counters.bump(ctx, {f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
     if handovers:
         send_render(ctx, batch_id, handovers)
-    return pages
+    return _wire(pages)
 
 
 @app.task(name="crawl.render", **RETRY)
 @counters.timed("render", elsewhere=browser_cpu)
-def render(batch_id: str, handovers: list[list[Any]]) -> list[Page]:
+def render(batch_id: str, handovers: Wire) -> Wire:
     """Render the pages handed over by a fetch batch, under their leases."""
-    return render_batch(_started(batch_id), [Handover.from_wire(raw) for raw in handovers])
+    return _wire(render_batch(_started(batch_id),
+                              [Handover.from_wire(raw) for raw in handovers]))
 
 
 @app.task(name="crawl.parse", **RETRY)
 @counters.timed("parse")
-def parse(pages: list[Page], batch_id: str) -> list[Page]:
+def parse(pages: Wire, batch_id: str) -> Wire:
     ctx = _started(batch_id)
-    parsed, counts = parse_pages(pages, ctx.settings)
+    parsed, counts = parse_pages(_pages(pages), ctx.settings)
     counters.bump(ctx, counts)
-    return parsed
+    return _wire(parsed)
 
 
 @app.task(name="crawl.dedup", **RETRY)
 @counters.timed("dedup")
-def dedup(pages: list[Page], batch_id: str) -> list[Page]:
-    return dedup_pages(_started(batch_id), pages)
+def dedup(pages: Wire, batch_id: str) -> Wire:
+    return _wire(dedup_pages(_started(batch_id), _pages(pages)))
 
 
 @app.task(name="crawl.store", **RETRY)
 @counters.timed("store")
-def store(pages: list[Page], batch_id: str) -> list[Page]:
+def store(pages: Wire, batch_id: str) -> Wire:
     ctx = _started(batch_id)
-    counts = store_counts(pages)  # before the bodies leave the batch, added once stored
-    stored = store_pages(ctx, pages)
+    batch = _pages(pages)
+    counts = store_counts(batch)  # before the bodies leave the batch, added once stored
+    stored = store_pages(ctx, batch)
     counters.bump(ctx, counts)
-    return stored
+    return _wire(stored)
 
 
 @app.task(name="crawl.extract_links", **RETRY)
 @counters.timed("extract_links")
-def extract_links(pages: list[Page], batch_id: str) -> int:
+def extract_links(pages: Wire, batch_id: str) -> int:
     ctx = _started(batch_id)
-    done = extract_links_stage(ctx, pages)
+    done = extract_links_stage(ctx, _pages(pages))
     counters.bump(ctx, {"urls:known": done.known, "pages:blocked": done.robots_blocked},
                   refused=done.refused)
     ctx.frontier.finish_batch(batch_id)

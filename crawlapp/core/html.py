@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from bs4.dammit import EncodingDetector
 from lxml import etree
 
+from crawlapp.core.records import Link
+
 _CHARSET_RE = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.I)
 _LINK_TAGS = ("a", "area")
 _INVISIBLE = ("script", "style", "noscript", "template")
@@ -62,14 +64,6 @@ _UTF16 = frozenset({"utf-16-le", "utf-16-be"})
 _PARSER = etree.HTMLParser(encoding="utf-8")
 # What the URL parser strips from both ends of an href: C0 controls and space, not U+00A0.
 _C0_SPACE = "".join(map(chr, range(0x21)))
-
-
-@dataclass
-class Link:
-    url: str
-    anchor: str
-    nofollow: bool
-    boilerplate: bool = False  # inside <nav>, <header>, <footer> or <aside>
 
 
 @dataclass

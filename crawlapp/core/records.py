@@ -1,13 +1,24 @@
-"""Names the stages and the database share: the status of a URL row (and of a page record)
-and the errors of a fetch. Pure: no I/O.
+"""The records the layers pass each other: what the frontier hands out and takes in (`Lease`,
+`QueuedURL`), what a request got (`Fetched`), the page record the stages pass on (`Page`,
+with its `Link`s and, for a robots.txt answer, its `RobotsAnswer`), a page handed to the
+render stage (`Handover`); and the names the stages and the database share: the status of a
+URL row (and of a page record) and the errors of a fetch. Pure: no I/O.
 
-Both are `StrEnum`s: each member is its string, so rows, msgpack messages and Redis keep
-the same text as before, and a comparison with a plain string still holds.
+`Status` and `FetchError` are `StrEnum`s: each member is its string, so rows, messages and
+Redis keep the same text, and a comparison with a plain string still holds.
+
+Records that travel between Celery tasks have a wire form for msgpack: a positional list
+(`to_wire`, `from_wire`), the cheapest to build, pack and read. A field added to `Page` goes
+last, with a default, so a message written before it still loads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 
 class Status(StrEnum):
@@ -39,3 +50,152 @@ class FetchError(StrEnum):
     TLS_CERTIFICATE = "tls_certificate"
     TOO_LARGE = "too_large"
     UNSUPPORTED_ENCODING = "unsupported_encoding"
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedURL:
+    """A URL to queue; `replaces_depth` is set when it is queued already at that depth."""
+
+    url: str
+    depth: int
+    priority: float
+    replaces_depth: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """One host handed to a fetch task, with the URL to fetch under it.
+
+    `not_before` is the host's next allowed time: the request must not start earlier.
+    """
+
+    shard: int
+    host: str
+    token: str
+    url: str
+    depth: int
+    not_before: float = 0.0
+
+    def to_wire(self) -> list[Any]:
+        return [self.shard, self.host, self.token, self.url, self.depth, self.not_before]
+
+    @classmethod
+    def from_wire(cls, raw: Sequence[Any]) -> Lease:
+        shard, host, token, url, depth, not_before = raw
+        return cls(int(shard), str(host), str(token), str(url), int(depth), float(not_before))
+
+
+@dataclass(slots=True)
+class Fetched:
+    """What one request got: an HTTP status and body, or an error code."""
+
+    url: str
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    error: str | None = None
+    started: float = 0.0
+    ended: float = 0.0
+
+
+class Link(NamedTuple):
+    """A link of a page: its URL (the request URL once resolved against the page; as written
+    in the page when parse_html finds it), anchor text, rel=nofollow, and whether it sits in
+    navigation, a header, footer or aside. Its wire form is the tuple itself."""
+
+    url: str
+    anchor: str = ""
+    nofollow: bool = False
+    boilerplate: bool = False
+
+
+class RobotsAnswer(NamedTuple):
+    """What the hosts row keeps of a robots.txt answer. Its wire form is the tuple itself."""
+
+    origin: str
+    status: int
+    body: str
+    crawl_delay: float | None
+
+
+@dataclass(slots=True)
+class Page:
+    """The record of one fetched URL, filled in stage by stage (fetch, render, parse, dedup,
+    store) and read by the last one (extract_links). A robots.txt answer travels as a record
+    of status ROBOTS with `robots` set and its sitemaps as links; it has no URL row."""
+
+    url: str = ""                       # the request URL
+    url_hash: str = ""                  # of its dedup key
+    host: str = ""
+    depth: int = 0                      # -1 for a robots.txt record
+    status: Status = Status.QUEUED
+    http_status: int | None = None
+    error: str | None = None            # also "unread: <why>" for a page that yielded nothing
+    fetched_at: float = 0.0             # UNIX time (0: not fetched)
+    content_type: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    location: str | None = None
+    x_robots: str | None = None
+    redirect_hops: int = 0              # redirects that led to this URL
+    not_modified: bool = False          # a 304 to a conditional GET
+    content_hash: str | None = None     # SHA-256 of the body (the rendered one, if rendered)
+    content_length: int | None = None
+    body_gz: bytes | None = None        # gzip bytes, until stored
+    copy_gz: bytes | None = None        # an exact copy's body, written only if its key is missing
+    render_reason: str | None = None    # why it was handed to the render stage
+    rendered: bool = False
+    render_error: str | None = None
+    raw_gz: bytes | None = None         # a rendered page's body as fetched (render_store_raw)
+    raw_hash: str | None = None
+    title: str | None = None
+    simhash: int | None = None
+    links: list[Link] = field(default_factory=list)
+    canonical: str | None = None        # its <link rel=canonical> when it names another URL
+    noindex: bool = False
+    unstored: str | None = None         # 'canonical' or 'noindex': body not kept
+    content_dedup: bool = False
+    duplicate_of: str | None = None
+    near_duplicate: bool = False
+    storage_key: str | None = None
+    raw_storage_key: str | None = None
+    robots: RobotsAnswer | None = None  # on a ROBOTS record only
+
+    def to_wire(self) -> list[Any]:
+        """The fields in declaration order (links and robots as arrays)."""
+        return list(_PAGE_FIELDS(self))
+
+    @classmethod
+    def from_wire(cls, raw: Sequence[Any]) -> Page:
+        page = cls(*raw)
+        page.status = Status(page.status)
+        if page.links:
+            page.links = [_as_link(Link, link) for link in page.links]
+        if page.robots is not None:
+            page.robots = RobotsAnswer(*page.robots)
+        return page
+
+
+_PAGE_FIELDS = attrgetter(*(f.name for f in fields(Page)))
+# A Link from its wire form: Link._make without its length check, 60 % of the CPU of Link(*raw)
+# (a page may have hundreds of links, read by three stages); to_wire always sends 4 fields.
+_as_link = tuple.__new__
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """A fetched page to render under its still-held lease, with the host's next allowed time
+    after the fetch and its failures in a row (what the fetch stage would have released)."""
+
+    page: Page
+    lease: Lease
+    next_time: float
+    failures: int
+
+    def to_wire(self) -> list[Any]:
+        return [self.page.to_wire(), self.lease.to_wire(), self.next_time, self.failures]
+
+    @classmethod
+    def from_wire(cls, raw: Sequence[Any]) -> Handover:
+        page, lease, next_time, failures = raw
+        return cls(Page.from_wire(page), Lease.from_wire(lease), float(next_time), int(failures))

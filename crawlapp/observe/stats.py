@@ -14,6 +14,7 @@ from crawlapp.adapters.redis import counters, recrawl_sets, workers
 from crawlapp.core import hostpatterns
 from crawlapp.core.politeness import GIVEN_UP, unreachable_sentence
 from crawlapp.core.queues import Queues
+from crawlapp.core.records import Status
 from crawlapp.core.urls import host_of
 from crawlapp.ops.verify import last_report
 
@@ -87,8 +88,8 @@ def outcomes(ctx: Context) -> dict[str, int]:
     with ctx.sessions() as session:
         by_status = repository.status_counts(session)
         duplicates = repository.dedup_count(session)
-    return {"fetched": by_status.get("fetched", 0), "failed": by_status.get("failed", 0),
-            "blocked_robots": by_status.get("blocked", 0), "duplicates": duplicates}
+    return {"fetched": by_status.get(Status.FETCHED, 0), "failed": by_status.get(Status.FAILED, 0),
+            "blocked_robots": by_status.get(Status.BLOCKED, 0), "duplicates": duplicates}
 
 
 def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
@@ -105,8 +106,8 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
             stored = repository.stored_bodies(session)
             first, last = repository.fetch_window(session)
     counts = counters.read(ctx)
-    fetched = by_status.get("fetched", 0)
-    requested = fetched + by_status.get("redirected", 0) + by_status.get("failed", 0)
+    fetched = by_status.get(Status.FETCHED, 0)
+    requested = fetched + by_status.get(Status.REDIRECTED, 0) + by_status.get(Status.FAILED, 0)
     window = (last - first).total_seconds() if first and last else 0.0
     now = time.time()
     shards = ctx.frontier.stats(now)
@@ -114,12 +115,12 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
     stats: dict[str, Any] = {
         "started": started,
         "discovered": sum(by_status.values()),
-        "queued": by_status.get("queued", 0),
+        "queued": by_status.get(Status.QUEUED, 0),
         "fetched": fetched,
-        "redirected": by_status.get("redirected", 0),
-        "failed": by_status.get("failed", 0),
-        "blocked_robots": by_status.get("blocked", 0),
-        "too_deep": by_status.get("too_deep", 0),
+        "redirected": by_status.get(Status.REDIRECTED, 0),
+        "failed": by_status.get(Status.FAILED, 0),
+        "blocked_robots": by_status.get(Status.BLOCKED, 0),
+        "too_deep": by_status.get(Status.TOO_DEEP, 0),
         "stored": stored,
         "duplicates": duplicates,
         "pages_per_second": round(requested / window, 2) if window > 0 else 0.0,
@@ -179,9 +180,9 @@ def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[
         robots = {host_of(h.origin + "/"): h for h in repository.hosts_table(session)}
         patterns = [d.pattern for d in repository.denylist(session)]
     hosts: list[dict[str, Any]] = [{"host": host, "pages": sum(counts.values()),
-              "fetched": counts.get("fetched", 0), "failed": counts.get("failed", 0),
-              "blocked": counts.get("blocked", 0), "queued": counts.get("queued", 0),
-              "deleted": counts.get("deleted", 0)} for host, counts in by_host.items()]
+              "fetched": counts.get(Status.FETCHED, 0), "failed": counts.get(Status.FAILED, 0),
+              "blocked": counts.get(Status.BLOCKED, 0), "queued": counts.get(Status.QUEUED, 0),
+              "deleted": counts.get(Status.DELETED, 0)} for host, counts in by_host.items()]
     states = ctx.frontier.host_states([h["host"] for h in hosts], time.time())
     for h in hosts:
         state = states[h["host"]]

@@ -10,8 +10,7 @@ from collections.abc import Callable
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
-from crawlapp.adapters.redis.frontier import Lease, QueuedURL
-from crawlapp.core.records import Status
+from crawlapp.core.records import Lease, QueuedURL, Status
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import ensure_frontier
 

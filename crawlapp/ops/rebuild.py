@@ -28,8 +28,7 @@ from sqlalchemy import func, select
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.models import Deny, Host, Url
 from crawlapp.adapters.redis import denylist, recrawl_sets
-from crawlapp.adapters.redis.frontier import QueuedURL
-from crawlapp.core.records import Status
+from crawlapp.core.records import QueuedURL, Status
 from crawlapp.core.recrawl import tier_of
 from crawlapp.core.robots import effective_delay
 from crawlapp.core.simhash import from_signed

@@ -15,9 +15,8 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.models import Deny, Url
 from crawlapp.adapters.redis import denylist, recrawl_sets
-from crawlapp.adapters.redis.frontier import QueuedURL
 from crawlapp.core import hostpatterns
-from crawlapp.core.records import Status
+from crawlapp.core.records import QueuedURL, Status
 from crawlapp.core.simhash import from_signed
 from crawlapp.core.urls import host_of, url_hash
 from crawlapp.ops.rebuild import restore_recrawls

@@ -30,10 +30,9 @@ from sqlalchemy.orm import Session
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.models import Url
-from crawlapp.core.records import Status
+from crawlapp.core.records import Page, Status
 from crawlapp.core.simhash import bands, from_signed, hamming
 from crawlapp.core.urls import url_hash
-from crawlapp.stages.pages import Page
 
 # KEYS: the content claim of the page's hash, then the band sets of its fingerprint (none if
 #   it has none)
@@ -212,34 +211,32 @@ def release(ctx: Context, held: Iterable[Held]) -> None:
 
 
 def _claim_of(page: Page) -> Claim:
-    return Claim(page["url_hash"], page["content_hash"], page.get("simhash"))
+    return Claim(page.url_hash, page.content_hash or "", page.simhash)
 
 
 def _mark(page: Page, outcome: Outcome) -> None:
-    for key in ("content_dedup", "duplicate_of", "near_duplicate"):
-        page.pop(key, None)
-    if outcome.kind != ORIGINAL:
-        page.update(content_dedup=True, duplicate_of=outcome.owner)
-    if outcome.kind == NEAR:
-        page["near_duplicate"] = True
+    page.content_dedup = outcome.kind != ORIGINAL
+    page.duplicate_of = outcome.owner if outcome.kind != ORIGINAL else None
+    page.near_duplicate = outcome.kind == NEAR
 
 
 def _defer_to_canonicals(ctx: Context, pages: list[Page]) -> None:
     """A page whose <link rel=canonical> names another URL is kept as a pointer to it, not
     stored, unless that URL itself defers to another one (two pages naming each other must
     not both go unstored: the second to be parsed is stored)."""
-    declaring = [p for p in pages if p.get("canonical")]
+    declaring = [(p, url_hash(p.canonical)) for p in pages if p.canonical]
     if not declaring:
         return
     pipe = ctx.redis.pipeline(transaction=False)
-    for page in declaring:
-        pipe.exists(ctx.key("canonical-of", url_hash(page["canonical"])))
-    for page, target_defers in zip(declaring, pipe.execute(), strict=True):
+    for _, target in declaring:
+        pipe.exists(ctx.key("canonical-of", target))
+    for (page, target), target_defers in zip(declaring, pipe.execute(), strict=True):
         if target_defers:
-            page.pop("canonical")
+            page.canonical = None
             continue
-        page.update(duplicate_of=url_hash(page["canonical"]), unstored="canonical")
-        pipe.set(ctx.key("canonical-of", page["url_hash"]), url_hash(page["canonical"]))
+        page.duplicate_of = target
+        page.unstored = "canonical"
+        pipe.set(ctx.key("canonical-of", page.url_hash), target)
     pipe.execute()
 
 
@@ -249,17 +246,17 @@ def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     if missing), near copies and pages not stored lose it."""
     _defer_to_canonicals(ctx, pages)
     for page in pages:
-        if page.get("noindex"):
-            page.setdefault("unstored", "noindex")
-    claimants = [p for p in pages if p.get("content_hash") and not p.get("unstored")]
+        if page.noindex and not page.unstored:
+            page.unstored = "noindex"
+    claimants = [p for p in pages if p.content_hash and not p.unstored]
     outcomes = claim(ctx, [_claim_of(p) for p in claimants], ctx.settings.near_duplicate_bits)
     for page, outcome in zip(claimants, outcomes, strict=True):
         _mark(page, outcome)
     for page in pages:
-        if page.get("content_dedup") and not page.get("near_duplicate") and "body_gz" in page:
-            page["copy_gz"] = page.pop("body_gz")
-        elif page.get("content_dedup") or page.get("unstored"):
-            page.pop("body_gz", None)
+        if page.content_dedup and not page.near_duplicate and page.body_gz is not None:
+            page.copy_gz, page.body_gz = page.body_gz, None
+        elif page.content_dedup or page.unstored:
+            page.body_gz = None
     return pages
 
 
@@ -272,10 +269,10 @@ def _points_at_original(page: Page, target: Row | None, max_distance: int) -> bo
         return True
     if not target.original:
         return False
-    if not page.get("near_duplicate"):
-        return target.content_hash == page.get("content_hash")
-    return (target.fingerprint is not None and page.get("simhash") is not None
-            and hamming(target.fingerprint, page["simhash"]) <= max_distance)
+    if not page.near_duplicate:
+        return target.content_hash == page.content_hash
+    return (target.fingerprint is not None and page.simhash is not None
+            and hamming(target.fingerprint, page.simhash) <= max_distance)
 
 
 def recheck(ctx: Context, pages: list[Page], rows: dict[str, Row]) -> list[str]:
@@ -284,24 +281,24 @@ def recheck(ctx: Context, pages: list[Page], rows: dict[str, Row]) -> list[str]:
     a near copy only by looking up another original. Returns the near copies left without
     one: their body is gone, they must be fetched again."""
     max_distance = ctx.settings.near_duplicate_bits
-    here = {p["url_hash"] for p in pages if p.get("content_hash") and not p.get("content_dedup")
-            and not p.get("unstored")}
-    stale = [p for p in pages if p.get("content_dedup") and p.get("duplicate_of") not in here
-             and not _points_at_original(p, rows.get(p["duplicate_of"]), max_distance)]
-    exact = [p for p in stale if not p.get("near_duplicate")]
+    here = {p.url_hash for p in pages if p.content_hash and not p.content_dedup
+            and not p.unstored}
+    stale = [p for p in pages if p.content_dedup and p.duplicate_of not in here
+             and not _points_at_original(p, rows.get(p.duplicate_of or ""), max_distance)]
+    exact = [p for p in stale if not p.near_duplicate]
     for page, outcome in zip(exact, claim(ctx, [_claim_of(p) for p in exact], max_distance),
                              strict=True):
         _mark(page, outcome)
         if outcome.kind == ORIGINAL:
-            page["body_gz"] = page.pop("copy_gz", None)
-    near = [p for p in stale if p.get("near_duplicate")]
+            page.body_gz, page.copy_gz = page.copy_gz, None
+    near = [p for p in stale if p.near_duplicate]
     left = []
     for page, outcome in zip(near, claim(ctx, [_claim_of(p) for p in near], max_distance, LOOK),
                              strict=True):
         if outcome.owner:
-            page["duplicate_of"] = outcome.owner
+            page.duplicate_of = outcome.owner
         else:
-            left.append(page["url_hash"])
+            left.append(page.url_hash)
     return left
 
 
@@ -314,19 +311,17 @@ def superseded(pages: list[Page], rows: dict[str, Row], dropped: set[str]
     held: list[Held] = []
     orphaned: list[str] = []
     for page in pages:
-        h = page["url_hash"]
-        if page.get("not_modified"):
+        h = page.url_hash
+        if page.not_modified:
             continue
-        now_original = (h not in dropped and bool(page.get("storage_key"))
-                        and not page.get("content_dedup"))
-        if (h in dropped and page.get("content_hash") and not page.get("content_dedup")
-                and not page.get("unstored")):
-            held.append(Held(h, page["content_hash"], page.get("simhash")))
+        now_original = h not in dropped and bool(page.storage_key) and not page.content_dedup
+        if h in dropped and page.content_hash and not page.content_dedup and not page.unstored:
+            held.append(Held(h, page.content_hash, page.simhash))
         old = rows.get(h)
         if old is None or not old.original:
             continue
-        claim_kept = now_original and page.get("content_hash") == old.content_hash
-        band_kept = now_original and page.get("simhash") == old.fingerprint
+        claim_kept = now_original and page.content_hash == old.content_hash
+        band_kept = now_original and page.simhash == old.fingerprint
         if not (claim_kept and band_kept):
             held.append(Held(h, None if claim_kept else old.content_hash,
                              None if band_kept else old.fingerprint))

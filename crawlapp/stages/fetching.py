@@ -10,17 +10,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.http import Fetched, Fetcher, run_on_fetch_loop, start_at
+from crawlapp.adapters.http import Fetcher, run_on_fetch_loop, start_at
 from crawlapp.adapters.redis import denylist, redirect_hops, robots_cache
-from crawlapp.adapters.redis.frontier import Lease
 from crawlapp.adapters.redis.frontier.redis_frontier import Release
 from crawlapp.core.politeness import GIVEN_UP, host_next, is_retryable, is_unreachable, unreachable_sentence
+from crawlapp.core.records import Fetched, Handover, Lease, Page
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer, robots_url
 from crawlapp.core.sitemaps import default_sitemap
 from crawlapp.core.urls import origin_of, request_urls
-from crawlapp.stages.pages import Page, apply_fetch, blocked, page_for, robots_page
-from crawlapp.stages.rendering import Handover, wants_render
+from crawlapp.stages.pages import apply_fetch, blocked, page_for, robots_page
+from crawlapp.stages.rendering import wants_render
 from crawlapp.stages.tallies import fetch_counts
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,9 @@ def fetch_batch(ctx: Context, leases: list[Lease]
         pages.append(robots_page(result.url, lease.host, sitemap_links(origin, learned[origin]),
                                  result.ended, robots_cache.record(origin, learned[origin], ua)))
         if _given_up(ended):
-            pages.append(apply_fetch(page_for(lease), result) | {"error": ended.park_reason})
+            page = apply_fetch(page_for(lease), result)
+            page.error = ended.park_reason
+            pages.append(page)
     now = time.time()
     for lease, reason in plan.refused:
         pages.append(blocked(page_for(lease), reason, now))
@@ -192,11 +194,11 @@ def fetch_batch(ctx: Context, leases: list[Lease]
         if ended.requeue:
             releases.append(ended)
             continue
-        page = apply_fetch(page_for(lease), result) | {"redirect_hops": hops[lease.url]}
-        why = wants_render(settings, page, result.body)
-        if why:  # rendered under this lease, released by the render stage
-            handovers.append(Handover(page | {"render_reason": why}, lease, ended.next_time,
-                                      ended.failures))
+        page = apply_fetch(page_for(lease), result)
+        page.redirect_hops = hops[lease.url]
+        page.render_reason = wants_render(settings, page, result.body)
+        if page.render_reason:  # rendered under this lease, released by the render stage
+            handovers.append(Handover(page, lease, ended.next_time, ended.failures))
         else:
             releases.append(ended)
             pages.append(page)

@@ -19,16 +19,14 @@ from sqlalchemy.orm import Session
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.redis import denylist, redirect_hops, robots_cache
-from crawlapp.adapters.redis.frontier import QueuedURL
 from crawlapp.core.priority import depth_priority, link_priority
-from crawlapp.core.records import Status
+from crawlapp.core.records import Page, QueuedURL, Status
 from crawlapp.core.traps import PatternBudget, TrapRules, url_pattern
 from crawlapp.core.urls import dedup_key, host_of, origin_of, url_hash
-from crawlapp.stages.pages import Page
 
 Rows = dict[str, dict[str, Any]]
 # status of a page -> depth its links add (a robots.txt record's sitemaps are at depth 0)
-FOLLOWED_STATUSES = {Status.FETCHED: 1, Status.REDIRECTED: 0, Status.ROBOTS: 1}
+FOLLOWED_STATUSES: dict[str, int] = {Status.FETCHED: 1, Status.REDIRECTED: 0, Status.ROBOTS: 1}
 
 
 def url_row(url: str, depth: int, max_depth: int, now: datetime,
@@ -55,15 +53,15 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
     edges: dict[tuple[str, str], dict[str, Any]] = {}
     refused: Counter[tuple[str, str]] = Counter()
     for page in pages:
-        depth = int(page["depth"]) + FOLLOWED_STATUSES.get(page.get("status", ""), 1)
-        for target, anchor, nofollow, *context in page.get("links") or ():
-            boilerplate = bool(context and context[0])
-            row = url_row(target, depth, max_depth, now, link_priority(depth, boilerplate, anchor))
-            edges.setdefault((page["url_hash"], row["url_hash"]), {
-                "source_hash": page["url_hash"], "target_hash": row["url_hash"],
-                "anchor": anchor or None, "nofollow": bool(nofollow)})
-            reason = ("nofollow" if nofollow else "denylist" if row["host"] in denied
-                      else traps.refusal(dedup_key(target), now.date()))
+        depth = page.depth + FOLLOWED_STATUSES.get(page.status, 1)
+        for link in page.links:
+            row = url_row(link.url, depth, max_depth, now,
+                          link_priority(depth, link.boilerplate, link.anchor))
+            edges.setdefault((page.url_hash, row["url_hash"]), {
+                "source_hash": page.url_hash, "target_hash": row["url_hash"],
+                "anchor": link.anchor or None, "nofollow": link.nofollow})
+            reason = ("nofollow" if link.nofollow else "denylist" if row["host"] in denied
+                      else traps.refusal(dedup_key(link.url), now.date()))
             if reason:
                 refused[(reason, row["host"])] += 1
                 continue
@@ -182,9 +180,8 @@ def enqueue_new(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = N
 
 def _record_hops(ctx: Context, pages: list[Page]) -> None:
     """A redirect's target remembers how many hops led to it (the parse stage stops a chain)."""
-    redirect_hops.record(ctx, {page["links"][0][0]: int(page.get("redirect_hops") or 0) + 1
-                               for page in pages
-                               if page.get("status") == Status.REDIRECTED and page.get("links")})
+    redirect_hops.record(ctx, {page.links[0].url: page.redirect_hops + 1 for page in pages
+                               if page.status == Status.REDIRECTED and page.links})
 
 
 class Extracted(NamedTuple):
@@ -199,7 +196,7 @@ class Extracted(NamedTuple):
 
 def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
     denied = denylist.denied_hosts(
-        ctx, (host_of(link[0]) for page in pages for link in page.get("links") or ()))
+        ctx, (host_of(link.url) for page in pages for link in page.links))
     rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC),
                                       ctx.settings.traps, denied)
     _blocked_by_robots(ctx, rows)

@@ -7,51 +7,49 @@ page (status failed, error naming the exception) while the rest of the batch goe
 
 from __future__ import annotations
 
-import gzip
 import logging
 from collections import Counter
 
 from crawlapp.core.html import is_html, parse_html, robots_directives
-from crawlapp.core.records import Status
+from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.settings import Settings
 from crawlapp.core.simhash import simhash
 from crawlapp.core.sitemaps import is_sitemap, parse_sitemap
 from crawlapp.core.urls import URLRejected, dedup_key, request_url, request_urls
-from crawlapp.stages.pages import Page
+from crawlapp.stages.pages import body_of
 
 log = logging.getLogger(__name__)
 
 
-def _redirect(page: Page, settings: Settings, counts: Counter[str]) -> Page:
+def _redirect(page: Page, location: str, settings: Settings, counts: Counter[str]) -> Page:
     """The redirect's target as the page's one link, or the reason it is not followed."""
-    if int(page.get("redirect_hops") or 0) >= settings.max_redirects:
-        page["error"] = f"redirect chain stopped after {settings.max_redirects} hops"
+    if page.redirect_hops >= settings.max_redirects:
+        page.error = f"redirect chain stopped after {settings.max_redirects} hops"
         counts["rejected:too_many_redirects"] += 1
         return page
     try:
-        target = request_url(page["location"], page["url"], max_length=settings.max_url_length)
-        page["links"] = [[target, "", False]]
+        target = request_url(location, page.url, max_length=settings.max_url_length)
+        page.links = [Link(target)]
     except URLRejected as exc:
-        page["error"] = f"redirect to a URL refused: {exc.reason}"
+        page.error = f"redirect to a URL refused: {exc.reason}"
         counts[f"rejected:{exc.reason}"] += 1
     return page
 
 
 def _html(page: Page, settings: Settings, counts: Counter[str]) -> Page:
-    parsed = parse_html(gzip.decompress(page["body_gz"]), page.get("content_type"),
-                        settings.max_links_per_page)
-    page["title"] = parsed.title
-    page["simhash"] = simhash(parsed.text) if parsed.text else None
+    parsed = parse_html(body_of(page), page.content_type, settings.max_links_per_page)
+    page.title = parsed.title
+    page.simhash = simhash(parsed.text) if parsed.text else None
     if parsed.problem:
-        page["error"] = f"unread: {parsed.problem}"
+        page.error = f"unread: {parsed.problem}"
         counts[f"unread:{parsed.problem.split(':', 1)[0]}"] += 1
-    header_nofollow, header_noindex = robots_directives(page.get("x_robots"))
+    header_nofollow, header_noindex = robots_directives(page.x_robots)
     if parsed.meta_noindex or header_noindex:
-        page["noindex"] = True
-    base = page["url"]
+        page.noindex = True
+    base = page.url
     if parsed.base:
         try:
-            base = request_url(parsed.base, page["url"], encoding=parsed.url_encoding)
+            base = request_url(parsed.base, page.url, encoding=parsed.url_encoding)
         except URLRejected:
             pass
     seen: set[str] = set()
@@ -62,9 +60,9 @@ def _html(page: Page, settings: Settings, counts: Counter[str]) -> Page:
         except URLRejected as exc:
             counts[f"rejected:{exc.reason}"] += 1
         else:
-            if dedup_key(canonical) != dedup_key(page["url"]):
-                page["canonical"] = canonical
-                page["links"].append([canonical, "", False, False])
+            if dedup_key(canonical) != dedup_key(page.url):
+                page.canonical = canonical
+                page.links.append(Link(canonical))
                 seen.add(canonical)
     if parsed.meta_nofollow or header_nofollow:
         return page
@@ -77,27 +75,27 @@ def _html(page: Page, settings: Settings, counts: Counter[str]) -> Page:
             continue
         if target not in seen:
             seen.add(target)
-            page["links"].append([target, link.anchor, link.nofollow, link.boilerplate])
+            page.links.append(Link(target, link.anchor, link.nofollow, link.boilerplate))
     return page
 
 
 def parse_page(page: Page, settings: Settings, counts: Counter[str]) -> Page:
-    """Add `title` and `links` ([request URL, anchor, nofollow, boilerplate]) to a page."""
-    if page.get("status") == Status.ROBOTS:
+    """Add `title` and `links` (resolved to their request URLs) to a page."""
+    if page.status == Status.ROBOTS:
         return page  # its links are the sitemaps it names, resolved already
-    page["links"] = []
-    if page.get("status") == Status.REDIRECTED and page.get("location"):
-        return _redirect(page, settings, counts)
-    if page.get("status") != Status.FETCHED or page.get("not_modified"):
+    page.links = []
+    if page.status == Status.REDIRECTED and page.location:
+        return _redirect(page, page.location, settings, counts)
+    if page.status != Status.FETCHED or page.not_modified:
         return page
-    if is_sitemap(page["url"], page.get("content_type")):
-        found = parse_sitemap(gzip.decompress(page["body_gz"]), page["url"])
+    if is_sitemap(page.url, page.content_type):
+        found = parse_sitemap(body_of(page), page.url)
         urls, refused = request_urls(found.sitemaps + found.urls,
                                      max_length=settings.max_url_length)
         counts.update(f"rejected:{exc.reason}" for exc in refused)
-        page["links"] = [[u, "", False] for u in urls]
+        page.links = [Link(u) for u in urls]
         return page
-    if not is_html(page.get("content_type")):
+    if not is_html(page.content_type):
         return page
     return _html(page, settings, counts)
 
@@ -112,11 +110,12 @@ def parse_pages(pages: list[Page], settings: Settings) -> tuple[list[Page], Coun
         try:
             out.append(parse_page(page, settings, counts))
         except Exception as exc:  # one page's content must never fail its batch
-            log.exception("parsing %s failed", page.get("url"))
+            log.exception("parsing %s failed", page.url)
             name = type(exc).__name__
-            page.update(status=Status.FAILED, error=f"parse error: {name}: {str(exc)[:200]}",
-                        links=[])
-            page.pop("body_gz", None)
+            page.status = Status.FAILED
+            page.error = f"parse error: {name}: {str(exc)[:200]}"
+            page.links = []
+            page.body_gz = None
             counts[f"parse_error:{name}"] += 1
             out.append(page)
     return out, counts

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 
+from redis.typing import EncodableT, FieldT
+
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.redis import recrawl_sets
-from crawlapp.adapters.redis.frontier import QueuedURL
-from crawlapp.core.records import Status
+from crawlapp.core.records import QueuedURL, Status
 from crawlapp.core.recrawl import validators
 
 CLAIM_SECONDS = 300.0  # a claim not acknowledged by then goes back to its tier
@@ -27,7 +28,8 @@ def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> i
         rows = [r for r in repository.urls_by_hash(session, hashes)
                 if r.status in RECRAWLED_STATUSES]
         repository.set_status(session, [r.url_hash for r in rows], Status.QUEUED)
-        packed = {r.url: v for r in rows if (v := validators(r.etag, r.last_modified))}
+        packed: dict[FieldT, EncodableT] = {
+            r.url: v for r in rows if (v := validators(r.etag, r.last_modified))}
         if packed:
             ctx.redis.hset(ctx.key("validators"), mapping=packed)
         ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority) for r in rows], time.time())

@@ -18,22 +18,20 @@ import os
 import threading
 import time
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import replace
 
 from crawlapp.adapters.browser.cdp import find_chromium
 from crawlapp.adapters.browser.renderer import Answer, HostSlots, Rendered, Renderer
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.http import Fetched, Fetcher, run_on_fetch_loop
+from crawlapp.adapters.http import Fetcher, run_on_fetch_loop
 from crawlapp.adapters.redis import counters, denylist, robots_cache
-from crawlapp.adapters.redis.frontier import Lease
 from crawlapp.adapters.redis.frontier.redis_frontier import Release
-from crawlapp.core.records import Status
+from crawlapp.core.records import Fetched, Handover, Page, Status
 from crawlapp.core.render_rule import render_reason
 from crawlapp.core.robots import RobotsPolicy, effective_delay
 from crawlapp.core.settings import Settings
 from crawlapp.core.urls import host_of, origin_of
-from crawlapp.stages.pages import GZIP_LEVEL, Page
+from crawlapp.stages.pages import GZIP_LEVEL, body_of
 
 log = logging.getLogger(__name__)
 RENDERED_TYPE = "text/html; charset=utf-8"
@@ -68,47 +66,30 @@ class SubresourceCache:
 _CACHE = SubresourceCache()  # used on the process's fetch loop only
 
 
-@dataclass(frozen=True)
-class Handover:
-    """A fetched page to render under its still-held lease, with the host's next allowed time
-    after the fetch and its failures in a row (what the fetch stage would have released)."""
-
-    page: Page
-    lease: Lease
-    next_time: float
-    failures: int
-
-    def to_wire(self) -> list[Any]:
-        return [self.page, self.lease.to_wire(), self.next_time, self.failures]
-
-    @classmethod
-    def from_wire(cls, raw: list[Any]) -> Handover:
-        page, lease, next_time, failures = raw
-        return cls(page, Lease.from_wire(lease), float(next_time), int(failures))
-
-
 def wants_render(settings: Settings, page: Page, body: bytes) -> str | None:
     """Why a page just fetched goes to the render stage ('host' or 'shell'), or None. Pure."""
-    if not settings.render or page.get("status") != Status.FETCHED or page.get("not_modified"):
+    if not settings.render or page.status != Status.FETCHED or page.not_modified:
         return None
-    return render_reason(page["host"], body, page.get("content_type"), settings.render_hosts,
+    return render_reason(page.host, body, page.content_type, settings.render_hosts,
                          settings.render_min_text)
 
 
 def apply_render(page: Page, rendered: Rendered, store_raw: bool) -> Page:
     """The page with its rendered DOM as body (the fetched body kept as `raw_*` with
     `store_raw`); unchanged but for `render_error` when rendering failed."""
-    page = dict(page)
+    page = replace(page)
     if rendered.html is None:
-        page["render_error"] = rendered.error or "failed"
+        page.render_error = rendered.error or "failed"
         return page
     body = rendered.html.encode("utf-8")
     if store_raw:
-        page["raw_gz"] = page["body_gz"]
-        page["raw_hash"] = page["content_hash"]
-    page.update(rendered=True, content_type=RENDERED_TYPE,
-                content_hash=hashlib.sha256(body).hexdigest(), content_length=len(body),
-                body_gz=gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0))
+        page.raw_gz = page.body_gz
+        page.raw_hash = page.content_hash
+    page.rendered = True
+    page.content_type = RENDERED_TYPE
+    page.content_hash = hashlib.sha256(body).hexdigest()
+    page.content_length = len(body)
+    page.body_gz = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
     return page
 
 
@@ -206,7 +187,7 @@ async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
 
         page = handover.page
         rendered = await renderer.render(
-            page["url"], gzip.decompress(page["body_gz"]), page.get("content_type") or "text/html",
+            page.url, body_of(page), page.content_type or "text/html",
             answer, settings.render_timeout, settings.render_other_hosts)
         out.append((rendered, slots.next_time[handover.lease.host]))
     return out, answers.cached

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from sqlalchemy import select, update
@@ -16,53 +17,54 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.models import Url
 from crawlapp.adapters.redis import recrawl_sets, robots_cache
-from crawlapp.adapters.redis.frontier import QueuedURL
 from crawlapp.core.priority import depth_priority
-from crawlapp.core.records import Status
+from crawlapp.core.records import Page, QueuedURL, Status
 from crawlapp.core.recrawl import next_schedule
 from crawlapp.core.simhash import to_signed
 from crawlapp.stages import dedup
-from crawlapp.stages.pages import Page
 
 CHUNK = 500
 
 
-def _row(page: Page) -> dict[str, object]:
-    when = page.get("fetched_at")
+def _row(page: Page, next_crawl_at: float | None) -> dict[str, object]:
+    when = page.fetched_at
     return {
-        "url_hash": page["url_hash"], "status": page["status"],
+        "url_hash": page.url_hash, "status": page.status,
         "last_fetched_at": datetime.fromtimestamp(when, UTC) if when else None,
-        "http_status": page.get("http_status"), "content_type": page.get("content_type"),
-        "content_length": page.get("content_length"), "content_hash": page.get("content_hash"),
-        "content_dedup": bool(page.get("content_dedup")), "duplicate_of": page.get("duplicate_of"),
-        "storage_key": page.get("storage_key"), "title": page.get("title"),
-        "simhash": to_signed(page["simhash"]) if page.get("simhash") is not None else None,
-        "etag": page.get("etag"), "last_modified": page.get("last_modified"),
-        "last_error": page.get("error"),
-        "redirect_to": page["links"][0][0] if page["status"] == Status.REDIRECTED and page.get("links")
+        "http_status": page.http_status, "content_type": page.content_type,
+        "content_length": page.content_length, "content_hash": page.content_hash,
+        "content_dedup": page.content_dedup, "duplicate_of": page.duplicate_of,
+        "storage_key": page.storage_key, "title": page.title,
+        "simhash": to_signed(page.simhash) if page.simhash is not None else None,
+        "etag": page.etag, "last_modified": page.last_modified,
+        "last_error": page.error,
+        "redirect_to": page.links[0].url if page.status == Status.REDIRECTED and page.links
         else None,
-        "redirect_hops": page.get("redirect_hops") or None,
-        "next_crawl_at": page.get("next_crawl_at"),
-        "canonical_url": page.get("canonical"), "noindex": bool(page.get("noindex")),
-        "rendered": bool(page.get("rendered")), "render_error": page.get("render_error"),
-        "raw_storage_key": page.get("raw_storage_key"),
+        "redirect_hops": page.redirect_hops or None,
+        "next_crawl_at": (datetime.fromtimestamp(next_crawl_at, UTC)
+                          if next_crawl_at is not None else None),
+        "canonical_url": page.canonical, "noindex": page.noindex,
+        "rendered": page.rendered, "render_error": page.render_error,
+        "raw_storage_key": page.raw_storage_key,
     }
 
 
 def _schedule(pages: list[Page], previous: dict[str, repository.Previous]
               ) -> list[tuple[str, str, float]]:
-    """Each fetched page's next fetch: (url_hash, tier, time); sets page['next_crawl_at']."""
+    """Each fetched page's next fetch: (url_hash, tier, time). A first fetch's interval
+    follows the row's priority, read with the previous fetch: the lease cannot carry it (the
+    frontier keeps a URL's priority only folded into its queue score, with the time it was
+    queued), and a closer link may raise it while the page is on its way."""
     planned = []
     for page in pages:
-        if page["status"] != Status.FETCHED:
+        if page.status != Status.FETCHED:
             continue
-        before = previous.get(page["url_hash"])
-        changed = not page.get("not_modified") and (
-            before is None or before.content_hash != page.get("content_hash"))
-        plan = next_schedule(page["fetched_at"], before.interval if before else None, changed,
-                             before.priority if before else depth_priority(page["depth"]))
-        page["next_crawl_at"] = datetime.fromtimestamp(plan.next_at, UTC)
-        planned.append((page["url_hash"], plan.tier, plan.next_at))
+        before = previous.get(page.url_hash)
+        changed = not page.not_modified and (
+            before is None or before.content_hash != page.content_hash)
+        plan = next_schedule(page.fetched_at, before.interval if before else None, changed,
+                             before.priority if before else depth_priority(page.depth))
+        planned.append((page.url_hash, plan.tier, plan.next_at))
     return planned
 
 
@@ -72,16 +74,17 @@ def _bodies(pages: list[Page], dropped: set[str]) -> list[tuple[str, bytes, str 
     row never names a key whose body is not there; the store writes only missing keys."""
     uploads = []
     for page in pages:
-        body, copy, raw = (page.pop(k, None) for k in ("body_gz", "copy_gz", "raw_gz"))
-        if (page["url_hash"] in dropped or not page.get("content_hash")
-                or page.get("near_duplicate") or page.get("unstored")):
+        body, copy, raw = page.body_gz, page.copy_gz, page.raw_gz
+        page.body_gz = page.copy_gz = page.raw_gz = None
+        if (page.url_hash in dropped or not page.content_hash or page.near_duplicate
+                or page.unstored):
             continue
-        page["storage_key"] = body_key(page["content_hash"])
+        page.storage_key = body_key(page.content_hash)
         if (content := body if body is not None else copy) is not None:
-            uploads.append((page["storage_key"], content, page.get("content_type")))
-        if raw is not None:  # a rendered page's body as fetched (render_store_raw)
-            page["raw_storage_key"] = body_key(page["raw_hash"])
-            uploads.append((page["raw_storage_key"], raw, "text/html"))
+            uploads.append((page.storage_key, content, page.content_type))
+        if raw is not None and page.raw_hash:  # a rendered page's body as fetched
+            page.raw_storage_key = body_key(page.raw_hash)
+            uploads.append((page.raw_storage_key, raw, "text/html"))
     return uploads
 
 
@@ -94,36 +97,36 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     batch changes nothing."""
     # Work on copies: the batch as received stays whole (bodies included), so a task retried
     # after a failure below uploads the same bodies again.
-    pages = [dict(page) for page in pages]
-    robots = [p for p in pages if p["status"] == Status.ROBOTS]
-    urls = [p for p in pages if p["status"] != Status.ROBOTS]
+    pages = [replace(page) for page in pages]
+    robots = [p.robots for p in pages if p.robots is not None]
+    robots_at = [p.fetched_at for p in pages if p.robots is not None]
+    urls = [p for p in pages if p.status != Status.ROBOTS]
     with ctx.sessions() as session:
-        rows = dedup.rows_by_hash(session, [p["url_hash"] for p in urls] + [
-            p["duplicate_of"] for p in urls if p.get("content_dedup")])
-    dropped = {p["url_hash"] for p in urls
-               if (row := rows.get(p["url_hash"])) is not None and row.status == Status.DELETED}
-    kept = [p for p in urls if p["url_hash"] not in dropped]
+        rows = dedup.rows_by_hash(session, [p.url_hash for p in urls] + [
+            p.duplicate_of for p in urls if p.content_dedup and p.duplicate_of])
+    dropped = {p.url_hash for p in urls
+               if (row := rows.get(p.url_hash)) is not None and row.status == Status.DELETED}
+    kept = [p for p in urls if p.url_hash not in dropped]
     refetch = dedup.recheck(ctx, kept, rows)
     ctx.blobs.put_many(_bodies(pages, dropped))
     held, orphaned = dedup.superseded(urls, rows, dropped)
     with ctx.sessions.begin() as session:
-        robots_cache.write(session, [p["robots"] for p in robots], [p["fetched_at"] for p in robots])
+        robots_cache.write(session, robots, robots_at)
         previous = repository.previous_fetches(
-            session, [p["url_hash"] for p in kept if p["status"] == Status.FETCHED])
+            session, [p.url_hash for p in kept if p.status == Status.FETCHED])
         planned = _schedule(kept, previous)
+        next_at = {h: at for h, _, at in planned}
         dedup.release(ctx, held)  # before the rows change: no claim outlives its original
-        rows_out = [_row(page) for page in kept]
+        rows_out = [_row(page, next_at.get(page.url_hash)) for page in kept]
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
-                                            if not p.get("not_modified")])
+                                            if not p.not_modified])
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
-                                            if p.get("not_modified")],
+                                            if p.not_modified],
                                   repository.NOT_MODIFIED_COLUMNS)
         queued = requeue(session, refetch + dedup.adopt(ctx, session, orphaned),
                          "requeued: its original is no longer stored")
     recrawl_sets.schedule(ctx, planned)
     send_back(ctx, queued)
-    for page in pages:
-        page.pop("next_crawl_at", None)  # a datetime: not for the wire
     return pages
 
 

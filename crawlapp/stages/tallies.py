@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from crawlapp.adapters.http import Fetched
-from crawlapp.stages.pages import Page
+from crawlapp.core.records import Fetched, Page
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, float("inf"))
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "error")
@@ -42,8 +41,7 @@ def fetch_counts(results: Iterable[Fetched]) -> dict[str, int]:
 
 def store_counts(pages: list[Page]) -> dict[str, int]:
     """Counter increments for a batch the store stage is about to write. Pure."""
-    bodies = [p["body_gz"] for p in pages if p.get("body_gz") is not None]
+    bodies = [p.body_gz for p in pages if p.body_gz is not None]
     return {"store:bodies": len(bodies), "bytes:stored": sum(len(b) for b in bodies),
-            "dedup:exact": sum(1 for p in pages
-                               if p.get("content_dedup") and not p.get("near_duplicate")),
-            "dedup:near": sum(1 for p in pages if p.get("near_duplicate"))}
+            "dedup:exact": sum(1 for p in pages if p.content_dedup and not p.near_duplicate),
+            "dedup:near": sum(1 for p in pages if p.near_duplicate)}

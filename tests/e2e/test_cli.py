@@ -32,8 +32,8 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
 from crawlapp.adapters.redis import recrawl_sets
-from crawlapp.adapters.redis.frontier import QueuedURL
 from crawlapp.cli import cli
+from crawlapp.core.records import Link, Page, QueuedURL, Status
 from crawlapp.core.settings import get_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.stages.linking import enqueue_new, extract_links
@@ -232,9 +232,8 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     assert after["rows"][f"http://{B}/1"] == ("blocked", None, "denylist: *.b.test")
     assert after["rows"][f"http://{B}/f"][0] == "fetched"
     assert sum(after["frontier"]) == 2 and after["redis_denylist"] == [b"*.b.test"]
-    page = {"url": f"{a}/", "url_hash": url_hash(f"{a}/"), "host": A, "depth": 0,
-            "status": "fetched", "links": [[f"http://{SHOP}/new", "", False],
-                                           [f"{a}/fresh", "", False]]}
+    page = Page(url=f"{a}/", url_hash=url_hash(f"{a}/"), host=A, depth=0, status=Status.FETCHED,
+                links=[Link(f"http://{SHOP}/new"), Link(f"{a}/fresh")])
     added, _, refusals, _ = extract_links(ctx, [page])
     assert added == 1 and refusals == {("denylist", SHOP): 1}
     assert state(ctx)["rows"].get(f"http://{SHOP}/new") is None

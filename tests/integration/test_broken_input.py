@@ -16,7 +16,6 @@ import html
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -24,6 +23,7 @@ import sqlalchemy as sa
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
+from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import host_of, request_url, url_hash
 from crawlapp.stages.dedup import dedup_pages
@@ -89,22 +89,21 @@ def _wpt_inputs() -> list[tuple[str, str | None]]:
     return [(c["input"], c.get("base")) for c in cases]
 
 
-def _page(path: str, body: bytes, content_type: str = "text/html") -> dict[str, Any]:
+def _page(path: str, body: bytes, content_type: str = "text/html") -> Page:
     url = request_url(path, BASE)
-    return {"url": url, "url_hash": url_hash(url), "host": host_of(url), "depth": 0,
-            "priority": 1.0, "status": "fetched", "http_status": 200, "fetched_at": 1.0e9,
-            "content_type": content_type, "content_hash": hashlib.sha256(body).hexdigest(),
-            "content_length": len(body), "body_gz": gzip.compress(body, mtime=0)}
+    return Page(url=url, url_hash=url_hash(url), host=host_of(url), depth=0,
+                status=Status.FETCHED, http_status=200, fetched_at=1.0e9,
+                content_type=content_type, content_hash=hashlib.sha256(body).hexdigest(),
+                content_length=len(body), body_gz=gzip.compress(body, mtime=0))
 
 
-def _redirect(path: str, location: str) -> dict[str, Any]:
+def _redirect(path: str, location: str) -> Page:
     url = request_url(path, BASE)
-    return {"url": url, "url_hash": url_hash(url), "host": host_of(url), "depth": 0,
-            "priority": 1.0, "status": "redirected", "http_status": 301, "fetched_at": 1.0e9,
-            "location": location}
+    return Page(url=url, url_hash=url_hash(url), host=host_of(url), depth=0,
+                status=Status.REDIRECTED, http_status=301, fetched_at=1.0e9, location=location)
 
 
-def _corpus() -> list[dict[str, Any]]:
+def _corpus() -> list[Page]:
     pages = [_page(f"/markup/{i}", body) for i, body in enumerate(MARKUP)]
     pages += [_page(f"/typed/{i}", b"<a href='/t'>t</a>", ctype) for i, ctype in enumerate([
         "text/html; charset=", "text/html; charset=\"utf-8", "application/xhtml+xml",
@@ -138,10 +137,10 @@ def test_broken_pages_and_links_never_fail_a_batch(tmp_path: Path, redis_url: st
     assert len(parsed) == len(pages)
     assert not [k for k in counts if k.startswith("parse_error:")]  # no page raised
     assert counts["rejected:malformed"] > 100  # the WPT failure inputs, counted
-    unread = {p["url"].rsplit("/", 1)[1]: p["error"] for p in parsed
-              if p["url"].startswith(f"{BASE.rsplit('/', 2)[0]}/markup/")
-              and (p.get("error") or "").startswith("unread:")}
-    assert unread.get("0", "").startswith("unread: empty")  # an empty body says so
+    unread = {p.url.rsplit("/", 1)[1]: p.error for p in parsed
+              if p.url.startswith(f"{BASE.rsplit('/', 2)[0]}/markup/")
+              and (p.error or "").startswith("unread:")}
+    assert (unread.get("0") or "").startswith("unread: empty")  # an empty body says so
     stored = store_pages(ctx, dedup_pages(ctx, parsed))
     extracted = extract_links(ctx, stored)
     assert extracted.added > 100
@@ -158,11 +157,11 @@ def test_a_page_whose_parsing_raises_is_recorded_and_the_rest_go_on(tmp_path: Pa
     ctx = _ctx(tmp_path, redis_url)
     good = _page("/good", b"<title>g</title><a href='/next'>n</a>")
     bad = _page("/bad", b"<a href='/x'>x</a>")
-    bad["body_gz"] = b"not gzip"  # a body the stage cannot even read
+    bad.body_gz = b"not gzip"  # a body the stage cannot even read
     parsed, counts = parse_pages([bad, good], ctx.settings)
-    assert parsed[0]["status"] == "failed"
-    assert parsed[0]["error"].startswith("parse error: BadGzipFile")
+    assert parsed[0].status == Status.FAILED
+    assert (parsed[0].error or "").startswith("parse error: BadGzipFile")
     assert counts == Counter({"parse_error:BadGzipFile": 1})
-    assert parsed[1]["links"] == [["http://broken.test/next", "n", False, False]]
+    assert parsed[1].links == [Link("http://broken.test/next", "n")]
     extracted = extract_links(ctx, store_pages(ctx, dedup_pages(ctx, parsed)))
     assert extracted.added == 1

@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 from crawlapp.adapters.context import Context
+from crawlapp.core.records import Page
 from crawlapp.core.settings import load_settings
 from crawlapp.core.simhash import simhash
 from crawlapp.core.urls import url_hash
@@ -18,9 +19,10 @@ def make_ctx(tmp_path: Path, redis_url: str) -> Context:
     return Context(load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url}))
 
 
-def page(url: str, text: str, content_hash: str) -> dict[str, object]:
-    return {"url": url, "url_hash": url_hash(url), "content_hash": content_hash,
-            "simhash": simhash(text), "body_gz": b"..."}
+def page(url: str, text: str, content_hash: str, canonical: str | None = None,
+         noindex: bool = False) -> Page:
+    return Page(url=url, url_hash=url_hash(url), content_hash=content_hash,
+                simhash=simhash(text), body_gz=b"...", canonical=canonical, noindex=noindex)
 
 
 def test_exact_and_near_copies_point_to_the_first(tmp_path: Path, redis_url: str) -> None:
@@ -31,13 +33,13 @@ def test_exact_and_near_copies_point_to_the_first(tmp_path: Path, redis_url: str
         page("http://b.com/1", ARTICLE, "aa" * 32),
         page("http://c.com/1", edited, "cc" * 32),
     ])
-    assert not first.get("content_dedup") and "body_gz" in first
-    assert exact["duplicate_of"] == first["url_hash"] and "body_gz" not in exact
-    assert near["duplicate_of"] == first["url_hash"] and near["near_duplicate"]
+    assert not first.content_dedup and first.body_gz is not None
+    assert exact.duplicate_of == first.url_hash and exact.body_gz is None
+    assert near.duplicate_of == first.url_hash and near.near_duplicate
     other = dedup_pages(ctx, [page("http://d.com/1", "something else " * 50, "dd" * 32)])[0]
-    assert not other.get("content_dedup")
+    assert not other.content_dedup
     again = dedup_pages(ctx, [page("http://a.com/1", ARTICLE, "aa" * 32)])[0]
-    assert not again.get("content_dedup")  # a redelivered original stays the original
+    assert not again.content_dedup  # a redelivered original stays the original
 
 
 def test_two_workers_racing_on_near_copies_yield_one_original(tmp_path: Path,
@@ -45,10 +47,10 @@ def test_two_workers_racing_on_near_copies_yield_one_original(tmp_path: Path,
     ctx = make_ctx(tmp_path, redis_url)
     copies = [page(f"http://m{i}.com/a", ARTICLE + f" byline{i}", f"{i:02x}" * 32)
               for i in range(8)]
-    results: list[dict[str, object]] = []
+    results: list[Page] = []
     barrier = threading.Barrier(8)
 
-    def work(p: dict[str, object]) -> None:
+    def work(p: Page) -> None:
         barrier.wait()
         results.extend(dedup_pages(Context(ctx.settings), [p]))
 
@@ -57,32 +59,31 @@ def test_two_workers_racing_on_near_copies_yield_one_original(tmp_path: Path,
         t.start()
     for t in threads:
         t.join()
-    originals = [p for p in results if not p.get("content_dedup")]
+    originals = [p for p in results if not p.content_dedup]
     assert len(originals) == 1
-    assert {p["duplicate_of"] for p in results if p.get("content_dedup")} == {
-        originals[0]["url_hash"]}
+    assert {p.duplicate_of for p in results if p.content_dedup} == {originals[0].url_hash}
 
 
 def test_pages_naming_another_canonical_url_or_noindex_are_not_stored(tmp_path: Path,
                                                                       redis_url: str) -> None:
     ctx = make_ctx(tmp_path, redis_url)
     article = page("http://a.com/article", ARTICLE, "aa" * 32)
-    printed = page("http://a.com/print", ARTICLE + " print", "bb" * 32) | {
-        "canonical": "http://a.com/article"}
-    hidden = page("http://a.com/private", "private " * 40, "cc" * 32) | {"noindex": True}
+    printed = page("http://a.com/print", ARTICLE + " print", "bb" * 32,
+                   canonical="http://a.com/article")
+    hidden = page("http://a.com/private", "private " * 40, "cc" * 32, noindex=True)
     printed, hidden, article = dedup_pages(ctx, [printed, hidden, article])
-    assert printed["unstored"] == "canonical" and "body_gz" not in printed
-    assert printed["duplicate_of"] == article["url_hash"]
-    assert hidden["unstored"] == "noindex" and "body_gz" not in hidden
-    assert not article.get("content_dedup") and "body_gz" in article  # print did not claim it
+    assert printed.unstored == "canonical" and printed.body_gz is None
+    assert printed.duplicate_of == article.url_hash
+    assert hidden.unstored == "noindex" and hidden.body_gz is None
+    assert not article.content_dedup and article.body_gz is not None  # print did not claim it
 
 
 def test_two_pages_naming_each_other_canonical_keep_one_body(tmp_path: Path,
                                                              redis_url: str) -> None:
     ctx = make_ctx(tmp_path, redis_url)
-    first = page("http://a.com/x", ARTICLE, "aa" * 32) | {"canonical": "http://a.com/y"}
-    second = page("http://a.com/y", ARTICLE, "aa" * 32) | {"canonical": "http://a.com/x"}
+    first = page("http://a.com/x", ARTICLE, "aa" * 32, canonical="http://a.com/y")
+    second = page("http://a.com/y", ARTICLE, "aa" * 32, canonical="http://a.com/x")
     (first,) = dedup_pages(ctx, [first])
     (second,) = dedup_pages(ctx, [second])
-    assert first["unstored"] == "canonical"
-    assert "unstored" not in second and "body_gz" in second and "canonical" not in second
+    assert first.unstored == "canonical"
+    assert second.unstored is None and second.body_gz is not None and second.canonical is None

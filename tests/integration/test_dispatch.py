@@ -7,7 +7,7 @@ from pathlib import Path
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
-from crawlapp.adapters.redis.frontier import Lease
+from crawlapp.core.records import Lease
 from crawlapp.core.settings import load_settings
 from crawlapp.ops.dispatcher import dispatch_once
 from crawlapp.ops.seeding import add_seeds

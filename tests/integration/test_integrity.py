@@ -29,6 +29,7 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
+from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.core.simhash import hamming, simhash
 from crawlapp.core.urls import url_hash
@@ -62,22 +63,24 @@ def make_ctx(tmp_path: Path, redis_url: str, pg_url: str) -> Context:
                                   "DATABASE_URL": pg_url}))
 
 
-def fetched_page(url: str, outcome: tuple[Any, ...]) -> dict[str, Any]:
+def fetched_page(url: str, outcome: tuple[Any, ...]) -> Page:
     """A page as the parse stage hands it to dedup."""
-    page = {"url": url, "url_hash": url_hash(url), "host": url.split("/")[2], "depth": 0,
-            "priority": 1.0, "fetched_at": time.time(), "links": []}
+    page = Page(url=url, url_hash=url_hash(url), host=url.split("/")[2], depth=0,
+                status=Status.FETCHED, fetched_at=time.time())
     if outcome[0] == "failed":
-        return page | {"status": "failed", "http_status": 404, "error": "http 404"}
+        page.status, page.http_status, page.error = Status.FAILED, 404, "http 404"
+        return page
     if outcome[0] == "not_modified":
-        return page | {"status": "fetched", "http_status": 304, "not_modified": True}
+        page.http_status, page.not_modified = 304, True
+        return page
     _, body_name, noindex, canonical = outcome
     text, body = BODIES[body_name]
-    page |= {"status": "fetched", "http_status": 200, "content_type": "text/html",
-             "content_hash": hashlib.sha256(body).hexdigest(), "content_length": len(body),
-             "body_gz": gzip.compress(body), "simhash": simhash(text) if text else None,
-             "title": body_name, "noindex": noindex}
+    page.http_status, page.content_type = 200, "text/html"
+    page.content_hash, page.content_length = hashlib.sha256(body).hexdigest(), len(body)
+    page.body_gz, page.simhash = gzip.compress(body), simhash(text) if text else None
+    page.title, page.noindex = body_name, noindex
     if canonical is not None and URLS[canonical] != url:
-        page |= {"canonical": URLS[canonical], "links": [[URLS[canonical], "", False, False]]}
+        page.canonical, page.links = URLS[canonical], [Link(URLS[canonical])]
     return page
 
 
@@ -149,7 +152,7 @@ def ctx(tmp_path: Path, redis_url: str, pg_url: str) -> Context:
     return ctx
 
 
-def crawl_in_order(ctx: Context, *batches: list[dict[str, Any]]) -> None:
+def crawl_in_order(ctx: Context, *batches: list[Page]) -> None:
     for batch in batches:
         store_pages(ctx, dedup_pages(ctx, batch))
 
@@ -181,7 +184,7 @@ def test_an_exact_copy_stored_before_its_original_writes_the_body_it_names(ctx: 
     add_rows(ctx, URLS[:2])
     first = dedup_pages(ctx, [fetched_page(original, ("fetched", "a", False, None))])
     second = dedup_pages(ctx, [fetched_page(copy_, ("fetched", "a", False, None))])
-    assert second[0]["duplicate_of"] == url_hash(original)
+    assert second[0].duplicate_of == url_hash(original)
     store_pages(ctx, second)  # the original's batch is still on its way (or lost)
     assert_bodies_are_there(ctx)
     store_pages(ctx, first)
@@ -225,9 +228,9 @@ class Crawl:
             session.execute(sa.text("TRUNCATE urls, links, hosts, denylist"))
         shutil.rmtree(ctx.settings.blob_dir, ignore_errors=True)
         add_rows(ctx, URLS)
-        self.fetched: list[list[dict[str, Any]]] = []
-        self.deduped: list[list[dict[str, Any]]] = []  # each to be stored at least once
-        self.stored: list[list[dict[str, Any]]] = []  # may be delivered again at any time
+        self.fetched: list[list[Page]] = []
+        self.deduped: list[list[Page]] = []  # each to be stored at least once
+        self.stored: list[list[Page]] = []  # may be delivered again at any time
 
     def status(self, url: str) -> str:
         with self.ctx.sessions() as session:

@@ -9,7 +9,8 @@ from pathlib import Path
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
-from crawlapp.adapters.redis.frontier.redis_frontier import Lease, decode_member
+from crawlapp.adapters.redis.frontier.redis_frontier import decode_member
+from crawlapp.core.records import Lease, Link, Page, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.stages.linking import enqueue_new, plan_links
@@ -24,9 +25,9 @@ def make_ctx(tmp_path: Path, redis_url: str, **extra: str) -> Context:
     return Context(settings)
 
 
-def page(url: str, depth: int, links: list[str], status: str = "fetched") -> dict[str, object]:
-    return {"url": url, "url_hash": url_hash(url), "depth": depth, "status": status,
-            "links": [[link, "", False] for link in links]}
+def page(url: str, depth: int, links: list[str], status: Status = Status.FETCHED) -> Page:
+    return Page(url=url, url_hash=url_hash(url), depth=depth, status=status,
+                links=[Link(link) for link in links])
 
 
 def queued_members(ctx: Context) -> list[str]:
@@ -40,7 +41,7 @@ def queued_members(ctx: Context) -> list[str]:
     return sorted(members)
 
 
-def extract(ctx: Context, pages: list[dict[str, object]]) -> int:
+def extract(ctx: Context, pages: list[Page]) -> int:
     rows, edges, _ = plan_links(pages, ctx.settings.max_depth, NOW, ctx.settings.traps)
     return enqueue_new(ctx, rows, edges)
 
@@ -112,9 +113,9 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
     from crawlapp.stages.storing import store_pages
 
     ctx = make_ctx(tmp_path, redis_url)
-    home = {"url": "http://a.com/d/", "url_hash": url_hash("http://a.com/d/"), "depth": 1,
-            "status": "fetched", "links": [["http://a.com/content", "Read the story", False, False],
-                                           ["http://a.com/nav", "", False, True]]}
+    home = Page(url="http://a.com/d/", url_hash=url_hash("http://a.com/d/"), depth=1,
+                status=Status.FETCHED, links=[Link("http://a.com/content", "Read the story"),
+                                              Link("http://a.com/nav", boilerplate=True)])
     rows, edges, _ = plan_links([home], ctx.settings.max_depth, NOW, ctx.settings.traps)
     enqueue_new(ctx, rows, edges)
     with ctx.sessions() as s:
@@ -125,8 +126,8 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
     pages = []
     for url in stored:  # both fetched: the store stage schedules them by the row's priority
         page = page_for(Lease(0, "a.com", "t", url, 2))
-        page.update(status="fetched", http_status=200, fetched_at=NOW.timestamp(),
-                    content_type="text/html", links=[])
+        page.status, page.http_status, page.fetched_at = Status.FETCHED, 200, NOW.timestamp()
+        page.content_type = "text/html"
         pages.append(page)
     store_pages(ctx, pages)
     with ctx.sessions() as s:
@@ -135,8 +136,8 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
     assert tiers == {"http://a.com/content": tier_of(FIRST_INTERVAL_IMPORTANT),
                      "http://a.com/nav": tier_of(FIRST_INTERVAL)}
     # found again closer to a seed by a link with words: nearer, and worth more
-    closer = {"url": "http://a.com/", "url_hash": url_hash("http://a.com/"), "depth": 0,
-              "status": "fetched", "links": [["http://a.com/nav", "Navigation", False, False]]}
+    closer = Page(url="http://a.com/", url_hash=url_hash("http://a.com/"), depth=0,
+                  status=Status.FETCHED, links=[Link("http://a.com/nav", "Navigation")])
     rows, edges, _ = plan_links([closer], ctx.settings.max_depth, NOW, ctx.settings.traps)
     enqueue_new(ctx, rows, edges)
     with ctx.sessions() as s:
@@ -150,8 +151,8 @@ def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_ur
     from crawlapp.stages.linking import extract_links
 
     ctx = make_ctx(tmp_path, redis_url)
-    moved = {"url": "http://a.com/old", "url_hash": url_hash("http://a.com/old"), "depth": 0,
-             "status": "redirected", "redirect_hops": 2, "links": [["http://a.com/new", "", False]]}
+    moved = Page(url="http://a.com/old", url_hash=url_hash("http://a.com/old"), depth=0,
+                 status=Status.REDIRECTED, redirect_hops=2, links=[Link("http://a.com/new")])
     extract_links(ctx, [moved])
     key = redirect_hops.key(ctx, "http://a.com/new")
     assert 0 < ctx.redis.ttl(key) <= redirect_hops.TTL  # gone within a week, whatever happens

@@ -21,13 +21,12 @@ from crawlapp.adapters import http as fetch
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.redis.counters import read as read_counters
 from crawlapp.adapters.redis.dnscache import DnsCache, Resolution
-from crawlapp.adapters.redis.frontier import Lease, QueuedURL
+from crawlapp.core.records import Lease, Page, QueuedURL
 from crawlapp.core.settings import load_settings
 from crawlapp.observe.stats import given_up_hosts
 from crawlapp.ops.dispatcher import dispatch_once
 from crawlapp.ops.rebuild import mark_alive
 from crawlapp.stages.fetching import fetch_batch
-from crawlapp.stages.pages import Page
 
 pytestmark = pytest.mark.integration
 GIVE_UP_AFTER = 3
@@ -137,10 +136,10 @@ def crawl_until_idle(ctx: Context, urls: list[str], limit: float = 30.0
 
 def _check_given_up(ctx: Context, pages: list[Page], host: str, error: str,
                     caplog: pytest.LogCaptureFixture) -> None:
-    robots = [p for p in pages if p["status"] == "robots"]
-    failed = [p for p in pages if p["status"] == "failed"]
+    robots = [p for p in pages if p.status == "robots"]
+    failed = [p for p in pages if p.status == "failed"]
     assert len(robots) == GIVE_UP_AFTER  # robots.txt asked that many times, then no more
-    assert [p["error"] for p in failed] == [f"unreachable: {error}"]
+    assert [p.error for p in failed] == [f"unreachable: {error}"]
     assert given_up_hosts(ctx) == {host: error}
     assert read_counters(ctx).get(f"unreachable:{error}") == 1
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING
@@ -195,8 +194,8 @@ def test_pages_of_a_host_that_became_unreachable_end_too(
     ctx.redis.set(ctx.key("robots", origin), msgpack.packb([404, ""]))  # allow all
     urls = [f"{origin}/{n}" for n in range(6)]
     pages, _ = crawl_until_idle(ctx, urls)
-    failed = [p for p in pages if p["status"] == "failed"]
-    assert [p["error"] for p in failed] == ["ssrf_loopback"] * GIVE_UP_AFTER
+    failed = [p for p in pages if p.status == "failed"]
+    assert [p.error for p in failed] == ["ssrf_loopback"] * GIVE_UP_AFTER
     assert given_up_hosts(ctx) == {f"127.0.0.1:{port}": "ssrf_loopback"}
     state = ctx.frontier.host_states([f"127.0.0.1:{port}"], time.time())[f"127.0.0.1:{port}"]
     assert state.queued == len(urls) - GIVE_UP_AFTER
@@ -205,7 +204,7 @@ def test_pages_of_a_host_that_became_unreachable_end_too(
     assert ctx.frontier.resume(f"127.0.0.1:{port}", time.time())
     allowing = make_ctx("127.0.0.0/8", {})
     pages, _ = crawl_until_idle(allowing, [])
-    assert sorted(p["http_status"] for p in pages) == [200] * (len(urls) - GIVE_UP_AFTER)
+    assert sorted(p.http_status or 0 for p in pages) == [200] * (len(urls) - GIVE_UP_AFTER)
 
 
 def test_a_host_that_answers_is_never_given_up(
@@ -213,5 +212,5 @@ def test_a_host_that_answers_is_never_given_up(
     ctx = make_ctx("127.0.0.0/8", {})
     _, port = server
     pages, _ = crawl_until_idle(ctx, [f"http://127.0.0.1:{port}/{n}" for n in range(3)])
-    assert sorted(p["status"] for p in pages) == ["fetched"] * 3 + ["robots"]
+    assert sorted(p.status for p in pages) == ["fetched"] * 3 + ["robots"]
     assert given_up_hosts(ctx) == {}

@@ -71,7 +71,7 @@ def test_sql_filter_agrees_with_matches(pattern: str, hosts: list[str], others: 
 def test_a_denied_host_is_refused_before_fetch_and_when_linked() -> None:
     from datetime import UTC, datetime
 
-    from crawlapp.adapters.redis.frontier import Lease
+    from crawlapp.core.records import Lease, Link, Page, Status
     from crawlapp.core.robots import robots_answer
     from crawlapp.core.settings import load_settings
     from crawlapp.stages.fetching import plan_batch
@@ -82,9 +82,9 @@ def test_a_denied_host_is_refused_before_fetch_and_when_linked() -> None:
     plan = plan_batch(leases, {"http://a.com": allow}, "crawlapp", frozenset({"b.com"}))
     assert plan.pages == leases[:1] and plan.refused == [(leases[1], "denylist")] and not plan.robots
 
-    page = {"url": "http://a.com/", "url_hash": "0" * 32, "depth": 0, "status": "fetched",
-            "links": [["http://a.com/1", "", False], ["http://b.com/1", "", False],
-                      ["http://b.com/2", "", True]]}
+    page = Page(url="http://a.com/", url_hash="0" * 32, depth=0, status=Status.FETCHED,
+                links=[Link("http://a.com/1"), Link("http://b.com/1"),
+                       Link("http://b.com/2", nofollow=True)])
     rows, edges, refused = plan_links([page], 5, datetime.now(UTC), load_settings({}).traps,
                                       frozenset({"b.com"}))
     assert [r["url"] for r in rows.values()] == ["http://a.com/1"] and len(edges) == 3

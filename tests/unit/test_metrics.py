@@ -5,8 +5,8 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
-from crawlapp.adapters.http import Fetched
 from crawlapp.adapters.redis.frontier.redis_frontier import ShardStats
+from crawlapp.core.records import Fetched, Page
 from crawlapp.observe.metrics import Snapshot, families
 from crawlapp.stages.tallies import fetch_counts, latency_field, status_class, store_counts
 
@@ -30,8 +30,8 @@ def test_fetch_and_store_counts() -> None:
     assert fetch_counts(results) == {"http:2xx": 1, "http:error": 1, "bytes:fetched": 3,
                                      "latency:le:0.25": 1, "latency:le:+Inf": 1,
                                      "latency:sum_ms": 31200}
-    pages = [{"body_gz": b"12345"}, {"content_dedup": True},
-             {"content_dedup": True, "near_duplicate": True}, {}]
+    pages = [Page(body_gz=b"12345"), Page(content_dedup=True),
+             Page(content_dedup=True, near_duplicate=True), Page()]
     assert store_counts(pages) == {"store:bodies": 1, "bytes:stored": 5, "dedup:exact": 1,
                                    "dedup:near": 1}
 

@@ -7,6 +7,7 @@ import pytest
 from crawlapp.core.html import decode_body, parse_html, robots_directives
 from crawlapp.core.netguard import refusal_reason
 from crawlapp.core.priority import depth_priority, queue_score
+from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.parsing import parse_page
 
@@ -120,12 +121,12 @@ def test_parse_page_records_another_canonical_and_queues_it() -> None:
     settings = load_settings({})
     body = (b"<head><link rel=canonical href='/article?utm_source=x'></head>"
             b"<meta name=robots content=nofollow><a href='/other'>o</a>")
-    page = {"url": "http://a.com/print", "status": "fetched", "content_type": "text/html",
-            "body_gz": gzip.compress(body)}
+    page = Page(url="http://a.com/print", status=Status.FETCHED, content_type="text/html",
+                body_gz=gzip.compress(body))
     parsed = parse_page(page, settings, Counter())
     # the request URL as written; its dedup key drops the tracking parameter
-    assert parsed["canonical"] == "http://a.com/article?utm_source=x"
-    assert parsed["links"] == [["http://a.com/article?utm_source=x", "", False, False]]  # no /other
-    same = {"url": "http://a.com/article", "status": "fetched", "content_type": "text/html",
-            "body_gz": gzip.compress(b"<link rel=canonical href='/article?utm_source=y'>")}
-    assert "canonical" not in parse_page(same, settings, Counter())
+    assert parsed.canonical == "http://a.com/article?utm_source=x"
+    assert parsed.links == [Link("http://a.com/article?utm_source=x")]  # no /other
+    same = Page(url="http://a.com/article", status=Status.FETCHED, content_type="text/html",
+                body_gz=gzip.compress(b"<link rel=canonical href='/article?utm_source=y'>"))
+    assert parse_page(same, settings, Counter()).canonical is None

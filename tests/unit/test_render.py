@@ -6,16 +6,16 @@ from __future__ import annotations
 import asyncio
 import gzip
 import time
+from dataclasses import replace
 
 import pytest
 
 from crawlapp.adapters.browser.renderer import HostSlots, Rendered, refusal
-from crawlapp.adapters.http import Fetched
-from crawlapp.adapters.redis.frontier import Lease
+from crawlapp.core.records import Fetched, Handover, Lease, Link, Page, Status
 from crawlapp.core.render_rule import is_shell, render_reason, shell_hints
 from crawlapp.core.settings import load_settings
 from crawlapp.observe.stats import render_summary
-from crawlapp.stages.rendering import Handover, SubresourceCache, apply_render, wants_render
+from crawlapp.stages.rendering import SubresourceCache, apply_render, wants_render
 
 HTML = "text/html; charset=utf-8"
 TEXT = " ".join(["word"] * 80)
@@ -58,12 +58,12 @@ def test_render_reason_host_patterns_first_then_shell() -> None:
 
 
 def test_wants_render_only_with_the_setting_and_a_fetched_page() -> None:
-    page = {"host": "example.com", "status": "fetched", "content_type": HTML}
+    page = Page(host="example.com", status=Status.FETCHED, content_type=HTML)
     assert wants_render(load_settings({}), page, SHELL) is None  # off by default
     on = load_settings({"CRAWL_RENDER": "true"})
     assert wants_render(on, page, SHELL) == "shell"
-    assert wants_render(on, page | {"not_modified": True}, SHELL) is None
-    assert wants_render(on, page | {"status": "failed"}, SHELL) is None
+    assert wants_render(on, replace(page, not_modified=True), SHELL) is None
+    assert wants_render(on, replace(page, status=Status.FAILED), SHELL) is None
 
 
 @pytest.mark.parametrize(("url", "kind", "method", "reason"), [
@@ -110,22 +110,27 @@ def test_host_slots_one_at_a_time_each_a_delay_after_the_last_end() -> None:
 
 
 def test_apply_render_swaps_the_body_and_keeps_the_raw_one_on_request() -> None:
-    page = {"url": "http://a.test/", "status": "fetched", "content_type": "text/html; charset=latin-1",
-            "body_gz": gzip.compress(SHELL), "content_hash": "raw-hash", "content_length": len(SHELL)}
+    page = Page(url="http://a.test/", status=Status.FETCHED,
+                content_type="text/html; charset=latin-1", body_gz=gzip.compress(SHELL),
+                content_hash="raw-hash", content_length=len(SHELL))
     done = apply_render(page, Rendered(html="<html><body><a href=/x>é</a></body></html>"), True)
-    assert done["rendered"] and done["content_type"] == "text/html; charset=utf-8"
-    assert gzip.decompress(done["body_gz"]).decode() == "<html><body><a href=/x>é</a></body></html>"
-    assert done["raw_gz"] == page["body_gz"] and done["raw_hash"] == "raw-hash"
-    assert done["content_hash"] != "raw-hash"
+    assert done.rendered and done.content_type == "text/html; charset=utf-8"
+    assert gzip.decompress(done.body_gz or b"").decode() == (
+        "<html><body><a href=/x>é</a></body></html>")
+    assert done.raw_gz == page.body_gz and done.raw_hash == "raw-hash"
+    assert done.content_hash != "raw-hash"
     failed = apply_render(page, Rendered(error="timeout"), True)
-    assert failed["render_error"] == "timeout" and "rendered" not in failed
-    assert failed["body_gz"] == page["body_gz"] and "raw_gz" not in failed
-    assert "raw_gz" not in apply_render(page, Rendered(html="<html></html>"), False)
+    assert failed.render_error == "timeout" and not failed.rendered
+    assert failed.body_gz == page.body_gz and failed.raw_gz is None
+    assert apply_render(page, Rendered(html="<html></html>"), False).raw_gz is None
+    assert not page.rendered and page.raw_gz is None  # the record handed in is left as it was
 
 
 def test_handover_round_trips_the_wire() -> None:
     lease = Lease(3, "a.test", "tok", "http://a.test/", 2, 12.5)
-    handover = Handover({"url": "http://a.test/", "body_gz": b"\x1f"}, lease, 99.5, 1)
+    page = Page(url="http://a.test/", status=Status.FETCHED, body_gz=b"\x1f",
+                links=[Link("http://a.test/x", "X", False, True)])
+    handover = Handover(page, lease, 99.5, 1)
     assert Handover.from_wire(handover.to_wire()) == handover
 
 

@@ -11,8 +11,8 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.memory_frontier import MemoryFrontier
-from crawlapp.adapters.redis.frontier.redis_frontier import QueuedURL, Release
-from crawlapp.core.records import Status
+from crawlapp.adapters.redis.frontier.redis_frontier import Release
+from crawlapp.core.records import QueuedURL, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.dispatcher import recover_lost_batches

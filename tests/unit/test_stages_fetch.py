@@ -15,7 +15,8 @@ import pytest
 
 from crawlapp.adapters.http import Fetched, Fetcher
 from crawlapp.adapters.memory_frontier import MemoryFrontier
-from crawlapp.adapters.redis.frontier.redis_frontier import QueuedURL, Release
+from crawlapp.adapters.redis.frontier.redis_frontier import Release
+from crawlapp.core.records import QueuedURL
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.fetching import _fetch_all, _robots_policy, plan_batch, sitemap_links
@@ -128,7 +129,8 @@ def test_a_batch_from_the_frontier_planned_fetched_and_recorded() -> None:
     assert sitemap_links("http://b.test", learned) == ["http://b.test/map.xml"]
     (page,) = [apply_fetch(page_for(lease), result)
                for lease, result in zip(plan.pages, fetched, strict=True)]
-    assert page["status"] == "fetched" and gzip.decompress(page["body_gz"]) == b"<p>a</p>"
+    assert page.status == "fetched" and page.body_gz is not None
+    assert gzip.decompress(page.body_gz) == b"<p>a</p>"
 
     frontier.release([Release(plan.robots[0], now + 1, requeue=True)]
                      + [Release(lease, now + 1) for lease in plan.pages]

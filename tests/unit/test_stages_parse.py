@@ -5,9 +5,10 @@ that have none, and the counters of what was refused."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 
-from crawlapp.adapters.redis.frontier.redis_frontier import Lease
+from crawlapp.core.records import Lease, Link, RobotsAnswer
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import host_of
 from crawlapp.stages.pages import Page, apply_fetch, page_for, robots_page
@@ -18,19 +19,20 @@ SETTINGS = load_settings({"CRAWL_MAX_REDIRECTS": "3"})
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 
 
-def fetch(answers: dict[str, Answer], **extra: object) -> list[Page]:
+def fetch(answers: dict[str, Answer], **extra: int) -> list[Page]:
     """Each URL of `answers` fetched and recorded as the fetch stage records it."""
     fetcher = mock_fetcher(site(answers))
 
     async def all_of() -> list[Page]:
         results = await asyncio.gather(*(fetcher.get(url) for url in answers))
-        return [apply_fetch(page_for(Lease(0, host_of(r.url), "t", r.url, 1)), r) | extra
+        return [dataclasses.replace(apply_fetch(page_for(Lease(0, host_of(r.url), "t", r.url, 1)), r),
+                                    **extra)
                 for r in results]
 
     return asyncio.run(all_of())
 
 
-def parse(answers: dict[str, Answer], **extra: object) -> tuple[list[Page], Counter[str]]:
+def parse(answers: dict[str, Answer], **extra: int) -> tuple[list[Page], Counter[str]]:
     return parse_pages(fetch(answers, **extra), SETTINGS)
 
 
@@ -41,10 +43,10 @@ def test_links_of_a_page_resolved_against_its_base_once_each() -> None:
             b"<a href='ext' rel='nofollow'>Elsewhere</a><a href='javascript:go()'>js</a>"
             b"<a href='http://[::1'>broken</a><a href='mailto:x@a.test'>mail</a>")
     (page,), counts = parse({"http://a.test/": (200, HTML, body)})
-    assert page["title"] == "Home"
-    assert page["links"] == [["http://a.test/", "Top", False, True],
-                             ["http://a.test/docs/intro.html", "Intro", False, False],
-                             ["http://a.test/docs/ext", "Elsewhere", True, False]]
+    assert page.title == "Home"
+    assert page.links == [Link("http://a.test/", "Top", False, True),
+                          Link("http://a.test/docs/intro.html", "Intro", False, False),
+                          Link("http://a.test/docs/ext", "Elsewhere", True, False)]
     assert counts == Counter({"rejected:malformed": 1, "rejected:scheme_javascript": 1,
                              "rejected:scheme_mailto": 1})
 
@@ -54,20 +56,18 @@ def test_robots_headers_keep_the_links_out_or_the_page_unindexed() -> None:
     (nofollow, noindex), _ = parse({
         "http://a.test/nofollow": (200, {**HTML, "X-Robots-Tag": "nofollow"}, body),
         "http://a.test/noindex": (200, {**HTML, "X-Robots-Tag": "noindex"}, body)})
-    assert nofollow["links"] == [] and not nofollow.get("noindex")
-    assert noindex["noindex"] and noindex["links"] == [["http://a.test/next", "next", False,
-                                                        False]]
+    assert nofollow.links == [] and not nofollow.noindex
+    assert noindex.noindex and noindex.links == [Link("http://a.test/next", "next")]
 
 
 def test_a_redirect_has_its_target_as_its_one_link_within_the_hop_limit() -> None:
     answers = {"http://a.test/old": (301, {"Location": "/new?x=1"}, b""),
                "http://a.test/bad": (302, {"Location": "http://[::1"}, b"")}
     (moved, bad), counts = parse(answers)
-    assert moved["status"] == "redirected" and moved["links"] == [["http://a.test/new?x=1", "",
-                                                                    False]]
-    assert bad["links"] == [] and bad["error"] == "redirect to a URL refused: malformed"
+    assert moved.status == "redirected" and moved.links == [Link("http://a.test/new?x=1")]
+    assert bad.links == [] and bad.error == "redirect to a URL refused: malformed"
     (far, _), more = parse(answers, redirect_hops=3)
-    assert far["links"] == [] and far["error"] == "redirect chain stopped after 3 hops"
+    assert far.links == [] and far.error == "redirect chain stopped after 3 hops"
     assert counts == Counter({"rejected:malformed": 1})
     assert more == Counter({"rejected:too_many_redirects": 2})
 
@@ -79,7 +79,7 @@ def test_a_sitemap_lists_its_urls_as_links() -> None:
             b"</urlset>")
     (page,), _ = parse({"http://a.test/sitemap.xml": (200, {"Content-Type": "application/xml"},
                                                       body)})
-    assert page["links"] == [["http://a.test/a", "", False], ["http://a.test/b", "", False]]
+    assert page.links == [Link("http://a.test/a"), Link("http://a.test/b")]
 
 
 def test_pages_without_links_to_read() -> None:
@@ -87,13 +87,13 @@ def test_pages_without_links_to_read() -> None:
                "http://a.test/img": (200, {"Content-Type": "image/png"}, b"\x89PNG<a href=x>"),
                "http://a.test/gone": (404, HTML, b"<a href='/x'>x</a>")}
     pages, counts = parse(answers)
-    assert [(p["status"], p.get("not_modified"), p["links"]) for p in pages] == [
-        ("fetched", True, []), ("fetched", None, []), ("failed", None, [])]
+    assert [(p.status, p.not_modified, p.links) for p in pages] == [
+        ("fetched", True, []), ("fetched", False, []), ("failed", False, [])]
     assert counts == Counter()
 
 
 def test_a_robots_record_keeps_its_sitemaps() -> None:
     record = robots_page("http://a.test/robots.txt", "a.test", ["http://a.test/map.xml"], 1.0,
-                         ["http://a.test", 200, "", None])
-    (parsed,), counts = parse_pages([dict(record)], SETTINGS)
+                         RobotsAnswer("http://a.test", 200, "", None))
+    (parsed,), counts = parse_pages([dataclasses.replace(record)], SETTINGS)
     assert parsed == record and counts == Counter()

@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from crawlapp.adapters.browser.cdp import Browser, BrowserGone, tree_usage
-from crawlapp.adapters.http import Fetched
 from crawlapp.core import hostpatterns
+from crawlapp.core.records import Fetched
 
 log = logging.getLogger(__name__)
 SKIPPED_TYPES = frozenset({"Image", "Media", "Font", "Ping", "Manifest", "CSPViolationReport",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
 
 import msgpack
 from sqlalchemy.orm import Session
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.core.records import RobotsAnswer
 from crawlapp.core.robots import RobotsPolicy
 
 FAILURE_TTL = 600  # a robots.txt that could not be fetched is asked again after 10 minutes
@@ -43,12 +43,12 @@ def save(ctx: Context, policies: dict[str, RobotsPolicy]) -> None:
     pipe.execute()
 
 
-def record(origin: str, policy: RobotsPolicy, user_agent: str) -> list[object]:
-    """What the hosts row keeps of a policy: [origin, status, body, crawl delay]. Pure."""
-    return [origin, policy.status, policy.body, policy.crawl_delay(user_agent)]
+def record(origin: str, policy: RobotsPolicy, user_agent: str) -> RobotsAnswer:
+    """What the hosts row keeps of a policy. Pure."""
+    return RobotsAnswer(origin, policy.status, policy.body, policy.crawl_delay(user_agent))
 
 
-def write(session: Session, records: Iterable[list[Any]], when: Iterable[float]) -> None:
+def write(session: Session, records: Iterable[RobotsAnswer], when: Iterable[float]) -> None:
     """Record each robots.txt answer on its hosts row."""
     for (origin, status, body, crawl_delay), fetched_at in zip(records, when, strict=True):
         repository.save_robots(session, origin, status, body, crawl_delay,

@@ -12,6 +12,7 @@ import redis
 
 from crawlapp.adapters.redis.frontier import scripts
 from crawlapp.core.priority import queue_score
+from crawlapp.core.records import Lease, QueuedURL
 from crawlapp.core.urls import host_of, shard_of
 
 _SCHEMES = {"http": "h", "https": "s"}
@@ -29,40 +30,6 @@ def encode_member(depth: int, url: str) -> str:
 def decode_member(host: str, member: str) -> tuple[int, str]:
     depth, rest = member.split("\t", 1)
     return int(depth), f"{_SCHEME_OF[rest[0]]}://{host}{rest[1:]}"
-
-
-@dataclass(frozen=True)
-class QueuedURL:
-    """A URL to queue; `replaces_depth` is set when it is queued already at that depth."""
-
-    url: str
-    depth: int
-    priority: float
-    replaces_depth: int | None = None
-
-
-@dataclass(frozen=True)
-class Lease:
-    """One host handed to a fetch task, with the URL to fetch under it.
-
-    `not_before` is the host's next allowed time: the request must not start earlier.
-    """
-
-    shard: int
-    host: str
-    token: str
-    url: str
-    depth: int
-    not_before: float = 0.0
-
-    def to_wire(self) -> list[object]:
-        return [self.shard, self.host, self.token, self.url, self.depth, self.not_before]
-
-    @classmethod
-    def from_wire(cls, raw: list[object]) -> Lease:
-        shard, host, token, url, depth, not_before = raw
-        return cls(int(shard), str(host), str(token), str(url), int(depth),  # type: ignore[call-overload]
-                   float(not_before))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

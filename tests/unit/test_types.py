@@ -1,0 +1,17 @@
+"""mypy, strict, on the core and the stages (pyproject.toml [tool.mypy])."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_core_and_the_stages_type_check_strictly() -> None:
+    venv = Path(sys.executable).parent
+    result = subprocess.run([str(venv / "mypy"), "--cache-dir", str(venv.parent / ".mypy_cache"),
+                             "-p", "crawlapp.core", "-p", "crawlapp.stages"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
