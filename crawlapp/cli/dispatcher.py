@@ -13,7 +13,8 @@ def dispatcher() -> None:
 
     Example: crawlctl dispatcher
     """
+    stop = stop_on_signals()  # before the imports: loading the Celery app takes seconds
     from crawlapp.app.chain import send_batch
     from crawlapp.ops import dispatcher as dispatching
 
-    dispatching.run(context(), send_batch, stop_on_signals())
+    dispatching.run(context(), send_batch, stop)

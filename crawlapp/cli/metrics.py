@@ -20,11 +20,11 @@ def metrics_serve(port: int | None, addr: str | None) -> None:
     """Serve /metrics for Prometheus until stopped: counters of every worker, frontier,
     re-crawl and queue lengths.  Example: crawlctl metrics serve --port 9108 --addr 0.0.0.0
     """
+    stop = stop_on_signals()
     from crawlapp.observe.metrics import serve
 
     ctx = context()
     port = port or ctx.settings.metrics_port or 9108
     addr = addr or ctx.settings.metrics_addr
-    stop = stop_on_signals()
     click.echo(f"serving crawl metrics on http://{addr}:{port}/metrics", err=True)
     serve(ctx, port, addr, stop)
