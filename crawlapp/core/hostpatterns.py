@@ -6,12 +6,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from crawlapp.core.errors import InputError
+
 _LABEL = r"(?!-)[a-z0-9_-]{1,63}(?<!-)"
 _NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
 _PORT = re.compile(r"^[0-9]{1,5}$")
 
 
-class BadPattern(ValueError):
+class BadPattern(InputError):
     """Not an exact host nor a `*.domain` pattern."""
 
 

@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
+from crawlapp.core.errors import InputError
 from crawlapp.core.hostpatterns import normalize
 from crawlapp.core.politeness import Backoff
 from crawlapp.core.traps import TrapRules
@@ -20,7 +21,7 @@ DEFAULT_USER_AGENT = "crawlapp/0.1 (+https://github.com/crawlapp/crawlapp; crawl
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-class SettingsError(ValueError):
+class SettingsError(InputError):
     """A setting has a value the crawler cannot use; the message names the variable."""
 
 

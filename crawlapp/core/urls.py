@@ -23,6 +23,8 @@ import ada_url
 import mmh3
 from w3lib.url import canonicalize_url
 
+from crawlapp.core.errors import InputError
+
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 TRACKING_PARAMS = frozenset({
@@ -37,7 +39,7 @@ REASONS = {
 }
 
 
-class URLRejected(ValueError):
+class URLRejected(InputError):
     """A URL the crawler will not crawl; `reason` is a short, countable code."""
 
     def __init__(self, reason: str, url: str) -> None:

@@ -202,3 +202,31 @@ def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[
     else:
         hosts.sort(key=lambda h: (-h["pages"], h["host"]))
     return hosts[:top]
+
+
+def frontier_report(ctx: Context) -> dict[str, Any]:
+    """What `crawlctl frontier stats` shows: every shard, their totals, the parked hosts
+    (until None: paused or given up) and the batches in flight."""
+    now = time.time()
+    shards = ctx.frontier.stats(now)
+    return {
+        "shards": [asdict(s) for s in shards],
+        "totals": {k: sum(getattr(s, k) for s in shards) for k in (
+            "hosts_ready", "hosts_waiting", "hosts_leased", "hosts_parked", "urls_queued")},
+        "parked": {host: {"until": until if until != float("inf") else None, "reason": why}
+                   for host, (until, why) in ctx.frontier.parked().items()},
+        "batches_in_flight": ctx.frontier.batches_in_flight(now),
+    }
+
+
+def run_report(ctx: Context, before: dict[str, int]) -> dict[str, Any]:
+    """What `crawl` says at its end: this run's outcomes (against `outcomes` read at its
+    start), the crawl's totals, the workers' peak memory, the hosts given up."""
+    summary = collect(ctx, with_queues=False)
+    return {
+        "run": {k: summary[k] - before[k] for k in OUTCOMES},
+        "fetched": summary["fetched"], "failed": summary["failed"],
+        "peak_rss_mib": max((w["peak_rss_mib"] for w in summary["workers"].values()),
+                            default=0.0),
+        "hosts_given_up": summary["hosts_given_up"],
+    }

@@ -120,7 +120,10 @@ def test_ctrl_c_stops_a_crawl_once_and_keeps_its_state(tmp_path: Path, redis_url
         out = tmp_path / "crawl.out"
         crawl = start_crawl(env, seeds, out)
         wait_for_child(crawl.pid, "-P threads")
-        time.sleep(3)  # fetching has begun
+        deadline = time.monotonic() + 60
+        while _fetched(env) == 0:  # until fetching has begun (workers start slowly when busy)
+            assert time.monotonic() < deadline and crawl.poll() is None, out.read_text()
+            time.sleep(0.2)
         crawl.send_signal(signal.SIGINT)
         time.sleep(0.05)
         crawl.send_signal(signal.SIGINT)
@@ -128,9 +131,13 @@ def test_ctrl_c_stops_a_crawl_once_and_keeps_its_state(tmp_path: Path, redis_url
         said = out.read_text()
         assert "stopping: workers end their batches" in said and "Aborted" not in said
         reachable = len(server.web.expected_pages(5))
-        assert 0 < json.loads(crawlctl(env, "stats", "--json").stdout)["fetched"] < reachable
+        assert 0 < _fetched(env) < reachable
         resumed = subprocess.run([*CRAWLCTL, "crawl", "--until-idle"],
                                  env={**os.environ, **env}, capture_output=True, text=True,
                                  timeout=300)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        assert json.loads(crawlctl(env, "stats", "--json").stdout)["fetched"] == reachable
+        assert _fetched(env) == reachable
+
+
+def _fetched(env: dict[str, str]) -> int:
+    return int(json.loads(crawlctl(env, "stats", "--json").stdout)["fetched"])

@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_list_of_queues_is_the_one_from_core_queues() -> None:
-    code = ("import json; from crawlapp.app import config; from crawlapp import cli; "
-            "print(json.dumps([list(config.ALL_QUEUES), cli._celery_queues(),"
+    code = ("import json; from crawlapp.app import config; from crawlapp.cli import queues; "
+            "print(json.dumps([list(config.ALL_QUEUES), queues.crawl_queues(),"
             " [q.name for q in config.task_queues]]))")
     env = {**os.environ, "CRAWL_RENDER": "true", "CRAWL_SHARDS": "2"}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True,

@@ -254,3 +254,8 @@ def links_of(session: Session, url_hash: str, inbound: bool, limit: int
 
 def denylist(session: Session) -> list[Deny]:
     return list(session.scalars(select(Deny).order_by(Deny.pattern)))
+
+
+def url_hashes_of_host(session: Session, host: str) -> list[str]:
+    """The url_hash of every URL row of a host (its politeness key)."""
+    return list(session.scalars(select(Url.url_hash).where(Url.host == host)))

@@ -1,0 +1,5 @@
+"""`python -m crawlapp.cli`: crawlctl."""
+
+from crawlapp.cli import main
+
+main()

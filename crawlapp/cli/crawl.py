@@ -1,0 +1,75 @@
+"""`crawlctl crawl`: a whole crawl on this machine, and what it did."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from crawlapp.cli.common import context
+from crawlapp.cli.seeds import prepare_and_seed, read_seed_file
+
+
+def _interrupt_once() -> Callable[..., None]:
+    """A SIGINT handler that stops the crawl on the first Ctrl-C and ignores the next ones
+    (a terminal sends one to every process of the group, and people press it twice), so
+    the shutdown is never cut short."""
+    seen = threading.Event()
+
+    def handler(*_: object) -> None:
+        if not seen.is_set():
+            seen.set()
+            raise KeyboardInterrupt
+
+    return handler
+
+
+def _stopping() -> None:
+    click.echo("stopping: workers end their batches; the crawl's state is kept, and "
+               "`crawlctl crawl` goes on from it", err=True)
+
+
+@click.command()
+@click.option("--seeds", type=click.Path(path_type=Path), help="Seed file, one URL per line.")
+@click.option("--until-idle", is_flag=True, help="Exit once nothing is queued or in flight.")
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Pipeline worker processes (default CRAWL_WORKER_CONCURRENCY).")
+def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
+    """Run workers, beat and the dispatcher here until idle or Ctrl-C.
+
+    Example: crawlctl crawl --seeds seeds.txt --until-idle
+    """
+    from crawlapp.app.chain import send_batch
+    from crawlapp.observe import stats
+    from crawlapp.ops import crawling
+
+    urls = read_seed_file(seeds, "--seeds") if seeds is not None else []
+    ctx = context()
+    added = prepare_and_seed(urls)
+    if seeds is not None:
+        click.echo(f"{added} new seed(s) queued")
+    before = stats.outcomes(ctx)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, _interrupt_once())
+    try:
+        done = crawling.crawl(ctx, send_batch, workers or ctx.settings.worker_concurrency,
+                              until_idle, on_interrupt=_stopping)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    report = stats.run_report(ctx, before)
+    run = report["run"]
+    click.echo(f"idle after {done.seconds:.1f} s: this run {run['fetched']} fetched, "
+               f"{run['failed']} failed, {run['blocked_robots']} blocked by robots, "
+               f"{run['duplicates']} duplicates (the crawl so far: {report['fetched']} "
+               f"fetched, {report['failed']} failed); {done.restarted} restart(s), "
+               f"peak worker memory {report['peak_rss_mib']:.0f} MiB; logs in {done.log_dir}")
+    given_up = report["hosts_given_up"]
+    if given_up:
+        click.echo(f"{len(given_up)} host(s) given up as unreachable (crawlctl frontier resume "
+                   "HOST tries again):")
+        for line in stats.given_up_lines(given_up):
+            click.echo(f"  {line}")

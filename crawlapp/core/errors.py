@@ -1,0 +1,29 @@
+"""The crawler's exceptions, by what the one who meets them can do about them. Pure.
+
+- `InputError`: bad input from the operator or the web (a URL, a host pattern, a setting, a
+  seed, a command-line argument). Trying again changes nothing; fixing the input does.
+- `TransientError`: a server that may come back (Redis, Postgres, S3, the broker). The same
+  call may succeed later; `service` names which one failed.
+
+`crawlctl` turns the first into exit status 2 and the second into 1, each as one line on
+stderr.
+"""
+
+from __future__ import annotations
+
+
+class CrawlError(Exception):
+    """Base of the crawler's own exceptions."""
+
+
+class InputError(CrawlError, ValueError):
+    """Input the crawler cannot use; the message says which input and why."""
+
+
+class TransientError(CrawlError):
+    """A server the crawler needs did not answer; it may come back."""
+
+    def __init__(self, service: str, detail: str) -> None:
+        super().__init__(f"{service} is unavailable: {detail}")
+        self.service = service
+        self.detail = detail

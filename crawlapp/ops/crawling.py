@@ -1,0 +1,71 @@
+"""A crawl on one machine: the stores made ready, then the workers and beat as children and
+the dispatcher as a thread, until the crawl is idle or stopped."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawlapp.adapters.blobstore import S3BlobStore
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db.engine import upgrade
+from crawlapp.ops import dispatcher as dispatching
+from crawlapp.ops import runner
+from crawlapp.ops.dispatcher import SendBatch
+from crawlapp.ops.rebuild import ensure_frontier
+
+
+def prepare(ctx: Context) -> dict[str, int] | None:
+    """Make the stores ready for seeds and fetches: the newest schema, the bucket, and a
+    frontier rebuilt from the database if Redis lost it. Returns what was rebuilt (None or
+    all zeros when there was nothing to)."""
+    upgrade(ctx.settings)
+    if isinstance(ctx.blobs, S3BlobStore):
+        ctx.blobs.ensure_bucket()
+    return ensure_frontier(ctx)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One `crawl` that ended: how long it ran, how often a child was restarted, where the
+    children's logs are."""
+
+    seconds: float
+    restarted: int
+    log_dir: Path
+
+
+def crawl(ctx: Context, send: SendBatch, workers: int, until_idle: bool,
+          on_interrupt: Callable[[], None]) -> Run:
+    """Run the fleet and the dispatcher until the crawl is idle (`until_idle`) or forever.
+
+    A KeyboardInterrupt calls `on_interrupt` before the shutdown starts, then goes on up
+    once every child has stopped. An idle crawl's workers get a cold shutdown (no task is
+    running or queued; a warm one waits for the pool's housekeeping).
+    """
+    fleet = runner.Fleet(ctx.settings.data_dir / "logs")
+    started = time.time()
+    fleet.start(runner.child_commands(ctx, workers))
+    # The dispatcher runs here, as a thread: one Python process less to start.
+    stop = threading.Event()
+    thread = threading.Thread(target=dispatching.run, args=(ctx, send, stop),
+                              name="dispatcher", daemon=True)
+    thread.start()
+    idle = False
+    try:
+        if until_idle:
+            runner.wait_until_idle(ctx, fleet)
+            idle = True
+        else:
+            runner.wait_forever(fleet)
+    except KeyboardInterrupt:
+        on_interrupt()
+        raise
+    finally:
+        stop.set()
+        thread.join(10)
+        fleet.stop(timeout=5.0, cold=True) if idle else fleet.stop()
+    return Run(time.time() - started, fleet.restarted, fleet.log_dir)
