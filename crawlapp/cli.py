@@ -515,7 +515,6 @@ def recrawl(urls: tuple[str, ...], host: str | None, all_: bool, now: bool) -> N
     from sqlalchemy import select
 
     from crawlapp.adapters.db.models import Url
-    from crawlapp.adapters.redis import recrawl_sets
 
     if bool(urls) + bool(host) + all_ != 1:
         raise click.UsageError("give URLs, or --host HOST, or --all")
@@ -527,7 +526,7 @@ def recrawl(urls: tuple[str, ...], host: str | None, all_: bool, now: bool) -> N
         with ctx.sessions() as session:
             hashes = list(session.scalars(select(Url.url_hash).where(Url.host == _host_arg(host))))
     if now:
-        moved = recrawl_sets.make_due(ctx, hashes, time.time())
+        moved = ctx.recrawls.make_due(hashes, time.time())
     else:
         from crawlapp.ops.rebuild import restore_recrawls
 
@@ -617,7 +616,7 @@ def frontier_stats(as_json: bool) -> None:
             "hosts_ready", "hosts_waiting", "hosts_leased", "hosts_parked", "urls_queued")},
         "parked": {host: {"until": until if until != float("inf") else None, "reason": why}
                    for host, (until, why) in parked.items()},
-        "batches_in_flight": ctx.frontier.batches_in_flight(now),
+        "batches_in_flight": ctx.batches.in_flight(),
     }
     lines = [" ".join(f"{k}={v}" for k, v in data["totals"].items()),
              *(f"shard {s.shard}: ready={s.hosts_ready} waiting={s.hosts_waiting} "

@@ -41,7 +41,7 @@ RETRY = {"autoretry_for": (redis.ConnectionError, redis.TimeoutError, Operationa
 
 def _started(batch_id: str) -> Context:
     ctx = get_context()
-    ctx.frontier.track_batch(batch_id, time.time() + ctx.settings.lease_seconds)
+    ctx.batches.track(batch_id, time.time() + ctx.settings.lease_seconds)
     return ctx
 
 
@@ -51,7 +51,7 @@ def fetch(batch_id: str, leases: list[list[Any]]) -> list[Page]:
     ctx = _started(batch_id)
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
     counts = Counter(p["status"] for p in pages) + Counter(h.page["status"] for h in handovers)
-    counters.bump(ctx, {f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
+    ctx.counters.bump({f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
     if handovers:
         send_render(ctx, batch_id, handovers)
     return pages
@@ -69,7 +69,7 @@ def render(batch_id: str, handovers: list[list[Any]]) -> list[Page]:
 def parse(pages: list[Page], batch_id: str) -> list[Page]:
     ctx = _started(batch_id)
     parsed, counts = parse_pages(pages, ctx.settings)
-    counters.bump(ctx, counts)
+    ctx.counters.bump(counts)
     return parsed
 
 
@@ -85,7 +85,7 @@ def store(pages: list[Page], batch_id: str) -> list[Page]:
     ctx = _started(batch_id)
     counts = store_counts(pages)  # before the bodies leave the batch, added once stored
     stored = store_pages(ctx, pages)
-    counters.bump(ctx, counts)
+    ctx.counters.bump(counts)
     return stored
 
 
@@ -94,9 +94,9 @@ def store(pages: list[Page], batch_id: str) -> list[Page]:
 def extract_links(pages: list[Page], batch_id: str) -> int:
     ctx = _started(batch_id)
     done = extract_links_stage(ctx, pages)
-    counters.bump(ctx, {"urls:known": done.known, "pages:blocked": done.robots_blocked},
-                  refused=done.refused)
-    ctx.frontier.finish_batch(batch_id)
+    ctx.counters.bump({"urls:known": done.known, "pages:blocked": done.robots_blocked},
+                      refused=done.refused)
+    ctx.batches.finish(batch_id)
     return done.added
 
 

@@ -15,7 +15,7 @@ from crawlapp.adapters.blobstore import body_key
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.models import Url
-from crawlapp.adapters.redis import recrawl_sets, robots_cache
+from crawlapp.adapters.redis import robots_cache
 from crawlapp.adapters.redis.frontier import QueuedURL
 from crawlapp.core.priority import depth_priority
 from crawlapp.core.records import Status
@@ -111,7 +111,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
         previous = repository.previous_fetches(
             session, [p["url_hash"] for p in kept if p["status"] == Status.FETCHED])
         planned = _schedule(kept, previous)
-        dedup.release(ctx, held)  # before the rows change: no claim outlives its original
+        ctx.dedup_index.release(held)  # before the rows change: no claim outlives its original
         rows_out = [_row(page) for page in kept]
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
                                             if not p.get("not_modified")])
@@ -120,7 +120,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
                                   repository.NOT_MODIFIED_COLUMNS)
         queued = requeue(session, refetch + dedup.adopt(ctx, session, orphaned),
                          "requeued: its original is no longer stored")
-    recrawl_sets.schedule(ctx, planned)
+    ctx.recrawls.schedule(planned)
     send_back(ctx, queued)
     for page in pages:
         page.pop("next_crawl_at", None)  # a datetime: not for the wire
@@ -154,6 +154,6 @@ def send_back(ctx: Context, queued: dict[str, QueuedURL]) -> None:
     validators of a conditional GET."""
     if not queued:
         return
-    recrawl_sets.forget(ctx, list(queued))
-    ctx.redis.hdel(ctx.key("validators"), *[q.url for q in queued.values()])
+    ctx.recrawls.forget(list(queued))
+    ctx.validators.forget([q.url for q in queued.values()])
     ctx.frontier.add(queued.values(), time.time())

@@ -76,21 +76,6 @@ def test_requeue_puts_the_url_back_and_leased_hosts_are_capped(redis_url: str) -
     assert stats.hosts_ready + stats.hosts_waiting == 5
 
 
-def test_idle_waits_for_batches_in_flight_and_lost_ones_are_handed_back(redis_url: str) -> None:
-    f = frontier(redis_url)
-    assert f.is_idle(NOW)
-    f.add([QueuedURL("http://a.com/x", 2, 0.5)], NOW)
-    (lease,), _ = lease_all(f, NOW)
-    f.track_batch("b1", NOW + 60, [lease])
-    f.release([Release(lease, NOW + 1)])
-    assert not f.is_idle(NOW)
-    assert f.expired_batches(NOW + 59) == {}
-    assert f.expired_batches(NOW + 61) == {"b1": [("http://a.com/x", 2)]}
-    assert not f.is_idle(NOW + 61)  # lost, but not handed back yet
-    f.finish_batch("b1")
-    assert f.batches_in_flight(NOW) == 0 and f.expired_batches(NOW + 61) == {}
-
-
 def test_failures_park_a_host_until_its_time_and_are_reported(redis_url: str) -> None:
     f = frontier(redis_url, shards=1)
     f.add([QueuedURL(f"http://a.com/{i}", 1, 0.5) for i in range(2)], NOW)
