@@ -65,7 +65,7 @@ QUEUE = Key("{P:f:<shard>}:q:<host>", "zset", "a host's URLs: \"depth<TAB><h|s>p
 FRONTIER = (READY, IDLE, LEASES, TOKEN, LEASED, PARKED, WHY, PAUSED, FAILS, QUEUED, QUEUE)
 
 # The frontier, global.
-ALIVE = Key("P:frontier:alive", "string", "time of the first start or last rebuild: Redis "
+ALIVE = Key("P:alive", "string", "time of the last rebuild (the first start's included): Redis "
             "holds the whole crawl state")
 
 # The batch ledger (batches.py).
