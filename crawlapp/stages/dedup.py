@@ -12,9 +12,9 @@ An exact copy keeps its body (as `copy_gz`) until the store stage, which writes 
 is missing: a row never names a body that was not written before it, whatever became of the
 original's batch. When the store stage finds that a page stopped being a stored original (its
 body changed, it failed, is noindex, a canonical pointer or a copy now, or was taken down), it
-releases what the page held here (`superseded`, `release`) and hands its copies to another
-original (`adopt`); copies whose original changed while they were on their way are looked up
-again (`recheck`).
+releases what the page held in the index (`superseded`, then DedupIndex.release) and hands
+its copies to another original (`adopt`); copies whose original changed while they were on
+their way are looked up again (`recheck`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from crawlapp.adapters.http import Fetched, Fetcher, run_on_fetch_loop, start_at
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.adapters.redis.frontier import Lease
 from crawlapp.adapters.redis.frontier.redis_frontier import Release
-from crawlapp.adapters.redis.pipeline import Pipeline
+from crawlapp.adapters.redis.pipeline import Pipeline, joined
 from crawlapp.core.politeness import GIVEN_UP, host_next, is_retryable, is_unreachable, unreachable_sentence
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer, robots_url
@@ -102,10 +102,12 @@ def _retry_counts(ctx: Context, retried: list[Lease], done: list[Lease],
 
 
 def _forget_url_state(ctx: Context, urls: list[str], pipe: Pipeline | None = None) -> None:
-    """The URLs are done with (fetched, or given up): their retries, validators and hops go."""
-    ctx.retries.forget(urls, pipe)
-    ctx.validators.forget(urls, pipe)
-    ctx.hops.forget(urls, pipe)
+    """The URLs are done with (fetched, refused or given up): their retries, validators and
+    hops go, in one round trip (the caller's, with `pipe`)."""
+    with joined(ctx.redis, pipe) as p:
+        ctx.retries.forget(urls, p)
+        ctx.validators.forget(urls, p)
+        ctx.hops.forget(urls, p)
 
 
 def _url_state(ctx: Context, urls: list[str]) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
@@ -166,9 +168,9 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     unreachable = {origin_of(lease.url) for lease, r in zip(plan.robots, robots, strict=True)
                    if is_unreachable(r.error)}
     ctx.robots.save({origin: policy for origin, policy in learned.items()
-                            if policy.mode != "disallow_all"
-                            or (failures_now[origin] > settings.max_retries
-                                and origin not in unreachable)})
+                     if policy.mode != "disallow_all"
+                     or (failures_now[origin] > settings.max_retries
+                         and origin not in unreachable)})
     pages: list[Page] = []
     for lease, result, ended in zip(plan.robots, robots, releases, strict=True):
         origin = origin_of(lease.url)
