@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import redis
+from redis.typing import EncodableT, FieldT
 
 from crawlapp.adapters.redis import keys
 
@@ -39,4 +40,5 @@ class TrapBudgets:
     def restore_hosts(self, counts: Mapping[str, int]) -> None:
         """Set the host budgets to these counts (a rebuild's, from the URL rows)."""
         if counts:
-            self.client.hset(self.hosts, mapping=dict(counts))
+            fields: dict[FieldT, EncodableT] = dict(counts)
+            self.client.hset(self.hosts, mapping=fields)

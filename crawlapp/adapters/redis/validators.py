@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import redis
 from redis.client import Pipeline
+from redis.typing import EncodableT, FieldT
 
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.pipeline import Reply, joined
@@ -28,7 +29,8 @@ class Validators:
 
     def store(self, packed: Mapping[str, str]) -> None:
         if packed:
-            self.client.hset(self.key, mapping=dict(packed))
+            fields: dict[FieldT, EncodableT] = dict(packed)
+            self.client.hset(self.key, mapping=fields)
 
     def read(self, urls: Sequence[str], pipe: Pipeline) -> Reply[dict[str, str]]:
         """The packed validators of the URLs that have some, in the caller's round trip."""
