@@ -15,8 +15,7 @@ import redis
 
 from bench.services import own_redis
 from crawlapp.adapters.redis.frontier import RedisFrontier
-from crawlapp.adapters.redis.frontier.redis_frontier import Release
-from crawlapp.core.records import QueuedURL
+from crawlapp.core.records import QueuedURL, Release
 
 
 def synthetic_urls(hosts: int, per_host: int, rng: random.Random) -> list[QueuedURL]:

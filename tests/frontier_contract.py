@@ -9,9 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from crawlapp.adapters.ports import Frontier
-from crawlapp.adapters.redis.frontier.redis_frontier import HostState, Release
-from crawlapp.core.records import Lease, QueuedURL
+from crawlapp.core.ports import Frontier
+from crawlapp.core.records import HostState, Lease, QueuedURL, Release
 
 NOW = 1_000_000.0
 MakeFrontier = Callable[..., Frontier]  # make(shards=2)
@@ -109,22 +108,15 @@ class FrontierContract:
         assert sorted(lease.host for lease in full) == ["a.com", "b.com"]
         assert {lease.not_before for lease in full} == {NOW + 5}  # not before the host's time
 
-    def test_idle_waits_for_batches_in_flight_and_lost_ones_are_handed_back(
-            self, make: MakeFrontier) -> None:
+    def test_idle_once_every_url_is_handed_out_and_released(self, make: MakeFrontier) -> None:
         f = make()
         assert f.is_idle(NOW)
         f.add([QueuedURL("http://a.com/x", 2, 0.5)], NOW)
-        (lease,), _ = lease_all(f, NOW)
-        f.track_batch("b1", NOW + 60, [lease])
-        f.release([Release(lease, NOW + 1)])
         assert not f.is_idle(NOW)
-        assert f.expired_batches(NOW + 59) == {}
-        f.track_batch("b1", NOW + 61)  # a stage started: the deadline moves, the URLs stay
-        assert f.expired_batches(NOW + 60) == {}
-        assert f.expired_batches(NOW + 61) == {"b1": [("http://a.com/x", 2)]}
-        assert not f.is_idle(NOW + 61)  # lost, but not handed back yet
-        f.finish_batch("b1")
-        assert f.batches_in_flight(NOW) == 0 and f.expired_batches(NOW + 61) == {}
+        (lease,), _ = lease_all(f, NOW)
+        assert not f.is_idle(NOW)  # leased
+        f.release([Release(lease, NOW + 1)])
+        assert f.is_idle(NOW)
 
     def test_failures_park_a_host_until_its_time_and_are_reported(
             self, make: MakeFrontier) -> None:

@@ -1,4 +1,5 @@
-"""The adapters a process uses (Redis, frontier, database, blob store), built once per process."""
+"""The adapters a process uses (Redis and the owner of each of its structures, the database,
+the blob store), built once per process."""
 
 from __future__ import annotations
 
@@ -7,47 +8,110 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import redis
-from redis.commands.core import Script
 from sqlalchemy.orm import Session, sessionmaker
 
 from crawlapp.adapters.blobstore import BlobStore, open_blobstore
 from crawlapp.adapters.db.engine import session_factory
-from crawlapp.adapters.ports import Frontier
+from crawlapp.adapters.redis.batches import BatchLedger
+from crawlapp.adapters.redis.budgets import TrapBudgets
+from crawlapp.adapters.redis.canonicals import CanonicalPointers
+from crawlapp.adapters.redis.counters import Counters
+from crawlapp.adapters.redis.dedup_index import DedupIndex
+from crawlapp.adapters.redis.denylist import Denylist
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.adapters.redis.frontier import RedisFrontier
+from crawlapp.adapters.redis.recrawl_sets import RecrawlSets
+from crawlapp.adapters.redis.redirect_hops import RedirectHops
+from crawlapp.adapters.redis.retries import FetchRetries
+from crawlapp.adapters.redis.robots_cache import RobotsCache
 from crawlapp.adapters.redis.urlseen import RedisBloom
+from crawlapp.adapters.redis.validators import Validators
+from crawlapp.adapters.redis.verify_report import VerifyReport
+from crawlapp.adapters.redis.workers import WorkerReports
 from crawlapp.core.bloom import BloomShape
+from crawlapp.core.ports import Frontier
 from crawlapp.core.settings import Settings, get_settings
 
 
 @dataclass
 class Context:
-    settings: Settings
-    _scripts: dict[str, Script] = field(default_factory=dict, repr=False)
-    frontier_override: Frontier | None = field(default=None, repr=False, kw_only=True)
+    """Each Redis structure has one owner here (adapters/redis/keys.py lists their keys);
+    `frontier_override` replaces the Redis frontier (a test's MemoryFrontier)."""
 
-    def script(self, source: str) -> Script:
-        """A Lua script registered once per process; redis-py then calls it by its SHA."""
-        if source not in self._scripts:
-            self._scripts[source] = self.redis.register_script(source)
-        return self._scripts[source]
+    settings: Settings
+    frontier_override: Frontier | None = field(default=None, repr=False, kw_only=True)
 
     @cached_property
     def redis(self) -> redis.Redis:
         return redis.Redis.from_url(self.settings.redis_url, health_check_interval=30)
 
+    @property
+    def _prefix(self) -> str:
+        return self.settings.redis_prefix
+
     @cached_property
     def frontier(self) -> Frontier:
-        """The Redis frontier, or `frontier_override` when given (a test's MemoryFrontier)."""
         if self.frontier_override is not None:
             return self.frontier_override
-        return RedisFrontier(self.redis, self.settings.redis_prefix, self.settings.shards)
+        return RedisFrontier(self.redis, self._prefix, self.settings.shards)
+
+    @cached_property
+    def batches(self) -> BatchLedger:
+        return BatchLedger(self.redis, self._prefix)
 
     @cached_property
     def url_seen(self) -> RedisBloom:
         """Tier 1 of URL dedup: a Bloom filter sized from CRAWL_EXPECTED_URLS."""
         shape = BloomShape.for_capacity(self.settings.expected_urls, self.settings.bloom_fp_rate)
-        return RedisBloom(self.redis, self.settings.redis_prefix, shape)
+        return RedisBloom(self.redis, self._prefix, shape)
+
+    @cached_property
+    def dedup_index(self) -> DedupIndex:
+        return DedupIndex(self.redis, self._prefix)
+
+    @cached_property
+    def canonicals(self) -> CanonicalPointers:
+        return CanonicalPointers(self.redis, self._prefix)
+
+    @cached_property
+    def robots(self) -> RobotsCache:
+        return RobotsCache(self.redis, self._prefix, self.settings.robots_ttl)
+
+    @cached_property
+    def hops(self) -> RedirectHops:
+        return RedirectHops(self.redis, self._prefix)
+
+    @cached_property
+    def validators(self) -> Validators:
+        return Validators(self.redis, self._prefix)
+
+    @cached_property
+    def retries(self) -> FetchRetries:
+        return FetchRetries(self.redis, self._prefix)
+
+    @cached_property
+    def recrawls(self) -> RecrawlSets:
+        return RecrawlSets(self.redis, self._prefix)
+
+    @cached_property
+    def budgets(self) -> TrapBudgets:
+        return TrapBudgets(self.redis, self._prefix)
+
+    @cached_property
+    def counters(self) -> Counters:
+        return Counters(self.redis, self._prefix)
+
+    @cached_property
+    def denylist(self) -> Denylist:
+        return Denylist(self.redis, self._prefix)
+
+    @cached_property
+    def workers(self) -> WorkerReports:
+        return WorkerReports(self.redis, self._prefix)
+
+    @cached_property
+    def verify_report(self) -> VerifyReport:
+        return VerifyReport(self.redis, self._prefix)
 
     @cached_property
     def sessions(self) -> sessionmaker[Session]:
@@ -61,10 +125,6 @@ class Context:
         """A resolver on the fleet's shared DNS cache (one per fetcher: it keeps a local copy)."""
         s = self.settings
         return DnsCache(self.redis, s.redis_prefix, s.dns_ttl, s.dns_negative_ttl)
-
-    def key(self, *parts: str) -> str:
-        """A Redis key in the crawler's namespace."""
-        return ":".join((self.settings.redis_prefix, *parts))
 
 
 _CONTEXTS: dict[int, Context] = {}

@@ -16,13 +16,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from crawlapp.adapters.redis.frontier.redis_frontier import (
-    HostState,
-    Release,
-    ShardStats,
-)
 from crawlapp.core.priority import queue_score
-from crawlapp.core.records import Lease, QueuedURL
+from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
 from crawlapp.core.urls import host_of, shard_of
 
 EXPIRED_PER_DISPATCH = 1000  # leases handed back, and parked hosts brought back, per call
@@ -207,8 +202,6 @@ class MemoryFrontier:
     def __init__(self, shards: int) -> None:
         self.shards = shards
         self._shards = [_Shard() for _ in range(shards)]
-        self._batches: dict[str, float] = {}  # batch id -> deadline
-        self._batch_urls: dict[str, list[tuple[str, int]]] = {}
         self._dispatches = itertools.count()
         self._lock = threading.Lock()  # each operation is atomic, as a Lua script is
 
@@ -298,27 +291,6 @@ class MemoryFrontier:
         with self._lock:
             return {host: self._shard_of(host).host_state(host, now) for host in hosts}
 
-    def track_batch(self, batch_id: str, deadline: float, leases: list[Lease] | None = None
-                    ) -> None:
-        with self._lock:
-            self._batches[batch_id] = deadline
-            if leases is not None:
-                self._batch_urls[batch_id] = [(lease.url, lease.depth) for lease in leases]
-
-    def finish_batch(self, batch_id: str) -> None:
-        with self._lock:
-            self._batches.pop(batch_id, None)
-            self._batch_urls.pop(batch_id, None)
-
-    def batches_in_flight(self, now: float) -> int:
-        with self._lock:
-            return len(self._batches)
-
-    def expired_batches(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
-        with self._lock:
-            return {batch_id: list(self._batch_urls.get(batch_id, []))
-                    for _, batch_id in _lowest(self._batches, now, limit)}
-
     def is_idle(self, now: float) -> bool:
         with self._lock:
-            return not self._batches and not any(s.ready or s.leases for s in self._shards)
+            return not any(s.ready or s.leases for s in self._shards)

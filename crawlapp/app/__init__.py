@@ -17,7 +17,6 @@ from celery import Celery
 from celery.signals import task_postrun
 
 from crawlapp.adapters.context import get_context
-from crawlapp.adapters.redis import workers
 
 app = Celery("crawlapp", include=["crawlapp.app.stages", "crawlapp.app.beat"])
 app.config_from_object("crawlapp.app.config")
@@ -38,6 +37,6 @@ def _after_task(**_: Any) -> None:
         return
     _last.update(at=time.monotonic(), peak=peak)
     try:
-        workers.report(get_context())
+        get_context().workers.report()
     except redis.RedisError as exc:
         log.warning("worker memory report failed: %s", exc)

@@ -54,7 +54,7 @@ def _wire(pages: list[Page]) -> Wire:
 
 def _started(batch_id: str) -> Context:
     ctx = get_context()
-    ctx.frontier.track_batch(batch_id, time.time() + ctx.settings.lease_seconds)
+    ctx.batches.track(batch_id, time.time() + ctx.settings.lease_seconds)
     return ctx
 
 
@@ -64,7 +64,7 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
     ctx = _started(batch_id)
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
     counts = Counter(p.status for p in pages) + Counter(h.page.status for h in handovers)
-    counters.bump(ctx, {f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
+    ctx.counters.bump({f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
     if handovers:
         send_render(ctx, batch_id, handovers)
     return _wire(pages)
@@ -83,7 +83,7 @@ def render(batch_id: str, handovers: Wire) -> Wire:
 def parse(pages: Wire, batch_id: str) -> Wire:
     ctx = _started(batch_id)
     parsed, counts = parse_pages(_pages(pages), ctx.settings)
-    counters.bump(ctx, counts)
+    ctx.counters.bump(counts)
     return _wire(parsed)
 
 
@@ -100,7 +100,7 @@ def store(pages: Wire, batch_id: str) -> Wire:
     batch = _pages(pages)
     counts = store_counts(batch)  # before the bodies leave the batch, added once stored
     stored = store_pages(ctx, batch)
-    counters.bump(ctx, counts)
+    ctx.counters.bump(counts)
     return _wire(stored)
 
 
@@ -109,9 +109,9 @@ def store(pages: Wire, batch_id: str) -> Wire:
 def extract_links(pages: Wire, batch_id: str) -> int:
     ctx = _started(batch_id)
     done = extract_links_stage(ctx, _pages(pages))
-    counters.bump(ctx, {"urls:known": done.known, "pages:blocked": done.robots_blocked},
+    ctx.counters.bump({"urls:known": done.known, "pages:blocked": done.robots_blocked},
                   refused=done.refused)
-    ctx.frontier.finish_batch(batch_id)
+    ctx.batches.finish(batch_id)
     return done.added
 
 

@@ -85,6 +85,40 @@ class Lease:
         return cls(int(shard), str(host), str(token), str(url), int(depth), float(not_before))
 
 
+@dataclass(frozen=True, slots=True)
+class Release:
+    """How a lease ends: the host's next allowed time, whether its URL goes back, the
+    host's failures in a row, and why it is parked (if it is)."""
+
+    lease: Lease
+    next_time: float
+    requeue: bool = False
+    failures: int = 0
+    park_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShardStats:
+    shard: int
+    hosts_waiting: int
+    hosts_ready: int
+    hosts_leased: int
+    hosts_parked: int
+    urls_queued: int
+    hosts_backing_off: int  # failed last time, so waiting out a backoff (parked or not)
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """One host in the frontier: URLs queued, its state ('ready', 'waiting', 'leased', 'idle',
+    or why it is parked), failures in a row, and when it is next due or comes back."""
+
+    queued: int
+    state: str
+    failures: int
+    until: float | None
+
+
 @dataclass(slots=True)
 class Fetched:
     """What one request got: an HTTP status and body, or an error code."""

@@ -36,7 +36,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
-from crawlapp.adapters.redis.frontier.redis_frontier import ShardStats
+from crawlapp.core.records import ShardStats
 from crawlapp.stages.tallies import LATENCY_BUCKETS, STATUS_CLASSES, bucket_label
 
 
@@ -160,7 +160,6 @@ class CrawlCollector(Collector):
 
     def snapshot(self) -> Snapshot:
         from crawlapp.adapters.broker import queue_lengths
-        from crawlapp.adapters.redis import counters, recrawl_sets
         from crawlapp.core.queues import Queues
         from crawlapp.ops.verify import last_report
 
@@ -169,9 +168,9 @@ class CrawlCollector(Collector):
         if self.with_queues:
             settings = self.ctx.settings
             queues = queue_lengths(settings.broker_url, Queues.of(settings).all)
-        return Snapshot(counters.read(self.ctx), self.ctx.frontier.stats(now),
-                        self.ctx.frontier.batches_in_flight(now),
-                        recrawl_sets.stats(self.ctx, now), queues, last_report(self.ctx))
+        return Snapshot(self.ctx.counters.read(), self.ctx.frontier.stats(now),
+                        self.ctx.batches.in_flight(),
+                        self.ctx.recrawls.stats(now), queues, last_report(self.ctx))
 
     def collect(self) -> Iterator[Metric]:
         return families(self.snapshot())

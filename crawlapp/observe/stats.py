@@ -10,7 +10,6 @@ from typing import Any
 from crawlapp.adapters.broker import queue_lengths
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
-from crawlapp.adapters.redis import counters, recrawl_sets, workers
 from crawlapp.core import hostpatterns
 from crawlapp.core.politeness import GIVEN_UP, unreachable_sentence
 from crawlapp.core.queues import Queues
@@ -105,7 +104,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
             duplicates = repository.dedup_count(session)
             stored = repository.stored_bodies(session)
             first, last = repository.fetch_window(session)
-    counts = counters.read(ctx)
+    counts = ctx.counters.read()
     fetched = by_status.get(Status.FETCHED, 0)
     requested = fetched + by_status.get(Status.REDIRECTED, 0) + by_status.get(Status.FAILED, 0)
     window = (last - first).total_seconds() if first and last else 0.0
@@ -135,14 +134,14 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
             "hosts_ready": sum(s.hosts_ready for s in shards),
             "hosts_waiting": sum(s.hosts_waiting for s in shards),
             "hosts_leased": sum(s.hosts_leased for s in shards),
-            "batches_in_flight": ctx.frontier.batches_in_flight(now),
+            "batches_in_flight": ctx.batches.in_flight(),
             "shards": [asdict(s) for s in shards],
         },
         "counters": counts,
-        "stage_cpu_seconds": counters.read_stage_cpu(ctx),
-        "render": render_summary(counts, counters.read_stage_cpu(ctx)),
-        "recrawl": recrawl_sets.stats(ctx, now),
-        "workers": workers.read(ctx),
+        "stage_cpu_seconds": ctx.counters.read_stage_cpu(),
+        "render": render_summary(counts, ctx.counters.read_stage_cpu()),
+        "recrawl": ctx.recrawls.stats(now),
+        "workers": ctx.workers.read(),
         "last_verify": last_report(ctx),
     }
     if with_queues:
@@ -215,7 +214,7 @@ def frontier_report(ctx: Context) -> dict[str, Any]:
             "hosts_ready", "hosts_waiting", "hosts_leased", "hosts_parked", "urls_queued")},
         "parked": {host: {"until": until if until != float("inf") else None, "reason": why}
                    for host, (until, why) in ctx.frontier.parked().items()},
-        "batches_in_flight": ctx.frontier.batches_in_flight(now),
+        "batches_in_flight": ctx.batches.in_flight(),
     }
 
 

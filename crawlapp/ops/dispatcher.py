@@ -32,7 +32,7 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
     if restored is not None:
         log.warning("Redis had lost the frontier; rebuilt from the database: %s", restored)
     now = time.time()
-    if ctx.frontier.batches_in_flight(now) >= settings.max_batches_in_flight:
+    if ctx.batches.in_flight() >= settings.max_batches_in_flight:
         # Backpressure: the pipeline is behind. A batch left waiting in a queue past its
         # leases would be taken for lost and fetched again; hosts simply wait instead.
         return 0, None
@@ -43,8 +43,8 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
     for shard, batch in leases.items():
         batch_id = uuid.uuid4().hex
         # In flight until its leases would expire; each stage extends it when it starts.
-        ctx.frontier.track_batch(batch_id, max(lease.not_before for lease in batch)
-                                 + settings.lease_seconds, batch)
+        ctx.batches.track(batch_id, max(lease.not_before for lease in batch)
+                          + settings.lease_seconds, batch)
         send(shard, batch_id, batch)
     return max(map(len, leases.values()), default=0), next_ready
 
@@ -52,7 +52,7 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
 def recover_lost_batches(ctx: Context, now: float) -> int:
     """Queue again the URLs of batches lost with a worker that are still 'queued' in the
     database (not stored yet), then forget those batches. Returns how many URLs."""
-    lost = ctx.frontier.expired_batches(now)
+    lost = ctx.batches.expired(now)
     if not lost:
         return 0
     pairs = {url: depth for batch in lost.values() for url, depth in batch}
@@ -62,7 +62,7 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
     ctx.frontier.add([QueuedURL(u, d, waiting[url_hash(u)]) for u, d in pairs.items()
                       if url_hash(u) in waiting], now)
     for batch_id in lost:
-        ctx.frontier.finish_batch(batch_id)
+        ctx.batches.finish(batch_id)
     return len(waiting)
 
 

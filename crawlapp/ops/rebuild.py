@@ -1,15 +1,18 @@
 """Rebuilding Redis state from the database after Redis lost it.
 
-What comes back from where:
+What comes back from where, each through the owner of its structure (adapters/redis):
 - frontier: every URL row whose status is 'queued' (URLs in flight when Redis was lost are
-  still 'queued' in the database, since a row changes only once its page is stored);
+  still 'queued' in the database, since a row changes only once its page is stored), with
+  the conditional-GET validators of the re-crawls among them;
 - the Bloom filter of seen URLs: every URL row;
 - per-host URL counts (the pages-per-host budget): counted from the URL rows;
-- exact-content claims: the content hash of every stored original;
-- the SimHash band index: the fingerprint of every original;
+- the dedup index: the content hash and SimHash fingerprint of every stored original;
+- canonical pointers: the canonical_url of every page that defers to another URL;
 - the re-crawl tiers: every page's next_crawl_at;
 - robots.txt cache: the hosts table, for what is left of each answer's 24 hours;
 - the denylist's Redis copy: the denylist table.
+Nothing else has a record in the database: redirect hops, fetch retries, trap pattern
+budgets, counters, worker reports and the last verify report start again empty.
 Running it on a frontier that still holds its data queues nothing twice, except that a URL
 being fetched at that moment may be fetched once more.
 """
@@ -22,18 +25,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import msgpack
 from sqlalchemy import func, select
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.models import Deny, Host, Url
-from crawlapp.adapters.redis import denylist, recrawl_sets
+from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core.records import QueuedURL, Status
-from crawlapp.core.recrawl import tier_of
+from crawlapp.core.recrawl import tier_of, validators
 from crawlapp.core.robots import effective_delay
 from crawlapp.core.simhash import from_signed
-from crawlapp.core.urls import host_of
-from crawlapp.stages.dedup import band_keys
+from crawlapp.core.urls import host_of, url_hash
 
 CHUNK = 5000
 
@@ -63,19 +64,22 @@ def _hold_hosts(ctx: Context) -> None:
 
 
 def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
-    """Queue every 'queued' row again, each host waiting its delay (see _hold_hosts)."""
+    """Queue every 'queued' row again (a re-crawl with its validators), each host waiting its
+    delay (see _hold_hosts)."""
     delays = _host_delays(ctx)
     queued = 0
     last_id = 0
     while True:
         with ctx.sessions() as session:
             rows = session.execute(
-                select(Url.id, Url.url, Url.host, Url.depth, Url.priority)
+                select(Url.id, Url.url, Url.host, Url.depth, Url.priority, Url.etag,
+                       Url.last_modified)
                 .where(Url.status == Status.QUEUED, Url.id > last_id).order_by(Url.id).limit(CHUNK)
             ).all()
         if not rows:
             return queued
         last_id = rows[-1].id
+        ctx.validators.store({r.url: v for r in rows if (v := validators(r.etag, r.last_modified))})
         by_delay: dict[float, list[QueuedURL]] = defaultdict(list)
         for r in rows:
             by_delay[delays.get(r.host, ctx.settings.default_delay)].append(
@@ -91,8 +95,7 @@ def _host_counts(ctx: Context) -> int:
         rows = session.execute(
             select(Url.host, func.count()).where(Url.status.not_in((Status.TOO_DEEP, Status.OVER_BUDGET)))
             .group_by(Url.host)).all()
-    if rows:
-        ctx.redis.hset(ctx.key("hostcount"), mapping={host: int(n) for host, n in rows})
+    ctx.budgets.restore_hosts({host: int(n) for host, n in rows})
     return len(rows)
 
 
@@ -110,43 +113,47 @@ def _url_seen(ctx: Context) -> int:
         added += len(rows)
 
 
-def _content_claims(ctx: Context) -> int:
-    with ctx.sessions() as session:
-        rows = session.execute(
-            select(Url.content_hash, Url.url_hash)
-            .where(Url.content_hash.is_not(None), Url.content_dedup.is_(False),
-                   Url.storage_key.is_not(None))).all()
-    pipe = ctx.redis.pipeline(transaction=False)
-    for content_hash, owner in rows:
-        pipe.set(ctx.key("content", content_hash), owner, nx=True)
-    pipe.execute()
-    return len(rows)
-
-
-def _bands(ctx: Context) -> int:
-    """File every original's SimHash fingerprint under its band values again."""
-    last_id, filed = 0, 0
+def _dedup_index(ctx: Context) -> tuple[int, int]:
+    """File every stored original's content hash and fingerprint again; returns how many of
+    each."""
+    last_id, claims, fingerprints = 0, 0, 0
     while True:
         with ctx.sessions() as session:
             rows = session.execute(
-                select(Url.id, Url.url_hash, Url.simhash)
-                .where(Url.simhash.is_not(None), Url.content_dedup.is_(False),
-                       Url.storage_key.is_not(None), Url.id > last_id)
+                select(Url.id, Url.url_hash, Url.content_hash, Url.simhash)
+                .where(Url.content_dedup.is_(False), Url.storage_key.is_not(None),
+                       Url.content_hash.is_not(None) | Url.simhash.is_not(None),
+                       Url.id > last_id)
                 .order_by(Url.id).limit(CHUNK)).all()
         if not rows:
-            return filed
+            return claims, fingerprints
         last_id = rows[-1].id
-        pipe = ctx.redis.pipeline(transaction=False)
-        for row in rows:
-            fingerprint = from_signed(row.simhash)
-            for key in band_keys(ctx, fingerprint):
-                pipe.sadd(key, f"{fingerprint:016x}{row.url_hash}")
-        pipe.execute()
-        filed += len(rows)
+        ctx.dedup_index.restore(
+            Held(r.url_hash, r.content_hash,
+                 from_signed(r.simhash) if r.simhash is not None else None) for r in rows)
+        claims += sum(1 for r in rows if r.content_hash is not None)
+        fingerprints += sum(1 for r in rows if r.simhash is not None)
+
+
+def _canonicals(ctx: Context) -> int:
+    """The pointer of every page that defers to its canonical URL."""
+    last_id, restored = 0, 0
+    while True:
+        with ctx.sessions() as session:
+            rows = session.execute(
+                select(Url.id, Url.url_hash, Url.canonical_url)
+                .where(Url.canonical_url.is_not(None), Url.status != Status.DELETED,
+                       Url.id > last_id)
+                .order_by(Url.id).limit(CHUNK)).all()
+        if not rows:
+            return restored
+        last_id = rows[-1].id
+        ctx.canonicals.point({r.url_hash: url_hash(r.canonical_url) for r in rows})
+        restored += len(rows)
 
 
 def _schedule_rows(ctx: Context, rows: list[Any]) -> None:
-    recrawl_sets.schedule(ctx, [
+    ctx.recrawls.schedule([
         (r.url_hash,
          tier_of((r.next_crawl_at - (r.last_fetched_at or r.next_crawl_at)).total_seconds()),
          r.next_crawl_at.replace(tzinfo=r.next_crawl_at.tzinfo or UTC).timestamp())
@@ -179,27 +186,19 @@ def restore_recrawls(ctx: Context, hashes: list[str] | None = None) -> int:
 
 
 def _robots(ctx: Context) -> int:
-    now = datetime.now(UTC)
     with ctx.sessions() as session:
-        hosts = session.execute(select(Host)).scalars().all()
-    pipe = ctx.redis.pipeline(transaction=False)
-    restored = 0
-    for host in hosts:
-        if host.robots_fetched_at is None or host.robots_status is None:
-            continue
-        fetched = host.robots_fetched_at.replace(tzinfo=host.robots_fetched_at.tzinfo or UTC)
-        left = ctx.settings.robots_ttl - int((now - fetched).total_seconds())
-        if left > 0 and 200 <= host.robots_status < 500:
-            pipe.set(ctx.key("robots", host.origin),
-                     msgpack.packb([host.robots_status, host.robots_body or ""]), ex=left)
-            restored += 1
-    pipe.execute()
-    return restored
+        answers = session.execute(
+            select(Host.origin, Host.robots_status, Host.robots_body, Host.robots_fetched_at)
+        ).all()
+    return ctx.robots.restore(((origin, status, body or "", fetched_at)
+                               for origin, status, body, fetched_at in answers
+                               if status is not None and fetched_at is not None),
+                              datetime.now(UTC))
 
 
 def _denylist(ctx: Context) -> int:
     with ctx.sessions() as session:
-        return denylist.load(ctx, session.scalars(select(Deny.pattern)).all())
+        return ctx.denylist.load(session.scalars(select(Deny.pattern)).all())
 
 
 def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None) -> dict[str, int]:
@@ -207,20 +206,21 @@ def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None) -> d
     _hold_hosts(ctx)
     restored = {"denylist": _denylist(ctx),
                 "urls_queued": _requeue(ctx, progress), "urls_seen": _url_seen(ctx),
-                "hosts_counted": _host_counts(ctx),
-                "content_claims": _content_claims(ctx), "fingerprints": _bands(ctx),
-                "recrawls": restore_recrawls(ctx), "robots_cached": _robots(ctx)}
+                "hosts_counted": _host_counts(ctx)}
+    restored["content_claims"], restored["fingerprints"] = _dedup_index(ctx)
+    restored |= {"canonical_pointers": _canonicals(ctx), "recrawls": restore_recrawls(ctx),
+                 "robots_cached": _robots(ctx)}
     mark_alive(ctx)
     return restored
 
 
 def mark_alive(ctx: Context) -> None:
     """Note in Redis that its frontier is complete (a restarted Redis has no such note)."""
-    ctx.redis.set(ctx.key("frontier", "alive"), str(time.time()))
+    ctx.frontier.mark_alive(time.time())
 
 
 def is_alive(ctx: Context) -> bool:
-    return bool(ctx.redis.exists(ctx.key("frontier", "alive")))
+    return ctx.frontier.alive()
 
 
 def ensure_frontier(ctx: Context) -> dict[str, int] | None:

@@ -7,7 +7,6 @@ import time
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
-from crawlapp.adapters.redis import recrawl_sets
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import restore_recrawls
 
@@ -23,5 +22,5 @@ def recrawl(ctx: Context, urls: list[str] | None = None, host: str | None = None
         with ctx.sessions() as session:
             hashes = repository.url_hashes_of_host(session, host)
     if now:
-        return recrawl_sets.make_due(ctx, hashes, time.time())
+        return ctx.recrawls.make_due(hashes, time.time())
     return restore_recrawls(ctx, hashes)

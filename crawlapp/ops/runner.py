@@ -15,7 +15,6 @@ from pathlib import Path
 import redis
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.redis import recrawl_sets
 from crawlapp.core.queues import Queues
 from crawlapp.ops.rebuild import is_alive
 
@@ -130,8 +129,8 @@ def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.25) -> None:
         fleet.supervise()
         now = time.time()
         try:
-            idle = (is_alive(ctx) and ctx.frontier.is_idle(now)
-                    and recrawl_sets.pending(ctx, now) == 0)
+            idle = (is_alive(ctx) and ctx.frontier.is_idle(now) and not ctx.batches.in_flight()
+                    and ctx.recrawls.pending(now) == 0)
         except redis.RedisError as exc:  # Redis restarting: not idle, ask again
             log.warning("cannot read the frontier (%s); trying again", exc)
             idle = False

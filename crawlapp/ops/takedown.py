@@ -14,14 +14,13 @@ from sqlalchemy.orm import Session
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.models import Deny, Url
-from crawlapp.adapters.redis import denylist, recrawl_sets
+from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core import hostpatterns
 from crawlapp.core.records import QueuedURL, Status
 from crawlapp.core.simhash import from_signed
 from crawlapp.core.urls import host_of, url_hash
 from crawlapp.ops.rebuild import restore_recrawls
 from crawlapp.stages import dedup
-from crawlapp.stages.dedup import Held
 from crawlapp.stages.storing import requeue, send_back
 
 DENIED_PREFIX = "denylist"  # last_error of rows blocked by the denylist: "denylist: <pattern>"
@@ -49,8 +48,8 @@ def block(ctx: Context, pattern: str, reason: str | None) -> dict[str, int] | No
         if session.get(Deny, pattern) is not None:
             return None
         session.add(Deny(pattern=pattern, reason=reason, created_at=datetime.now(UTC)))
-        denylist.add(ctx, pattern)  # before the commit: the hot path stops first
-        rows = session.execute(select(Url.url_hash, Url.host, Url.status)
+        ctx.denylist.add(pattern)  # before the commit: the hot path stops first
+        rows = session.execute(select(Url.url_hash, Url.url, Url.host, Url.status)
                                .where(_host_clause(pattern))).all()
         queued = [r.url_hash for r in rows if r.status == Status.QUEUED]
         for start in range(0, len(queued), 500):
@@ -60,7 +59,8 @@ def block(ctx: Context, pattern: str, reason: str | None) -> dict[str, int] | No
     counts = {"hosts": len(hosts),
               "urls_dropped": sum(ctx.frontier.drop(host) for host in hosts),
               "rows_blocked": len(queued),
-              "recrawls_stopped": recrawl_sets.forget(ctx, [r.url_hash for r in rows])}
+              "recrawls_stopped": ctx.recrawls.forget([r.url_hash for r in rows])}
+    ctx.validators.forget([r.url for r in rows if r.status == Status.QUEUED])
     audit(ctx, "block", pattern, counts)
     return counts
 
@@ -73,7 +73,7 @@ def unblock(ctx: Context, pattern: str) -> dict[str, int] | None:
         if entry is None:
             return None
         session.delete(entry)
-        denylist.remove(ctx, pattern)
+        ctx.denylist.remove(pattern)
         others = list(session.scalars(select(Deny.pattern).where(Deny.pattern != pattern)))
         rows = [r for r in session.execute(
             select(Url.url_hash, Url.url, Url.host, Url.depth, Url.priority, Url.status,
@@ -128,11 +128,15 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
             by_host[r.host].append((r.depth, r.url))
     dropped = (ctx.frontier.drop(host) if host
                else sum(ctx.frontier.drop(h, urls) for h, urls in by_host.items()))
-    # Dedup must not point new pages at deleted ones: their claims and band entries go, and
-    # their copies are handed to another original (or fetched again when none is left).
-    dedup.release(ctx, [Held(r.url_hash, r.content_hash,
-                             from_signed(r.simhash) if r.simhash is not None else None)
-                        for r in live])
+    # Dedup must not point new pages at deleted ones: their claims, band entries and canonical
+    # pointers go, and their copies are handed to another original (or fetched again when
+    # none is left).
+    ctx.dedup_index.release([Held(r.url_hash, r.content_hash,
+                                  from_signed(r.simhash) if r.simhash is not None else None)
+                             for r in live])
+    ctx.canonicals.forget(hashes)
+    ctx.validators.forget([r.url for r in live])
+    ctx.retries.forget([r.url for r in live])
     with ctx.sessions.begin() as session:
         orphans = requeue(session, dedup.adopt(ctx, session, hashes),
                           "requeued: its original was taken down")
@@ -141,7 +145,7 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
               "bodies_removed": sum(ctx.blobs.delete(k) for k in keys if k not in shared),
               "bodies_kept_shared": len(shared),
               "urls_dropped": dropped,
-              "recrawls_stopped": recrawl_sets.forget(ctx, hashes),
+              "recrawls_stopped": ctx.recrawls.forget(hashes),
               "copies_requeued": len(orphans)}
     audit(ctx, "delete", url or f"host {host}", counts)
     return counts

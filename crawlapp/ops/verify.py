@@ -12,7 +12,6 @@ run stays in Redis for `crawlctl stats` and the metrics.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -23,9 +22,10 @@ from sqlalchemy import func, or_, select
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.models import Url
+from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core.records import Status
 from crawlapp.stages import dedup, storing
-from crawlapp.stages.dedup import Held, Row
+from crawlapp.stages.dedup import Row
 
 PROBLEMS = ("missing_body", "broken_chain", "stale_claim", "stale_band")
 CHUNK = 1000
@@ -168,24 +168,13 @@ def _repair_rows(ctx: Context, bad: list[Row], report: Report) -> None:
     """Originals give up their claims and their copies go to another original; then every
     untrusted page (and copy left without an original) is queued again."""
     originals = [r for r in bad if r.original]
-    dedup.release(ctx, [r.held for r in originals])
+    ctx.dedup_index.release([r.held for r in originals])
     with ctx.sessions.begin() as session:
         left = dedup.adopt(ctx, session, [r.url_hash for r in originals])
         queued = storing.requeue(session, [r.url_hash for r in bad] + left,
                                  "requeued by verify: body missing or original gone")
     storing.send_back(ctx, queued)
     report.fixed("pages_requeued", len(queued))
-
-
-def _scan(ctx: Context, pattern: str) -> Iterator[list[bytes]]:
-    batch: list[bytes] = []
-    for key in ctx.redis.scan_iter(match=pattern, count=CHUNK):
-        batch.append(key)
-        if len(batch) == CHUNK:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 class Owners:
@@ -214,11 +203,7 @@ def _in_scope(row: Row | None, host: str | None) -> bool:
 
 def _check_claims(ctx: Context, owners: Owners, host: str | None, limit: int | None,
                   repair: bool, report: Report) -> None:
-    prefix = ctx.key("content", "")
-    for keys in _scan(ctx, prefix + "*"):
-        claimed: list[bytes | None] = ctx.redis.mget(keys)  # type: ignore[assignment]
-        pairs = [(k.decode()[len(prefix):], o.decode())
-                 for k, o in zip(keys, claimed, strict=True) if o]
+    for pairs in ctx.dedup_index.claims(CHUNK):
         rows = owners([owner for _, owner in pairs])
         stale = []
         for content_hash, owner in pairs:
@@ -230,7 +215,7 @@ def _check_claims(ctx: Context, owners: Owners, host: str | None, limit: int | N
                 report.found("stale_claim", f"{content_hash} -> {row.url if row else owner}")
                 stale.append(Held(owner, content_hash, None))
         if repair and stale:
-            dedup.release(ctx, stale)
+            ctx.dedup_index.release(stale)
             report.fixed("claims_dropped", len(stale))
         if limit and report.claims >= limit:
             return
@@ -238,26 +223,19 @@ def _check_claims(ctx: Context, owners: Owners, host: str | None, limit: int | N
 
 def _check_bands(ctx: Context, owners: Owners, host: str | None, limit: int | None,
                  repair: bool, report: Report) -> None:
-    for keys in _scan(ctx, ctx.key("band", "*")):
-        pipe = ctx.redis.pipeline(transaction=False)
-        for key in keys:
-            pipe.smembers(key)
-        entries = [(key, m.decode()) for key, members in zip(keys, pipe.execute(), strict=True)
-                   for m in members]
-        rows = owners([member[16:] for _, member in entries])
+    for entries in ctx.dedup_index.band_entries(CHUNK):
+        rows = owners([e.owner for e in entries])
         stale = []
-        for key, member in entries:
-            row = rows.get(member[16:])
+        for e in entries:
+            row = rows.get(e.owner)
             if not _in_scope(row, host):
                 continue
             report.band_entries += 1
-            if not (row and row.original and row.fingerprint == int(member[:16], 16)):
-                report.found("stale_band", f"{member[:16]} -> {row.url if row else member[16:]}")
-                stale.append((key, member))
+            if not (row and row.original and row.fingerprint == e.fingerprint):
+                report.found("stale_band", f"{e.fingerprint:016x} -> {row.url if row else e.owner}")
+                stale.append(e)
         if repair and stale:
-            for key, member in stale:
-                pipe.srem(key, member)
-            pipe.execute()
+            ctx.dedup_index.drop(stale)
             report.fixed("band_entries_dropped", len(stale))
         if limit and report.band_entries >= limit:
             return
@@ -280,14 +258,13 @@ def verify(ctx: Context, host: str | None = None, sample: int | None = None,
     _check_claims(ctx, owners, host, sample, repair, report)
     _check_bands(ctx, owners, host, sample, repair, report)
     report.seconds = round(time.monotonic() - started, 3)
-    ctx.redis.set(ctx.key("verify", "last"), json.dumps(asdict(report) | {"repair": repair}))
+    ctx.verify_report.save(asdict(report) | {"repair": repair})
     return report
 
 
 def last_report(ctx: Context) -> dict[str, Any] | None:
     """The report of the last verify, as saved; None if none ran."""
-    raw = ctx.redis.get(ctx.key("verify", "last"))
-    return json.loads(raw) if raw else None
+    return ctx.verify_report.last()
 
 
 def describe(report: Report) -> str:

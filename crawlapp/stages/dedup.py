@@ -1,22 +1,20 @@
 """Stage 3, dedup: exact copies by content hash, near copies by SimHash, claimed atomically.
 
-Redis names stored originals only:
-  {P}:content:<sha256>    the url_hash of the original whose body is stored under that hash
-  {P}:band:<band hex>     SET of "<fingerprint hex><url_hash>" of originals, one per band value
-One Lua script per page (CLAIM) looks both up and files the page in one step: a page whose hash
-another page claimed is an exact copy of it; else a page within `max_distance` bits of a filed
-fingerprint is a near copy of that original and claims nothing; else it claims its hash and
-files its fingerprint. So the owner of a claim is always an original (never a near copy or a
-canonical pointer), a near copy of a near copy points at the stored original, and two workers
-processing copies at the same moment still yield one original.
+Redis names stored originals only (the dedup index, adapters/redis/dedup_index.py: content
+claims and SimHash bands). One claim per page looks both up and files the page in one step: a
+page whose hash another page claimed is an exact copy of it; else a page within `max_distance`
+bits of a filed fingerprint is a near copy of that original and claims nothing; else it claims
+its hash and files its fingerprint. So the owner of a claim is always an original (never a near
+copy or a canonical pointer), a near copy of a near copy points at the stored original, and two
+workers processing copies at the same moment still yield one original.
 
 An exact copy keeps its body (as `copy_gz`) until the store stage, which writes it if its key
 is missing: a row never names a body that was not written before it, whatever became of the
 original's batch. When the store stage finds that a page stopped being a stored original (its
 body changed, it failed, is noindex, a canonical pointer or a copy now, or was taken down), it
-releases what the page held here (`superseded`, `release`) and hands its copies to another
-original (`adopt`); copies whose original changed while they were on their way are looked up
-again (`recheck`).
+releases what the page held in the index (`superseded`, then DedupIndex.release) and hands
+its copies to another original (`adopt`); copies whose original changed while they were on
+their way are looked up again (`recheck`).
 """
 
 from __future__ import annotations
@@ -30,95 +28,12 @@ from sqlalchemy.orm import Session
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.models import Url
+from crawlapp.adapters.redis.dedup_index import LOOK, NEAR, NO_NEAR, ORIGINAL, Claim, Held, Outcome
 from crawlapp.core.records import Page, Status
-from crawlapp.core.simhash import bands, from_signed, hamming
+from crawlapp.core.simhash import from_signed, hamming
 from crawlapp.core.urls import url_hash
 
-# KEYS: the content claim of the page's hash, then the band sets of its fingerprint (none if
-#   it has none)
-# ARGV: fingerprint as 16 hex digits or "", url_hash of the page, max Hamming distance (-1: no
-#   near look-up), "file" (claim and file an original) or "look" (only look up)
-# Returns "=<owner>" (an exact copy of owner), "~<owner>" (a near copy of the closest filed
-# original; with "look", a claimed hash counts as a near copy too) or "" (an original: claimed
-# and filed; with "look": nothing found, nothing written). A page never matches itself.
-CLAIM = """
-local function popcount(x)
-  local n = 0
-  while x ~= 0 do
-    x = bit.band(x, x - 1)
-    n = n + 1
-  end
-  return n
-end
-local fp, me, max_distance, mode = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-local owner = redis.call('GET', KEYS[1])
-if owner and owner ~= me then
-  if mode == 'look' then return '~' .. owner end
-  return '=' .. owner
-end
-if not owner or mode == 'look' then
-  if fp ~= '' and max_distance >= 0 then
-    local hi, lo = tonumber(string.sub(fp, 1, 8), 16), tonumber(string.sub(fp, 9, 16), 16)
-    local best, best_distance = nil, max_distance + 1
-    for i = 2, #KEYS do
-      for _, member in ipairs(redis.call('SMEMBERS', KEYS[i])) do
-        local other = string.sub(member, 17)
-        if other ~= me then
-          local d = popcount(bit.bxor(hi, tonumber(string.sub(member, 1, 8), 16)))
-                  + popcount(bit.bxor(lo, tonumber(string.sub(member, 9, 16), 16)))
-          if d < best_distance then
-            best, best_distance = other, d
-          end
-        end
-      end
-    end
-    if best then return '~' .. best end
-  end
-  if mode == 'look' then return '' end
-  redis.call('SET', KEYS[1], me)
-end
-for i = 2, #KEYS do
-  redis.call('SADD', KEYS[i], fp .. me)
-end
-return ''
-"""
-
-# KEYS: a content claim. ARGV: url_hash. Drops the claim if that page still holds it.
-RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
-
-ORIGINAL, EXACT, NEAR = "original", "exact", "near"
-FILE, LOOK = "file", "look"
-NO_NEAR = -1  # max distance that makes CLAIM skip the near look-up
 CHUNK = 500
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A page's content as dedup files it: its content hash and SimHash fingerprint."""
-
-    url_hash: str
-    content_hash: str
-    fingerprint: int | None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    kind: str  # ORIGINAL, EXACT or NEAR
-    owner: str | None = None  # the original it is a copy of
-
-
-@dataclass(frozen=True)
-class Held:
-    """What a page may hold in Redis: the claim of a content hash, band entries of a fingerprint."""
-
-    url_hash: str
-    content_hash: str | None
-    fingerprint: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,46 +85,6 @@ def rows_by_hash(session: Session, hashes: Iterable[str]) -> dict[str, Row]:
     return found
 
 
-def band_keys(ctx: Context, fingerprint: int) -> list[str]:
-    return [ctx.key("band", f"{band:x}") for band in bands(fingerprint)]
-
-
-def band_member(fingerprint: int, owner: str) -> str:
-    return f"{fingerprint:016x}{owner}"
-
-
-def claim(ctx: Context, claims: Sequence[Claim], max_distance: int, mode: str = FILE
-          ) -> list[Outcome]:
-    """Run CLAIM for each page in order, in one round trip."""
-    if not claims:
-        return []
-    script = ctx.script(CLAIM)
-    pipe = ctx.redis.pipeline(transaction=False)
-    for c in claims:
-        fp = c.fingerprint or 0  # 0: no words, nothing to compare
-        script(keys=[ctx.key("content", c.content_hash), *(band_keys(ctx, fp) if fp else [])],
-               args=[f"{fp:016x}" if fp else "", c.url_hash, max_distance, mode], client=pipe)
-    outcomes = []
-    for reply in pipe.execute():
-        text = reply.decode()
-        kind = {"=": EXACT, "~": NEAR}.get(text[:1], ORIGINAL)
-        outcomes.append(Outcome(kind, text[1:] if kind != ORIGINAL else None))
-    return outcomes
-
-
-def release(ctx: Context, held: Iterable[Held]) -> None:
-    """Drop the claims the pages still hold and their band entries, in one round trip."""
-    script = ctx.script(RELEASE)
-    pipe = ctx.redis.pipeline(transaction=False)
-    for h in held:
-        if h.content_hash:
-            script(keys=[ctx.key("content", h.content_hash)], args=[h.url_hash], client=pipe)
-        if h.fingerprint:
-            for key in band_keys(ctx, h.fingerprint):
-                pipe.srem(key, band_member(h.fingerprint, h.url_hash))
-    pipe.execute()
-
-
 def _claim_of(page: Page) -> Claim:
     return Claim(page.url_hash, page.content_hash or "", page.simhash)
 
@@ -227,17 +102,16 @@ def _defer_to_canonicals(ctx: Context, pages: list[Page]) -> None:
     declaring = [(p, url_hash(p.canonical)) for p in pages if p.canonical]
     if not declaring:
         return
-    pipe = ctx.redis.pipeline(transaction=False)
-    for _, target in declaring:
-        pipe.exists(ctx.key("canonical-of", target))
-    for (page, target), target_defers in zip(declaring, pipe.execute(), strict=True):
+    pointers: dict[str, str] = {}
+    for (page, target), target_defers in zip(
+            declaring, ctx.canonicals.deferring(target for _, target in declaring), strict=True):
         if target_defers:
             page.canonical = None
             continue
         page.duplicate_of = target
         page.unstored = "canonical"
-        pipe.set(ctx.key("canonical-of", page.url_hash), target)
-    pipe.execute()
+        pointers[page.url_hash] = target
+    ctx.canonicals.point(pointers)
 
 
 def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
@@ -249,7 +123,8 @@ def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
         if page.noindex and not page.unstored:
             page.unstored = "noindex"
     claimants = [p for p in pages if p.content_hash and not p.unstored]
-    outcomes = claim(ctx, [_claim_of(p) for p in claimants], ctx.settings.near_duplicate_bits)
+    outcomes = ctx.dedup_index.claim([_claim_of(p) for p in claimants],
+                                     ctx.settings.near_duplicate_bits)
     for page, outcome in zip(claimants, outcomes, strict=True):
         _mark(page, outcome)
     for page in pages:
@@ -286,15 +161,15 @@ def recheck(ctx: Context, pages: list[Page], rows: dict[str, Row]) -> list[str]:
     stale = [p for p in pages if p.content_dedup and p.duplicate_of not in here
              and not _points_at_original(p, rows.get(p.duplicate_of or ""), max_distance)]
     exact = [p for p in stale if not p.near_duplicate]
-    for page, outcome in zip(exact, claim(ctx, [_claim_of(p) for p in exact], max_distance),
-                             strict=True):
+    for page, outcome in zip(exact, ctx.dedup_index.claim([_claim_of(p) for p in exact],
+                                                          max_distance), strict=True):
         _mark(page, outcome)
         if outcome.kind == ORIGINAL:
             page.body_gz, page.copy_gz = page.copy_gz, None
     near = [p for p in stale if p.near_duplicate]
     left = []
-    for page, outcome in zip(near, claim(ctx, [_claim_of(p) for p in near], max_distance, LOOK),
-                             strict=True):
+    for page, outcome in zip(near, ctx.dedup_index.claim([_claim_of(p) for p in near],
+                                                         max_distance, LOOK), strict=True):
         if outcome.owner:
             page.duplicate_of = outcome.owner
         else:
@@ -346,12 +221,13 @@ def adopt(ctx: Context, session: Session, orphans: Sequence[str]) -> list[str]:
              and r.storage_key not in missing]
     near = [r for r in copies if not r.storage_key and r.content_hash]
     moved: list[dict[str, Any]] = []
-    for row, outcome in zip(exact, claim(ctx, [Claim(r.url_hash, r.content_hash or "",
-                                                     r.fingerprint) for r in exact], NO_NEAR),
+    for row, outcome in zip(exact, ctx.dedup_index.claim(
+            [Claim(r.url_hash, r.content_hash or "", r.fingerprint) for r in exact], NO_NEAR),
                             strict=True):
         moved.append({"h": row.url_hash, "dup": outcome.kind != ORIGINAL, "of": outcome.owner})
-    looked = claim(ctx, [Claim(r.url_hash, r.content_hash or "", r.fingerprint) for r in near],
-                   ctx.settings.near_duplicate_bits, LOOK)
+    looked = ctx.dedup_index.claim(
+        [Claim(r.url_hash, r.content_hash or "", r.fingerprint) for r in near],
+        ctx.settings.near_duplicate_bits, LOOK)
     moved += [{"h": r.url_hash, "dup": True, "of": o.owner}
               for r, o in zip(near, looked, strict=True) if o.owner]
     if moved:

@@ -6,15 +6,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop, start_at
-from crawlapp.adapters.redis import denylist, redirect_hops, robots_cache
-from crawlapp.adapters.redis.frontier.redis_frontier import Release
+from crawlapp.adapters.redis import robots_cache
+from crawlapp.adapters.redis.pipeline import Pipeline, joined
 from crawlapp.core.politeness import GIVEN_UP, host_next, is_retryable, is_unreachable, unreachable_sentence
-from crawlapp.core.records import Fetched, Handover, Lease, Page
+from crawlapp.core.records import Fetched, Handover, Lease, Page, Release
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer, robots_url
 from crawlapp.core.sitemaps import default_sitemap
@@ -87,20 +88,25 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
 
 def _retry_counts(ctx: Context, retried: list[Lease], done: list[Lease],
                   observed: Mapping[str, int]) -> list[int]:
-    """Bump the retry count of transiently failed URLs; forget the retries and conditional-GET
-    validators of the others; add the batch's fetch counters in the same round trip."""
+    """Bump the retry count of transiently failed URLs; forget the retries, conditional-GET
+    validators and redirect hops of the URLs `done`; add the batch's fetch counters in the
+    same round trip."""
     if not retried and not done:
         return []
     pipe = ctx.redis.pipeline(transaction=False)
-    for lease in retried:
-        pipe.hincrby(ctx.key("retries"), lease.url, 1)
-    if done:
-        pipe.hdel(ctx.key("retries"), *[lease.url for lease in done])
-        pipe.hdel(ctx.key("validators"), *[lease.url for lease in done])
-        pipe.delete(*redirect_hops.keys(ctx, (lease.url for lease in done)))
-    for name, n in observed.items():
-        pipe.hincrby(ctx.key("counters"), name, n)
-    return [int(n) for n in pipe.execute()[:len(retried)]]
+    counts = ctx.retries.bump([lease.url for lease in retried], pipe)
+    _forget_url_state(ctx, [lease.url for lease in done], pipe)
+    ctx.counters.bump(observed, pipe=pipe)
+    return counts(pipe.execute())
+
+
+def _forget_url_state(ctx: Context, urls: list[str], pipe: Pipeline | None = None) -> None:
+    """The URLs are done with (fetched, refused or given up): their retries, validators and
+    hops go, in one round trip (the caller's, with `pipe`)."""
+    with joined(ctx.redis, pipe) as p:
+        ctx.retries.forget(urls, p)
+        ctx.validators.forget(urls, p)
+        ctx.hops.forget(urls, p)
 
 
 def _url_state(ctx: Context, urls: list[str]) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
@@ -108,12 +114,9 @@ def _url_state(ctx: Context, urls: list[str]) -> tuple[dict[str, int], dict[str,
     if not urls:
         return {}, {}
     pipe = ctx.redis.pipeline(transaction=False)
-    pipe.mget(redirect_hops.keys(ctx, urls))
-    pipe.hmget(ctx.key("validators"), urls)
-    hops, validators = pipe.execute()
-    return ({url: int(n or 0) for url, n in zip(urls, hops, strict=True)},
-            {url: conditional_headers(v.decode()) for url, v in zip(urls, validators, strict=True)
-             if v})
+    hops, validators = ctx.hops.read(urls, pipe), ctx.validators.read(urls, pipe)
+    replies = pipe.execute()
+    return hops(replies), {url: conditional_headers(v) for url, v in validators(replies).items()}
 
 
 def fetch_batch(ctx: Context, leases: list[Lease]
@@ -132,8 +135,8 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     if len(held) < len(leases):
         log.warning("%d lease(s) expired before the batch ran; their URLs were requeued",
                     len(leases) - len(held))
-    policies = robots_cache.load(ctx, {origin_of(lease.url) for lease in held})
-    plan = plan_batch(held, policies, ua, denylist.denied_hosts(ctx, (lease.host for lease in held)))
+    policies = ctx.robots.load({origin_of(lease.url) for lease in held})
+    plan = plan_batch(held, policies, ua, ctx.denylist.denied_hosts(lease.host for lease in held))
     hops, validators = _url_state(ctx, [lease.url for lease in plan.pages])
     robots, fetched = run_on_fetch_loop(
         settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators))
@@ -163,10 +166,10 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     failures_now = {origin_of(r.lease.url): r.failures for r in releases}
     unreachable = {origin_of(lease.url) for lease, r in zip(plan.robots, robots, strict=True)
                    if is_unreachable(r.error)}
-    robots_cache.save(ctx, {origin: policy for origin, policy in learned.items()
-                            if policy.mode != "disallow_all"
-                            or (failures_now[origin] > settings.max_retries
-                                and origin not in unreachable)})
+    ctx.robots.save({origin: policy for origin, policy in learned.items()
+                     if policy.mode != "disallow_all"
+                     or (failures_now[origin] > settings.max_retries
+                         and origin not in unreachable)})
     pages: list[Page] = []
     for lease, result, ended in zip(plan.robots, robots, releases, strict=True):
         origin = origin_of(lease.url)
@@ -184,10 +187,12 @@ def fetch_batch(ctx: Context, leases: list[Lease]
                  if is_retryable(r.status, r.error)]
     counts = _retry_counts(ctx, [lease for lease, _ in transient],
                            [lease for lease, r in zip(plan.pages, fetched, strict=True)
-                            if not is_retryable(r.status, r.error)],
+                            if not is_retryable(r.status, r.error)]
+                           + [lease for lease, _ in plan.refused],
                            fetch_counts(fetched))
     retry = {lease.url for (lease, _), n in zip(transient, counts, strict=True)
              if n <= settings.max_retries}
+    _forget_url_state(ctx, [lease.url for lease, _ in transient if lease.url not in retry])
     handovers: list[Handover] = []
     for lease, result in zip(plan.pages, fetched, strict=True):
         ended = release(lease, result, lease.url in retry)
@@ -215,11 +220,11 @@ def _report_given_up(ctx: Context, given_up: list[Release]) -> None:
     """One warning per host given up, and the counters `unreachable:<error>` (stats)."""
     if not given_up:
         return
-    pipe = ctx.redis.pipeline(transaction=False)
+    errors: Counter[str] = Counter()
     for ended in given_up:
         error = (ended.park_reason or "").removeprefix(GIVEN_UP)
         log.warning("giving up %s after %d tries: %s (its URLs stay queued; crawlctl frontier "
                     "resume %s tries again)", ended.lease.host, ended.failures,
                     unreachable_sentence(error), ended.lease.host)
-        pipe.hincrby(ctx.key("counters"), f"unreachable:{error}", 1)
-    pipe.execute()
+        errors[error] += 1
+    ctx.counters.bump(errors, prefix="unreachable:")

@@ -18,7 +18,6 @@ from sqlalchemy.orm import Session
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
-from crawlapp.adapters.redis import denylist, redirect_hops, robots_cache
 from crawlapp.core.priority import depth_priority, link_priority
 from crawlapp.core.records import Page, QueuedURL, Status
 from crawlapp.core.traps import PatternBudget, TrapRules, url_pattern
@@ -90,14 +89,9 @@ def _within_budget(ctx: Context, session: Session, candidates: list[QueuedURL]
     patterns = [PatternBudget.key(host, url_pattern(dedup_key(item.url)))
                 for host, item in zip(hosts, candidates, strict=True)]
     per_host, per_pattern = Counter(hosts), Counter(patterns)
-    pipe = ctx.redis.pipeline(transaction=False)
-    for host, n in per_host.items():
-        pipe.hincrby(ctx.key("hostcount"), host, n)
-    for pattern, n in per_pattern.items():
-        pipe.hincrby(ctx.key("patterns"), pattern, n)
-    totals = pipe.execute()
-    host_room = _room(per_host, totals[:len(per_host)], ctx.settings.max_pages_per_host)
-    pattern_room = _room(per_pattern, totals[len(per_host):], ctx.settings.trap_pattern_cap)
+    host_totals, pattern_totals = ctx.budgets.add(per_host, per_pattern)
+    host_room = _room(per_host, host_totals, ctx.settings.max_pages_per_host)
+    pattern_room = _room(per_pattern, pattern_totals, ctx.settings.trap_pattern_cap)
     kept: list[QueuedURL] = []
     refused: dict[str, list[str]] = {Status.OVER_BUDGET: [], Status.TRAP: []}
     for host, pattern, item in zip(hosts, patterns, candidates, strict=True):
@@ -154,8 +148,8 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[
 def _blocked_by_robots(ctx: Context, rows: Rows) -> None:
     """Record queued rows whose origin's robots.txt is known and disallows them as blocked,
     with the rule; the others are checked again just before their fetch."""
-    policies = robots_cache.load(ctx, {origin_of(row["url"]) for row in rows.values()
-                                       if row["status"] == Status.QUEUED})
+    policies = ctx.robots.load({origin_of(row["url"]) for row in rows.values()
+                                if row["status"] == Status.QUEUED})
     agent = ctx.settings.product_token
     for row in rows.values():
         policy = policies.get(origin_of(row["url"]))
@@ -180,8 +174,8 @@ def enqueue_new(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = N
 
 def _record_hops(ctx: Context, pages: list[Page]) -> None:
     """A redirect's target remembers how many hops led to it (the parse stage stops a chain)."""
-    redirect_hops.record(ctx, {page.links[0].url: page.redirect_hops + 1 for page in pages
-                               if page.status == Status.REDIRECTED and page.links})
+    ctx.hops.record({page.links[0].url: page.redirect_hops + 1 for page in pages
+                     if page.status == Status.REDIRECTED and page.links})
 
 
 class Extracted(NamedTuple):
@@ -195,8 +189,8 @@ class Extracted(NamedTuple):
 
 
 def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
-    denied = denylist.denied_hosts(
-        ctx, (host_of(link.url) for page in pages for link in page.links))
+    denied = ctx.denylist.denied_hosts(
+        host_of(link.url) for page in pages for link in page.links)
     rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC),
                                       ctx.settings.traps, denied)
     _blocked_by_robots(ctx, rows)

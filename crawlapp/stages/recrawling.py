@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import time
 
-from redis.typing import EncodableT, FieldT
-
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
-from crawlapp.adapters.redis import recrawl_sets
 from crawlapp.core.records import QueuedURL, Status
 from crawlapp.core.recrawl import validators
 
@@ -20,7 +17,7 @@ RECRAWLED_STATUSES = (Status.FETCHED, Status.REDIRECTED, Status.FAILED)
 def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> int:
     """Claim due pages, queue them again (bypassing URL dedup) with their stored ETag and
     Last-Modified for a conditional GET, then acknowledge the claims. Returns how many."""
-    claims = recrawl_sets.claim(ctx, time.time() if now is None else now, limit, CLAIM_SECONDS)
+    claims = ctx.recrawls.claim(time.time() if now is None else now, limit, CLAIM_SECONDS)
     if not claims:
         return 0
     hashes = [c.split("|", 1)[1] for c in claims]
@@ -28,10 +25,8 @@ def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> i
         rows = [r for r in repository.urls_by_hash(session, hashes)
                 if r.status in RECRAWLED_STATUSES]
         repository.set_status(session, [r.url_hash for r in rows], Status.QUEUED)
-        packed: dict[FieldT, EncodableT] = {
-            r.url: v for r in rows if (v := validators(r.etag, r.last_modified))}
-        if packed:
-            ctx.redis.hset(ctx.key("validators"), mapping=packed)
+        packed = {r.url: v for r in rows if (v := validators(r.etag, r.last_modified))}
+        ctx.validators.store(packed)
         ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority) for r in rows], time.time())
-    recrawl_sets.acknowledge(ctx, claims)
+    ctx.recrawls.acknowledge(claims)
     return len(rows)

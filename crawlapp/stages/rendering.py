@@ -24,9 +24,7 @@ from crawlapp.adapters.browser.cdp import find_chromium
 from crawlapp.adapters.browser.renderer import Answer, HostSlots, Rendered, Renderer
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop
-from crawlapp.adapters.redis import counters, denylist, robots_cache
-from crawlapp.adapters.redis.frontier.redis_frontier import Release
-from crawlapp.core.records import Fetched, Handover, Page, Status
+from crawlapp.core.records import Fetched, Handover, Page, Release, Status
 from crawlapp.core.render_rule import render_reason
 from crawlapp.core.robots import RobotsPolicy, effective_delay
 from crawlapp.core.settings import Settings
@@ -137,8 +135,8 @@ class _Answers:
     async def answer(self, url: str, deadline: float) -> Answer:
         host, origin = host_of(url), origin_of(url)
         if origin not in self.policies:
-            self.policies.update(robots_cache.load(self.ctx, [origin]))
-            if denylist.denied_hosts(self.ctx, [host]):
+            self.policies.update(self.ctx.robots.load([origin]))
+            if self.ctx.denylist.denied_hosts([host]):
                 return "denylist"
         policy = self.policies.get(origin)
         if policy is None or policy.mode == "redirect":
@@ -200,7 +198,7 @@ def render_batch(ctx: Context, handovers: list[Handover]) -> list[Page]:
     held_failures = ctx.frontier.renew([h.lease for h in handovers], time.time(),
                                        settings.lease_seconds)
     held = [h for h, f in zip(handovers, held_failures, strict=True) if f is not None]
-    policies = robots_cache.load(ctx, {origin_of(h.lease.url) for h in held})
+    policies = ctx.robots.load({origin_of(h.lease.url) for h in held})
     try:
         results, cached = run_on_fetch_loop(
             settings, ctx.dns_cache, lambda fetcher: _render_all(ctx, fetcher, held, policies))
@@ -221,7 +219,7 @@ def render_batch(ctx: Context, handovers: list[Handover]) -> list[Page]:
         counts["render:ms"] += round(rendered.seconds * 1000)
         counts["render:subrequests"] += rendered.fetched
         counts.update({f"render:refused_{k}": v for k, v in rendered.refused.items()})
-    counters.bump(ctx, counts)
+    ctx.counters.bump(counts)
     return pages
 
 

@@ -16,7 +16,7 @@ from crawlapp.adapters.blobstore import body_key
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.models import Url
-from crawlapp.adapters.redis import recrawl_sets, robots_cache
+from crawlapp.adapters.redis import robots_cache
 from crawlapp.core.priority import depth_priority
 from crawlapp.core.records import Page, QueuedURL, Status
 from crawlapp.core.recrawl import next_schedule
@@ -116,7 +116,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
             session, [p.url_hash for p in kept if p.status == Status.FETCHED])
         planned = _schedule(kept, previous)
         next_at = {h: at for h, _, at in planned}
-        dedup.release(ctx, held)  # before the rows change: no claim outlives its original
+        ctx.dedup_index.release(held)  # before the rows change: no claim outlives its original
         rows_out = [_row(page, next_at.get(page.url_hash)) for page in kept]
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
                                             if not p.not_modified])
@@ -125,7 +125,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
                                   repository.NOT_MODIFIED_COLUMNS)
         queued = requeue(session, refetch + dedup.adopt(ctx, session, orphaned),
                          "requeued: its original is no longer stored")
-    recrawl_sets.schedule(ctx, planned)
+    ctx.recrawls.schedule(planned)
     send_back(ctx, queued)
     return pages
 
@@ -157,6 +157,6 @@ def send_back(ctx: Context, queued: dict[str, QueuedURL]) -> None:
     validators of a conditional GET."""
     if not queued:
         return
-    recrawl_sets.forget(ctx, list(queued))
-    ctx.redis.hdel(ctx.key("validators"), *[q.url for q in queued.values()])
+    ctx.recrawls.forget(list(queued))
+    ctx.validators.forget([q.url for q in queued.values()])
     ctx.frontier.add(queued.values(), time.time())

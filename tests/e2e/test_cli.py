@@ -31,7 +31,6 @@ from crawlapp.adapters.context import _CONTEXTS, Context, get_context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
-from crawlapp.adapters.redis import recrawl_sets
 from crawlapp.cli import cli
 from crawlapp.core.records import Link, Page, QueuedURL, Status
 from crawlapp.core.settings import get_settings
@@ -107,8 +106,8 @@ def seed_state(ctx: Context) -> None:
                 "anchor": "home", "nofollow": False}])
         repository.save_robots(session, a, 200, "User-agent: *\nCrawl-delay: 2\n", 2.0, NOW)
     ctx.frontier.add([QueuedURL(u, 1, 0.9) for u in queued], time.time())
-    recrawl_sets.schedule(ctx, [(url_hash(u), "hourly", time.time() + 3600) for u in fetched])
-    ctx.redis.set(ctx.key("content", _fetched(ctx, f"{a}/", b"<p>home</p>")["content_hash"]),
+    ctx.recrawls.schedule([(url_hash(u), "hourly", time.time() + 3600) for u in fetched])
+    ctx.redis.set(ctx.dedup_index.claim_key(_fetched(ctx, f"{a}/", b"<p>home</p>")["content_hash"]),
                   url_hash(f"{a}/"))
 
 
@@ -123,8 +122,8 @@ def state(ctx: Context) -> dict[str, Any]:
                    for p in ctx.settings.blob_dir.rglob("*.gz"))
     return {"rows": rows, "denied": denied, "blobs": blobs,
             "frontier": [s.urls_queued for s in ctx.frontier.stats(time.time())],
-            "parked": ctx.frontier.parked(), "recrawl": recrawl_sets.stats(ctx, time.time()),
-            "redis_denylist": sorted(ctx.redis.smembers(ctx.key("denylist"))),
+            "parked": ctx.frontier.parked(), "recrawl": ctx.recrawls.stats(time.time()),
+            "redis_denylist": sorted(ctx.redis.smembers(ctx.denylist.key)),
             "audit": audit.read_text() if audit.exists() else ""}
 
 
@@ -245,7 +244,7 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     ok(run("unblock", "*.b.test"), "unblocked *.b.test: hosts 2, urls queued 3, recrawls restored 1")
     assert state(ctx)["rows"][f"http://{B}/1"][0] == "queued"
     ok(run("block", B))
-    ctx.redis.delete(ctx.key("denylist"))
+    ctx.redis.delete(ctx.denylist.key)
     assert "denylist=1" in ok(run("frontier", "rebuild"))
     assert state(ctx)["redis_denylist"] == [b"b.test"]
     before = state(ctx)
@@ -258,8 +257,8 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     ok(run("delete", f"{a}/solo", "--yes"), "rows deleted 1, bodies removed 1, bodies kept shared 0")
     ok(run("delete", f"{a}/", "--yes"), "rows deleted 1, bodies removed 0, bodies kept shared 1")
     # the deleted original's exact copy, whose body is still stored, becomes the original
-    assert ctx.redis.get(ctx.key("content", _fetched(ctx, f"{a}/", b"<p>home</p>")["content_hash"])
-                         ) == url_hash(f"{a}/copy").encode()
+    assert ctx.redis.get(ctx.dedup_index.claim_key(
+        _fetched(ctx, f"{a}/", b"<p>home</p>")["content_hash"])) == url_hash(f"{a}/copy").encode()
     ok(run("delete", "--host", A, "--yes"),
        "rows deleted 4, bodies removed 1, bodies kept shared 0, urls dropped 3")
     after = state(ctx)

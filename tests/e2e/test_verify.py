@@ -22,6 +22,7 @@ from crawlapp.adapters.blobstore import S3BlobStore, body_key
 from crawlapp.adapters.context import _CONTEXTS, Context, get_context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.cli import cli
 from crawlapp.core.settings import get_settings
 from crawlapp.core.simhash import to_signed
@@ -30,7 +31,6 @@ from crawlapp.observe.metrics import verify_families
 from crawlapp.observe.stats import verify_line
 from crawlapp.ops.verify import last_report
 from crawlapp.ops.warc import read_records
-from crawlapp.stages.dedup import band_keys, band_member
 from tests.conftest import crawl_env
 from tests.e2e.helpers import crawlctl
 from testweb.server import start_in_background
@@ -141,13 +141,11 @@ def seed_state(ctx: Context) -> dict[str, dict[str, Any]]:
                                        "depth": 0, "priority": 1.0, "status": "queued",
                                        "discovered_at": NOW} for u in pages])
         repository.record_fetches(session, list(pages.values()))
-    for url in (orig, lone, b):
-        row = pages[url]
-        ctx.redis.set(ctx.key("content", row["content_hash"]), row["url_hash"])
-        for key in band_keys(ctx, row["simhash"] & (2**64 - 1)):
-            ctx.redis.sadd(key, band_member(row["simhash"] & (2**64 - 1), row["url_hash"]))
-    ctx.redis.set(ctx.key("content", pages[near]["content_hash"]), url_hash(near))
-    ctx.redis.sadd(band_keys(ctx, 0x1111)[0], band_member(0x1111, url_hash(copy_)))
+    index = ctx.dedup_index
+    index.restore(Held(pages[url]["url_hash"], pages[url]["content_hash"],
+                       pages[url]["simhash"] & (2**64 - 1)) for url in (orig, lone, b))
+    ctx.redis.set(index.claim_key(pages[near]["content_hash"]), url_hash(near))
+    ctx.redis.sadd(index.band_keys(0x1111)[0], index.band_member(0x1111, url_hash(copy_)))
     ctx.blobs.delete(pages[lone]["storage_key"])
     return pages
 

@@ -26,9 +26,9 @@ def test_no_batch_leaves_while_the_pipeline_holds_the_limit(tmp_path: Path,
     def send(shard: int, batch_id: str, leases: list[Lease]) -> None:
         sent.append((batch_id, leases))
 
-    ctx.frontier.track_batch("earlier", time.time() + 60)
+    ctx.batches.track("earlier", time.time() + 60)
     assert dispatch_once(ctx, send) == (0, None) and sent == []
-    ctx.frontier.finish_batch("earlier")
+    ctx.batches.finish("earlier")
     largest, _ = dispatch_once(ctx, send)
     assert largest == 2 and len(sent) == 1
     assert dispatch_once(ctx, send) == (0, None)  # the batch just sent is the one in flight

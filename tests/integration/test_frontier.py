@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import redis
 
-from crawlapp.adapters.ports import Frontier
 from crawlapp.adapters.redis.frontier import RedisFrontier
+from crawlapp.core.ports import Frontier
 from tests.frontier_contract import FrontierContract, MakeFrontier
 
 

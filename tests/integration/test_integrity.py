@@ -99,15 +99,16 @@ def assert_bodies_are_there(ctx: Context) -> None:
 def assert_redis_names_stored_originals(ctx: Context) -> None:
     with ctx.sessions() as session:
         known = rows_by_hash(session, [r for r in rows(ctx)])
-    for key in ctx.redis.scan_iter(match=ctx.key("content", "*")):
-        owner = known.get(ctx.redis.get(key).decode())
-        assert owner is not None and owner.original, (key, owner)
-        assert owner.content_hash == key.decode().rsplit(":", 1)[1], (key, owner)
-    for key in ctx.redis.scan_iter(match=ctx.key("band", "*")):
-        for member in ctx.redis.smembers(key):
-            owner = known.get(member.decode()[16:])
-            assert owner is not None and owner.original, (member, owner)
-            assert owner.fingerprint == int(member[:16], 16), (member, owner)
+    for claims in ctx.dedup_index.claims(100):
+        for content_hash, owner_hash in claims:
+            owner = known.get(owner_hash)
+            assert owner is not None and owner.original, (content_hash, owner)
+            assert owner.content_hash == content_hash, (content_hash, owner)
+    for entries in ctx.dedup_index.band_entries(100):
+        for entry in entries:
+            owner = known.get(entry.owner)
+            assert owner is not None and owner.original, (entry, owner)
+            assert owner.fingerprint == entry.fingerprint, (entry, owner)
 
 
 def assert_copies_point_at_stored_originals(ctx: Context) -> None:

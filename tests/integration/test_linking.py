@@ -146,7 +146,7 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
 
 
 def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_url: str) -> None:
-    from crawlapp.adapters.redis import redirect_hops
+    from crawlapp.adapters.redis import keys, redirect_hops
     from crawlapp.stages.fetching import _retry_counts, _url_state
     from crawlapp.stages.linking import extract_links
 
@@ -154,9 +154,9 @@ def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_ur
     moved = Page(url="http://a.com/old", url_hash=url_hash("http://a.com/old"), depth=0,
                  status=Status.REDIRECTED, redirect_hops=2, links=[Link("http://a.com/new")])
     extract_links(ctx, [moved])
-    key = redirect_hops.key(ctx, "http://a.com/new")
+    key = ctx.hops.key("http://a.com/new")
     assert 0 < ctx.redis.ttl(key) <= redirect_hops.TTL  # gone within a week, whatever happens
     assert _url_state(ctx, ["http://a.com/new"])[0] == {"http://a.com/new": 3}
     _retry_counts(ctx, [], [Lease(0, "a.com", "t", "http://a.com/new", 1)], {})  # fetched
     assert not ctx.redis.exists(key)
-    assert list(ctx.redis.scan_iter(match=ctx.key("hops*"))) == []
+    assert list(ctx.redis.scan_iter(match=keys.HOPS.of(ctx.settings.redis_prefix, url_hash="*"))) == []

@@ -14,7 +14,6 @@ import sqlalchemy as sa
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
-from crawlapp.adapters.redis import recrawl_sets
 from crawlapp.core.records import Lease
 from crawlapp.core.settings import load_settings
 from crawlapp.ops.dispatcher import dispatch_once
@@ -75,14 +74,15 @@ def test_every_stage_delivered_twice_changes_nothing(tmp_path: Path, redis_url: 
         expected = server.web.expected_pages(5)
         deadline = time.monotonic() + 60
         sent: list[tuple[str, list[Lease]]] = []
-        while not ctx.frontier.is_idle(time.time()) and time.monotonic() < deadline:
+        while ((not ctx.frontier.is_idle(time.time()) or ctx.batches.in_flight())
+               and time.monotonic() < deadline):
             dispatch_once(ctx, lambda shard, batch_id, leases: sent.append((batch_id, leases)))
             while sent:
                 batch_id, leases = sent.pop()
                 run_batch_twice(ctx, leases)
-                ctx.frontier.finish_batch(batch_id)
+                ctx.batches.finish(batch_id)
             time.sleep(0.05)
-        assert ctx.frontier.is_idle(time.time())
+        assert ctx.frontier.is_idle(time.time()) and not ctx.batches.in_flight()
     requests = Counter(r.url for r in load(log))
     assert set(requests) >= expected and max(requests.values()) == 1  # each URL fetched once
     final = counts(ctx)
@@ -92,7 +92,7 @@ def test_every_stage_delivered_twice_changes_nothing(tmp_path: Path, redis_url: 
             == len(expected)
 
     # The re-crawl tick delivered twice queues each due page once.
-    recrawl_sets.make_due(ctx, None, time.time() - 1)
+    ctx.recrawls.make_due(None, time.time() - 1)
     assert drain(ctx) == len(expected)
     assert drain(ctx) == 0
     assert counts(ctx)["frontier"] == len(expected)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from crawlapp.adapters import context
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.redis import counters
@@ -17,7 +18,7 @@ def test_timed_stages_add_their_cpu(tmp_path: Path, redis_url: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = Context(load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url}))
     upgrade(ctx.settings)
-    monkeypatch.setattr(counters, "get_context", lambda: ctx)
+    monkeypatch.setattr(context, "get_context", lambda: ctx)
 
     @counters.timed("parse")
     def busy(n: int) -> int:
@@ -29,10 +30,10 @@ def test_timed_stages_add_their_cpu(tmp_path: Path, redis_url: str,
         raise ValueError("stage failed")
 
     assert busy.__name__ == "busy" and busy(300_000) == sum(i * i for i in range(300_000))
-    once = counters.read_stage_cpu(ctx)["parse"]
+    once = ctx.counters.read_stage_cpu()["parse"]
     busy(300_000)
     with pytest.raises(ValueError):
         failing()
-    seconds = counters.read_stage_cpu(ctx)
+    seconds = ctx.counters.read_stage_cpu()
     assert 0 < once < seconds["parse"] and seconds["store"] > 0
     assert stats.collect(ctx, with_queues=False)["stage_cpu_seconds"] == seconds

@@ -19,9 +19,9 @@ import pytest
 
 from crawlapp.adapters import http as fetch
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.redis.counters import read as read_counters
 from crawlapp.adapters.redis.dnscache import DnsCache, Resolution
 from crawlapp.core.records import Lease, Page, QueuedURL
+from crawlapp.core.robots import RobotsPolicy
 from crawlapp.core.settings import load_settings
 from crawlapp.observe.stats import given_up_hosts
 from crawlapp.ops.dispatcher import dispatch_once
@@ -121,7 +121,7 @@ def crawl_until_idle(ctx: Context, urls: list[str], limit: float = 30.0
     batches = 0
     deadline = time.monotonic() + limit
     sent: list[tuple[str, list[Lease]]] = []
-    while not ctx.frontier.is_idle(time.time()):
+    while not ctx.frontier.is_idle(time.time()) or ctx.batches.in_flight():
         assert time.monotonic() < deadline, "the frontier never went idle"
         dispatch_once(ctx, lambda shard, batch_id, leases: sent.append((batch_id, leases)))
         while sent:
@@ -129,7 +129,7 @@ def crawl_until_idle(ctx: Context, urls: list[str], limit: float = 30.0
             found, _, _ = fetch_batch(ctx, leases)
             pages += found
             batches += 1
-            ctx.frontier.finish_batch(batch_id)
+            ctx.batches.finish(batch_id)
         time.sleep(0.02)
     return pages, batches
 
@@ -141,7 +141,7 @@ def _check_given_up(ctx: Context, pages: list[Page], host: str, error: str,
     assert len(robots) == GIVE_UP_AFTER  # robots.txt asked that many times, then no more
     assert [p.error for p in failed] == [f"unreachable: {error}"]
     assert given_up_hosts(ctx) == {host: error}
-    assert read_counters(ctx).get(f"unreachable:{error}") == 1
+    assert ctx.counters.read().get(f"unreachable:{error}") == 1
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING
                 and r.getMessage().startswith("giving up")]
     assert len(warnings) == 1 and host in warnings[0].getMessage()
@@ -185,13 +185,11 @@ def test_pages_of_a_host_that_became_unreachable_end_too(
         make_ctx, server: tuple[str, int], caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
     """robots.txt known (cached), then every page refused: the host is given up after that
     many pages failed, the rest of its URLs stay queued (parked), and the crawl ends."""
-    import msgpack
-
     caplog.set_level(logging.WARNING, logger="crawlapp.stages.fetching")
     ctx = make_ctx("", {})
     _, port = server
     origin = f"http://127.0.0.1:{port}"
-    ctx.redis.set(ctx.key("robots", origin), msgpack.packb([404, ""]))  # allow all
+    ctx.robots.save({origin: RobotsPolicy(404, "")})  # allow all
     urls = [f"{origin}/{n}" for n in range(6)]
     pages, _ = crawl_until_idle(ctx, urls)
     failed = [p for p in pages if p.status == "failed"]

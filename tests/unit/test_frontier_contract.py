@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crawlapp.adapters.memory_frontier import MemoryFrontier
-from crawlapp.adapters.ports import Frontier
+from crawlapp.core.ports import Frontier
 from tests.frontier_contract import FrontierContract, MakeFrontier
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
-from crawlapp.adapters.redis.frontier.redis_frontier import ShardStats
-from crawlapp.core.records import Fetched, Page
+from crawlapp.core.records import Fetched, Page, ShardStats
 from crawlapp.observe.metrics import Snapshot, families
 from crawlapp.stages.tallies import fetch_counts, latency_field, status_class, store_counts
 

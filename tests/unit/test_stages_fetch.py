@@ -15,8 +15,7 @@ import pytest
 
 from crawlapp.adapters.http import Fetched, Fetcher
 from crawlapp.adapters.memory_frontier import MemoryFrontier
-from crawlapp.adapters.redis.frontier.redis_frontier import Release
-from crawlapp.core.records import QueuedURL
+from crawlapp.core.records import QueuedURL, Release
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.fetching import _fetch_all, _robots_policy, plan_batch, sitemap_links

@@ -1,61 +1,84 @@
-"""Crawl counters kept in one Redis hash, so every worker process adds to the same numbers."""
+"""Crawl counters kept in Redis hashes, so every worker process adds to the same numbers.
+
+  P:counters           HASH counter name -> value (the names observe/metrics.py reads)
+  P:refused:<reason>   HASH host -> links refused for that reason
+  P:stage_cpu          HASH stage -> CPU seconds, "<stage>:batches" -> batches
+They count for the whole crawl: nothing deletes them but the crawl's end (FLUSHDB of its
+Redis resets them; Prometheus handles a counter reset) and nothing rebuilds them.
+"""
 
 from __future__ import annotations
 
 import functools
 import time
 from collections.abc import Callable, Mapping
-from typing import ParamSpec, TypeVar, cast
+from typing import ParamSpec, TypeVar
 
-from crawlapp.adapters.context import Context, get_context
+import redis
+from redis.client import Pipeline
+
+from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.pipeline import joined
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def bump(ctx: Context, counts: Mapping[str, int], prefix: str = "",
-         refused: Mapping[tuple[str, str], int] | None = None) -> None:
-    """Add `counts` to the crawl counters, and count refused links by reason (the counters)
-    and by host (one hash per reason), in one round trip."""
-    items = {f"{prefix}{k}": v for k, v in counts.items() if v}
-    if not items and not refused:
-        return
-    pipe = ctx.redis.pipeline(transaction=False)
-    for field, value in items.items():
-        pipe.hincrby(ctx.key("counters"), field, value)
-    for (reason, host), n in (refused or {}).items():
-        pipe.hincrby(ctx.key("counters"), f"refused:{reason}", n)
-        pipe.hincrby(ctx.key("refused", reason), host, n)
-    pipe.execute()
+class Counters:
+    """The counters, refused links per host and CPU per stage."""
 
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.counters = keys.COUNTERS.of(prefix)
+        self.stage_cpu = keys.STAGE_CPU.of(prefix)
 
-def read(ctx: Context) -> dict[str, int]:
-    return {k.decode(): int(v) for k, v in ctx.redis.hgetall(ctx.key("counters")).items()}
+    def bump(self, counts: Mapping[str, int], prefix: str = "",
+             refused: Mapping[tuple[str, str], int] | None = None,
+             pipe: Pipeline | None = None) -> None:
+        """Add `counts` (names given `prefix`) to the counters, and count refused links by
+        reason (the counters) and by host (one hash per reason), in one round trip (the
+        caller's, with `pipe`)."""
+        items = {f"{prefix}{k}": v for k, v in counts.items() if v}
+        if not items and not refused:
+            return
+        with joined(self.client, pipe) as p:
+            for field, value in items.items():
+                p.hincrby(self.counters, field, value)
+            for (reason, host), n in (refused or {}).items():
+                p.hincrby(self.counters, f"refused:{reason}", n)
+                p.hincrby(keys.REFUSED.of(self.prefix, reason=reason), host, n)
+
+    def read(self) -> dict[str, int]:
+        return {k.decode(): int(v) for k, v in self.client.hgetall(self.counters).items()}
+
+    def add_stage_cpu(self, stage: str, seconds: float) -> None:
+        """Add the CPU seconds of one batch of `stage`, and count the batch."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hincrbyfloat(self.stage_cpu, stage, seconds)
+        pipe.hincrby(self.stage_cpu, f"{stage}:batches", 1)
+        pipe.execute()
+
+    def read_stage_cpu(self) -> dict[str, float]:
+        """CPU seconds spent in each stage so far, summed over every worker."""
+        return {k.decode(): float(v) for k, v in self.client.hgetall(self.stage_cpu).items()}
 
 
 def timed(stage: str, elsewhere: Callable[[], float] = lambda: 0.0
           ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Add the CPU time the calling thread spends in the wrapped stage, plus what
-    `elsewhere()` reports for other threads doing its work, to the `stage_cpu` hash, and
-    count the call under `<stage>:batches` (one round trip per batch)."""
+    `elsewhere()` reports for other threads doing its work, to the stage CPU of this
+    process's context, and count the call under `<stage>:batches` (one round trip per batch)."""
     def wrap(func: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(func)
         def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            from crawlapp.adapters.context import get_context  # the context imports this module
+
             started = time.thread_time()
             try:
                 return func(*args, **kwargs)
             finally:
-                ctx = get_context()
-                pipe = ctx.redis.pipeline(transaction=False)
                 used = time.thread_time() - started + elsewhere()
-                pipe.hincrbyfloat(ctx.key("stage_cpu"), stage, used)
-                pipe.hincrby(ctx.key("stage_cpu"), f"{stage}:batches", 1)
-                pipe.execute()
+                get_context().counters.add_stage_cpu(stage, used)
         return run
     return wrap
-
-
-def read_stage_cpu(ctx: Context) -> dict[str, float]:
-    """CPU seconds spent in each stage so far, summed over every worker."""
-    seconds = cast(dict[bytes, bytes], ctx.redis.hgetall(ctx.key("stage_cpu")))
-    return {k.decode(): float(v) for k, v in seconds.items()}

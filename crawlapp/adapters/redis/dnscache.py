@@ -1,8 +1,9 @@
 """Host name resolution shared by the fleet: a DNS cache in Redis with one resolver per name.
 
 An answer is kept `ttl` seconds (a failed lookup `negative_ttl`), in Redis for every worker
-and in the process for the next requests. While one worker resolves a name it holds a short
-lock; the others wait for its answer instead of asking the resolver again.
+(`P:dns:<host>`, expiring) and in the process for the next requests. While one worker
+resolves a name it holds a short lock (`P:dns-lock:<host>`, expiring); the others wait for
+its answer instead of asking the resolver again.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import redis
+
+from crawlapp.adapters.redis import keys
 
 LOCK_SECONDS = 10.0
 WAIT_STEP = 0.05
@@ -77,7 +80,8 @@ class DnsCache:
     async def _shared(self, host: str) -> Resolution:
         """The fleet's answer for `host`: cached, another worker's fresh one, or ours."""
         assert self.redis is not None
-        key, lock = f"{self.prefix}:dns:{host}", f"{self.prefix}:dns-lock:{host}"
+        key = keys.DNS.of(self.prefix, host=host)
+        lock = keys.DNS_LOCK.of(self.prefix, host=host)
         deadline = time.monotonic() + LOCK_SECONDS
         while True:
             raw = self.redis.get(key)

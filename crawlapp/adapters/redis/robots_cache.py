@@ -1,4 +1,5 @@
-"""robots.txt answers per origin: cached in Redis (24 h by default), kept in the hosts table."""
+"""robots.txt answers per origin: cached in Redis (CRAWL_ROBOTS_TTL, 24 h by default), kept in
+the hosts table (`record`, `write`: the store stage writes them with its batch)."""
 
 from __future__ import annotations
 
@@ -6,41 +7,70 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 import msgpack
+import redis
 from sqlalchemy.orm import Session
 
-from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.redis import keys
 from crawlapp.core.records import RobotsAnswer
 from crawlapp.core.robots import RobotsPolicy
 
 FAILURE_TTL = 600  # a robots.txt that could not be fetched is asked again after 10 minutes
 
 
-def load(ctx: Context, origins: Iterable[str]) -> dict[str, RobotsPolicy | None]:
-    """The cached policy of each origin, None where it is not known yet (one round trip)."""
-    origins = list(origins)
-    if not origins:
-        return {}
-    raw = ctx.redis.mget([ctx.key("robots", o) for o in origins])
-    out: dict[str, RobotsPolicy | None] = {}
-    for origin, value in zip(origins, raw, strict=True):
-        if value is None:
-            out[origin] = None
-        else:
-            status, body = msgpack.unpackb(value)
-            out[origin] = RobotsPolicy(int(status), body)
-    return out
+class RobotsCache:
+    """`P:robots:<origin>`: msgpack [status, body], expiring; one key per origin, each command
+    on one key (pipelined)."""
 
+    def __init__(self, client: redis.Redis, prefix: str, ttl: int) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.ttl = ttl
 
-def save(ctx: Context, policies: dict[str, RobotsPolicy]) -> None:
-    """Cache each policy in Redis (its hosts row is written by the store stage, with its batch)."""
-    if not policies:
-        return
-    pipe = ctx.redis.pipeline(transaction=False)
-    for origin, policy in policies.items():
-        ttl = ctx.settings.robots_ttl if policy.mode in ("rules", "allow_all") else FAILURE_TTL
-        pipe.set(ctx.key("robots", origin), msgpack.packb([policy.status, policy.body]), ex=ttl)
-    pipe.execute()
+    def _key(self, origin: str) -> str:
+        return keys.ROBOTS.of(self.prefix, origin=origin)
+
+    def load(self, origins: Iterable[str]) -> dict[str, RobotsPolicy | None]:
+        """The cached policy of each origin, None where it is not known yet (one round trip)."""
+        origins = list(origins)
+        pipe = self.client.pipeline(transaction=False)
+        for origin in origins:
+            pipe.get(self._key(origin))
+        out: dict[str, RobotsPolicy | None] = {}
+        for origin, value in zip(origins, pipe.execute(), strict=True):
+            if value is None:
+                out[origin] = None
+            else:
+                status, body = msgpack.unpackb(value)
+                out[origin] = RobotsPolicy(int(status), body)
+        return out
+
+    def save(self, policies: dict[str, RobotsPolicy]) -> None:
+        """Cache each policy: a usable answer for the TTL, a failure for FAILURE_TTL."""
+        pipe = self.client.pipeline(transaction=False)
+        for origin, policy in policies.items():
+            ttl = self.ttl if policy.mode in ("rules", "allow_all") else FAILURE_TTL
+            self._set(pipe, origin, policy.status, policy.body, ttl)
+        pipe.execute()
+
+    def restore(self, answers: Iterable[tuple[str, int, str, datetime]], now: datetime) -> int:
+        """Cache again the answers of the hosts table, (origin, status, body, fetched at),
+        for what is left of their TTL (2xx-4xx only: a failure is asked again); returns how
+        many."""
+        pipe = self.client.pipeline(transaction=False)
+        restored = 0
+        for origin, status, body, fetched_at in answers:
+            left = self.ttl - int((now - fetched_at.replace(tzinfo=fetched_at.tzinfo or UTC))
+                                  .total_seconds())
+            if left > 0 and 200 <= status < 500:
+                self._set(pipe, origin, status, body, left)
+                restored += 1
+        pipe.execute()
+        return restored
+
+    def _set(self, pipe: redis.client.Pipeline, origin: str, status: int, body: str,
+             ttl: int) -> None:
+        pipe.set(self._key(origin), msgpack.packb([status, body]), ex=ttl)
 
 
 def record(origin: str, policy: RobotsPolicy, user_agent: str) -> RobotsAnswer:

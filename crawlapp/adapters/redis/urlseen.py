@@ -6,15 +6,16 @@ and must be confirmed by tier 2 (the database's unique url_hash).
 Items are arbitrary bytes; the crawler passes the 16 bytes of its URL hash,
 `bytes.fromhex(crawlapp.core.urls.url_hash(url))`.
 
-Key layout (prefix P): `P:bloom:s` is shard s, a bitmap of `bits_per_shard` bits. Each
-item touches one key only, so the shards may spread over a cluster's slots.
+Key layout (prefix P): `P:bloom:<part>` (keys.BLOOM) is shard s of the filter, a bitmap of
+`bits_per_shard` bits. Each item touches one key only, so the shards may spread over a
+cluster's slots.
 
 The client hashes; a Lua script per shard gets the items' (start, step) pairs packed as
 little-endian uint32s in one argument and walks offset_i = (start + i * step) mod m.
 Sending BITFIELD directly would take four arguments per bit, and redis-py's packing of
-those costs the client more than the script costs Redis. Scripts go by EVAL, not through
-redis-py's Script, whose pipelines spend an extra SCRIPT EXISTS round trip; Redis caches
-the compiled script by its SHA1 either way.
+those costs the client more than the script costs Redis.
+
+Nothing to forget: the filter has a fixed size. A rebuild adds every URL row again.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from collections.abc import Sequence
 
 import redis
 
+from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.lua import Lua
 from crawlapp.core.bloom import BloomShape, probe
 
 # KEYS: the shard's bitmap. ARGV: bits_per_shard, hashes, packed (start, step) pairs.
 # Returns 1 (maybe seen) or 0 (definitely new) per item, stopping at an item's first 0 bit.
-CHECK = """
+CHECK = Lua("""
 local key, m, k, pairs = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local seen = {}
 for pos = 1, #pairs, 8 do
@@ -46,12 +49,12 @@ for pos = 1, #pairs, 8 do
   seen[#seen + 1] = found
 end
 return seen
-"""
+""")
 
 # KEYS and ARGV as CHECK. Sets each item's k bits with one BITFIELD, which returns the
 # bits as they were: the item was maybe seen iff they were all 1. Items go in order, so
 # a repeat later in the batch finds the bits of the earlier one.
-CHECK_AND_ADD = """
+CHECK_AND_ADD = Lua("""
 local key, m, k, pairs = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local seen, ops = {}, {}
 for i = 0, k - 1 do
@@ -75,7 +78,7 @@ for pos = 1, #pairs, 8 do
   seen[#seen + 1] = found
 end
 return seen
-"""
+""")
 
 
 class RedisBloom:
@@ -93,7 +96,7 @@ class RedisBloom:
         self.items_per_call = items_per_call
 
     def key(self, shard: int) -> str:
-        return f"{self.key_prefix}:bloom:{shard}"
+        return keys.BLOOM.of(self.key_prefix, part=shard)
 
     def check(self, items: Sequence[bytes]) -> list[bool]:
         """Per item: True if maybe seen, False if definitely new. Adds nothing."""
@@ -114,15 +117,14 @@ class RedisBloom:
             pipe.memory_usage(self.key(shard), samples=0)
         return sum(int(n or 0) for n in pipe.execute())
 
-    def _run(self, script: str, items: Sequence[bytes]) -> list[bool]:
+    def _run(self, script: Lua, items: Sequence[bytes]) -> list[bool]:
         """Run the script over the items, grouped into calls per shard, in one pipeline."""
         calls = self._calls(items)
         if not calls:
             return []
         pipe = self.client.pipeline(transaction=False)
         for shard, _, pairs in calls:
-            pipe.eval(script, 1, self.key(shard), self.shape.bits_per_shard,
-                      self.shape.hashes, pairs)
+            script(pipe, [self.key(shard)], [self.shape.bits_per_shard, self.shape.hashes, pairs])
         seen = [False] * len(items)
         for (_, indices, _), reply in zip(calls, pipe.execute(), strict=True):
             for i, found in zip(indices, reply, strict=True):

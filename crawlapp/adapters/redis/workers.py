@@ -1,4 +1,8 @@
-"""Worker health in Redis: each worker process reports its resident memory now and then."""
+"""Worker health in Redis: each worker process reports its resident memory now and then.
+
+`P:workers` is a hash, "host:pid" -> "rss peak time"; a report also deletes the reports of
+processes silent for FORGET_AFTER seconds, so the hash holds about one field per live process.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,11 @@ import socket
 import time
 from typing import Any
 
-from crawlapp.adapters.context import Context
+import redis
+
+from crawlapp.adapters.redis import keys
+
+FORGET_AFTER = 86400.0
 
 
 def _rss_mib() -> tuple[float, float]:
@@ -20,18 +28,37 @@ def _rss_mib() -> tuple[float, float]:
     return round(now, 1), round(max(now, peak), 1)
 
 
-def report(ctx: Context) -> None:
-    """Record this process's memory under the `workers` hash (field host:pid)."""
-    now, peak = _rss_mib()
-    ctx.redis.hset(ctx.key("workers"), f"{socket.gethostname()}:{os.getpid()}",
-                   f"{now} {peak} {time.time():.0f}")
+class WorkerReports:
+    """The workers hash."""
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self.client = client
+        self.key = keys.WORKERS.of(prefix)
+
+    def report(self) -> None:
+        """Record this process's memory (field host:pid) and forget the processes long
+        silent (one round trip, two when some are)."""
+        now, peak = _rss_mib()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(self.key, f"{socket.gethostname()}:{os.getpid()}",
+                  f"{now} {peak} {time.time():.0f}")
+        pipe.hgetall(self.key)
+        silent = [name for name, (_, _, at) in _parse(pipe.execute()[1]).items()
+                  if time.time() - at > FORGET_AFTER]
+        if silent:
+            self.client.hdel(self.key, *silent)
+
+    def read(self, max_age: float = 300.0) -> dict[str, dict[str, Any]]:
+        """The processes that reported within `max_age` seconds: rss and peak in MiB."""
+        return {name: {"rss_mib": now, "peak_rss_mib": peak}
+                for name, (now, peak, at) in _parse(self.client.hgetall(self.key)).items()
+                if time.time() - at <= max_age}
 
 
-def read(ctx: Context, max_age: float = 300.0) -> dict[str, dict[str, Any]]:
-    """The processes that reported within `max_age` seconds: rss and peak in MiB."""
+def _parse(raw: dict[Any, Any]) -> dict[str, tuple[float, float, float]]:
+    """The reports as (rss, peak, time) by process."""
     out = {}
-    for name, raw in ctx.redis.hgetall(ctx.key("workers")).items():
-        now, peak, at = raw.decode().split()
-        if time.time() - float(at) <= max_age:
-            out[name.decode()] = {"rss_mib": float(now), "peak_rss_mib": float(peak)}
+    for name, value in raw.items():
+        now, peak, at = value.decode().split()
+        out[name.decode()] = (float(now), float(peak), float(at))
     return out

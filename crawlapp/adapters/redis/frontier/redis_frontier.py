@@ -7,12 +7,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import msgpack
 import redis
 
+from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.frontier import scripts
 from crawlapp.core.priority import queue_score
-from crawlapp.core.records import Lease, QueuedURL
+from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
 from crawlapp.core.urls import host_of, shard_of
 
 _SCHEMES = {"http": "h", "https": "s"}
@@ -33,37 +33,33 @@ def decode_member(host: str, member: str) -> tuple[int, str]:
 
 
 @dataclass(frozen=True)
-class Release:
-    """How a lease ends: the host's next allowed time, whether its URL goes back, the
-    host's failures in a row, and why it is parked (if it is)."""
+class ShardKeys:
+    """The keys of one frontier shard (adapters/redis/keys.py)."""
 
-    lease: Lease
-    next_time: float
-    requeue: bool = False
-    failures: int = 0
-    park_reason: str | None = None
+    ready: str
+    idle: str
+    leases: str
+    token: str
+    leased: str
+    parked: str
+    why: str
+    paused: str
+    fails: str
+    queued: str
+    queues: str  # a host's queue is this prefix followed by the host
 
+    @classmethod
+    def of(cls, prefix: str, shard: int) -> ShardKeys:
+        def key(k: keys.Key) -> str:
+            return k.of(prefix, shard=shard)
 
-@dataclass(frozen=True)
-class ShardStats:
-    shard: int
-    hosts_waiting: int
-    hosts_ready: int
-    hosts_leased: int
-    hosts_parked: int
-    urls_queued: int
-    hosts_backing_off: int  # failed last time, so waiting out a backoff (parked or not)
+        return cls(ready=key(keys.READY), idle=key(keys.IDLE), leases=key(keys.LEASES),
+                   token=key(keys.TOKEN), leased=key(keys.LEASED), parked=key(keys.PARKED),
+                   why=key(keys.WHY), paused=key(keys.PAUSED), fails=key(keys.FAILS),
+                   queued=key(keys.QUEUED), queues=keys.QUEUE.of(prefix, shard=shard, host=""))
 
-
-@dataclass(frozen=True)
-class HostState:
-    """One host in the frontier: URLs queued, its state ('ready', 'waiting', 'leased', 'idle',
-    or why it is parked), failures in a row, and when it is next due or comes back."""
-
-    queued: int
-    state: str
-    failures: int
-    until: float | None
+    def queue(self, host: str) -> str:
+        return self.queues + host
 
 
 class RedisFrontier:
@@ -71,19 +67,12 @@ class RedisFrontier:
 
     def __init__(self, client: redis.Redis, prefix: str, shards: int) -> None:
         self.client = client
-        self.prefix = prefix
         self.shards = shards
-        self._enqueue = client.register_script(scripts.ENQUEUE)
-        self._dispatch = client.register_script(scripts.DISPATCH)
-        self._renew = client.register_script(scripts.RENEW)
-        self._release = client.register_script(scripts.RELEASE)
-        self._pause = client.register_script(scripts.PAUSE)
-        self._resume = client.register_script(scripts.RESUME)
-        self._drop = client.register_script(scripts.DROP)
-        self.batches_key = f"{prefix}:batches"
+        self._keys = [ShardKeys.of(prefix, shard) for shard in range(shards)]
+        self._alive = keys.ALIVE.of(prefix)
 
-    def key(self, shard: int) -> str:
-        return f"{{{self.prefix}:{shard}}}"
+    def _of_host(self, host: str) -> ShardKeys:
+        return self._keys[shard_of(host, self.shards)]
 
     def add(self, urls: Iterable[QueuedURL], now: float) -> int:
         """Queue URLs under their hosts; returns how many were not queued already.
@@ -104,7 +93,9 @@ class RedisFrontier:
             return 0
         pipe = self.client.pipeline(transaction=False)
         for shard, args in by_shard.items():
-            self._enqueue(args=[self.key(shard), now, *args], client=pipe)
+            k = self._keys[shard]
+            scripts.ENQUEUE(pipe, [k.ready, k.idle, k.leases, k.parked, k.queued, k.queues],
+                            [now, *args])
         return sum(int(n) for n in pipe.execute())
 
     def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
@@ -119,8 +110,11 @@ class RedisFrontier:
         token = uuid.uuid4().hex[:12]
         pipe = self.client.pipeline(transaction=False)
         for shard in shards:
-            self._dispatch(args=[self.key(shard), now, max_hosts, lease_seconds, max_leased,
-                                 f"{token}.{shard}", lookahead, due_by], client=pipe)
+            k = self._keys[shard]
+            scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
+                                    k.queued, k.queues],
+                             [now, max_hosts, lease_seconds, max_leased, f"{token}.{shard}",
+                              lookahead, due_by])
         leases: dict[int, list[Lease]] = {}
         next_ready: float | None = None
         for shard, reply in zip(shards, pipe.execute(), strict=True):
@@ -144,10 +138,11 @@ class RedisFrontier:
             by_shard[lease.shard].append(i)
         pipe = self.client.pipeline(transaction=False)
         for shard, idx in by_shard.items():
-            args: list[object] = [self.key(shard), now, lease_seconds]
+            k = self._keys[shard]
+            args: list[object] = [now, lease_seconds]
             for i in idx:
                 args += [leases[i].host, leases[i].token]
-            self._renew(args=args, client=pipe)
+            scripts.RENEW(pipe, [k.leases, k.token, k.fails], args)
         held: list[int | None] = [None] * len(leases)
         for idx, reply in zip(by_shard.values(), pipe.execute(), strict=True):
             for i, failures in zip(idx, reply, strict=True):
@@ -165,19 +160,20 @@ class RedisFrontier:
             return 0
         pipe = self.client.pipeline(transaction=False)
         for shard, args in by_shard.items():
-            self._release(args=[self.key(shard), *args], client=pipe)
+            k = self._keys[shard]
+            scripts.RELEASE(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
+                                   k.paused, k.fails, k.queued, k.queues], args)
         return sum(int(n) for n in pipe.execute())
 
     def stats(self, now: float) -> list[ShardStats]:
         pipe = self.client.pipeline(transaction=False)
-        for shard in range(self.shards):
-            k = self.key(shard)
-            pipe.zcard(f"{k}:ready")
-            pipe.zcount(f"{k}:ready", "-inf", now)
-            pipe.zcard(f"{k}:leases")
-            pipe.zcard(f"{k}:parked")
-            pipe.get(f"{k}:queued")
-            pipe.hlen(f"{k}:fails")
+        for k in self._keys:
+            pipe.zcard(k.ready)
+            pipe.zcount(k.ready, "-inf", now)
+            pipe.zcard(k.leases)
+            pipe.zcard(k.parked)
+            pipe.get(k.queued)
+            pipe.hlen(k.fails)
         raw = pipe.execute()
         out = []
         for shard in range(self.shards):
@@ -189,9 +185,9 @@ class RedisFrontier:
     def parked(self) -> dict[str, tuple[float, str]]:
         """Every parked or paused host: (time it comes back, reason)."""
         pipe = self.client.pipeline(transaction=False)
-        for shard in range(self.shards):
-            pipe.zrange(f"{self.key(shard)}:parked", 0, -1, withscores=True)
-            pipe.hgetall(f"{self.key(shard)}:why")
+        for k in self._keys:
+            pipe.zrange(k.parked, 0, -1, withscores=True)
+            pipe.hgetall(k.why)
         raw = pipe.execute()
         out: dict[str, tuple[float, str]] = {}
         for until, why in zip(raw[::2], raw[1::2], strict=True):
@@ -207,16 +203,21 @@ class RedisFrontier:
             by_shard[shard_of(host, self.shards)].append(host)
         pipe = self.client.pipeline(transaction=False)
         for shard, names in by_shard.items():
-            pipe.zadd(f"{self.key(shard)}:ready", dict.fromkeys(names, until), xx=True, gt=True)
-            pipe.hset(f"{self.key(shard)}:idle", mapping=dict.fromkeys(names, until))
+            k = self._keys[shard]
+            pipe.zadd(k.ready, dict.fromkeys(names, until), xx=True, gt=True)
+            pipe.zadd(k.idle, dict.fromkeys(names, until))
         pipe.execute()
 
     def pause(self, host: str, reason: str = "paused") -> None:
-        self._pause(args=[self.key(shard_of(host, self.shards)), host, reason])
+        k = self._of_host(host)
+        scripts.PAUSE(self.client, [k.ready, k.idle, k.leases, k.parked, k.why, k.paused],
+                      [host, reason])
 
     def resume(self, host: str, now: float) -> bool:
         """Resume a paused or parked host; False if it was neither."""
-        return bool(self._resume(args=[self.key(shard_of(host, self.shards)), host, now]))
+        k = self._of_host(host)
+        return bool(scripts.RESUME(self.client, [k.ready, k.idle, k.parked, k.why, k.paused,
+                                                 k.fails, k.queue(host)], [host, now]))
 
     def drop(self, host: str, urls: Iterable[tuple[int, str]] | None = None) -> int:
         """Remove the (depth, url) pairs from `host`'s queue, or its whole queue when None;
@@ -224,19 +225,21 @@ class RedisFrontier:
         members = [] if urls is None else [encode_member(depth, url) for depth, url in urls]
         if urls is not None and not members:
             return 0
-        return int(self._drop(args=[self.key(shard_of(host, self.shards)), host, *members]))
+        k = self._of_host(host)
+        return int(scripts.DROP(self.client, [k.ready, k.idle, k.queued, k.queue(host)],
+                                [host, *members]))
 
     def host_states(self, hosts: list[str], now: float) -> dict[str, HostState]:
         """Where each host stands in the frontier, in one round trip."""
         pipe = self.client.pipeline(transaction=False)
         for host in hosts:
-            k = self.key(shard_of(host, self.shards))
-            pipe.zcard(f"{k}:q:{host}")
-            pipe.zscore(f"{k}:ready", host)
-            pipe.zscore(f"{k}:leases", host)
-            pipe.zscore(f"{k}:parked", host)
-            pipe.hget(f"{k}:why", host)
-            pipe.hget(f"{k}:fails", host)
+            k = self._of_host(host)
+            pipe.zcard(k.queue(host))
+            pipe.zscore(k.ready, host)
+            pipe.zscore(k.leases, host)
+            pipe.zscore(k.parked, host)
+            pipe.hget(k.why, host)
+            pipe.hget(k.fails, host)
         raw = pipe.execute()
         out = {}
         for i, host in enumerate(hosts):
@@ -254,43 +257,15 @@ class RedisFrontier:
                                   None if until is None or until == float("inf") else until)
         return out
 
-    def track_batch(self, batch_id: str, deadline: float, leases: list[Lease] | None = None
-                    ) -> None:
-        """Record a fetch batch in flight until the last stage finishes it, and its URLs.
-
-        Each stage extends the deadline when it starts; a batch past its deadline was lost
-        with a worker (after its leases ended), and `expired_batches` hands its URLs back.
-        """
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zadd(self.batches_key, {batch_id: deadline})
-        if leases is not None:
-            pipe.set(f"{self.batches_key}:{batch_id}",
-                     msgpack.packb([[lease.url, lease.depth] for lease in leases]))
-        pipe.execute()
-
-    def finish_batch(self, batch_id: str) -> None:
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zrem(self.batches_key, batch_id)
-        pipe.delete(f"{self.batches_key}:{batch_id}")
-        pipe.execute()
-
-    def batches_in_flight(self, now: float) -> int:
-        """Batches in the pipeline, including lost ones not yet handed back."""
-        return int(self.client.zcard(self.batches_key))
-
-    def expired_batches(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
-        """Batches past their deadline, with their (url, depth) pairs."""
-        ids = [i.decode() for i in self.client.zrangebyscore(self.batches_key, "-inf", now,
-                                                             start=0, num=limit)]
-        if not ids:
-            return {}
-        raw = self.client.mget([f"{self.batches_key}:{i}" for i in ids])
-        return {i: [(str(u), int(d)) for u, d in msgpack.unpackb(v)] if v else []
-                for i, v in zip(ids, raw, strict=True)}
-
     def is_idle(self, now: float) -> bool:
-        """No host ready, waiting or leased, and no batch in the pipeline, lost ones included
-        (parked hosts keep their URLs for later and do not count)."""
-        if self.batches_in_flight(now):
-            return False
+        """No host ready, waiting or leased (parked hosts keep their URLs for later and do
+        not count; batches in flight are the batch ledger's)."""
         return all(s.hosts_waiting + s.hosts_ready + s.hosts_leased == 0 for s in self.stats(now))
+
+    def mark_alive(self, now: float) -> None:
+        """Note that Redis holds the whole crawl state (a Redis restarted empty has no such
+        note, and is rebuilt from the database)."""
+        self.client.set(self._alive, str(now))
+
+    def alive(self) -> bool:
+        return bool(self.client.exists(self._alive))

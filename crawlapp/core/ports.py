@@ -2,21 +2,14 @@
 
 `RedisFrontier` (adapters/redis/frontier) is the crawl's; `MemoryFrontier`
 (adapters/memory_frontier.py) keeps the same state in one process, for tests without a server.
-Importing this module imports no Redis client.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from crawlapp.adapters.redis.frontier.redis_frontier import (
-        HostState,
-        Release,
-        ShardStats,
-    )
-    from crawlapp.core.records import Lease, QueuedURL
+from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
 
 
 class Frontier(Protocol):
@@ -82,24 +75,7 @@ class Frontier(Protocol):
     def host_states(self, hosts: list[str], now: float) -> dict[str, HostState]:
         ...
 
-    def track_batch(self, batch_id: str, deadline: float, leases: list[Lease] | None = None
-                    ) -> None:
-        """Record a fetch batch in flight until `deadline` (a later call moves it), and the
-        URLs of its leases when given."""
-        ...
-
-    def finish_batch(self, batch_id: str) -> None:
-        ...
-
-    def batches_in_flight(self, now: float) -> int:
-        """Batches in the pipeline, including lost ones not yet finished."""
-        ...
-
-    def expired_batches(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
-        """Batches past their deadline, with their (url, depth) pairs."""
-        ...
-
     def is_idle(self, now: float) -> bool:
-        """No host ready, waiting or leased and no batch in flight (parked hosts keep their
-        URLs for later and do not count)."""
+        """No host ready, waiting or leased (parked hosts keep their URLs for later and do
+        not count; batches in flight are the batch ledger's)."""
         ...

@@ -1,0 +1,59 @@
+"""The batch ledger: fetch batches between dispatch and the end of extract_links.
+
+Each stage extends its batch's deadline when it starts; a batch past its deadline was lost
+with a worker (after its leases ended), and the dispatcher queues its URLs again from the
+ledger (`expired`) before forgetting it. `crawl --until-idle` waits for an empty ledger.
+Nothing to rebuild: a lost batch's URLs are still 'queued' rows, queued again by a rebuild.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgpack
+import redis
+
+from crawlapp.adapters.redis import keys
+from crawlapp.core.records import Lease
+
+
+class BatchLedger:
+    """`{P:batches}:due` (batch id -> deadline) and each batch's URLs."""
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.due = keys.BATCHES.of(prefix)
+
+    def _urls(self, batch_id: str) -> str:
+        return keys.BATCH_URLS.of(self.prefix, batch=batch_id)
+
+    def track(self, batch_id: str, deadline: float, leases: Iterable[Lease] | None = None
+              ) -> None:
+        """Record a batch in flight until `deadline`, with its leases' URLs when given."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zadd(self.due, {batch_id: deadline})
+        if leases is not None:
+            pipe.set(self._urls(batch_id),
+                     msgpack.packb([[lease.url, lease.depth] for lease in leases]))
+        pipe.execute()
+
+    def finish(self, batch_id: str) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zrem(self.due, batch_id)
+        pipe.delete(self._urls(batch_id))
+        pipe.execute()
+
+    def in_flight(self) -> int:
+        """Batches in the pipeline, including lost ones not yet handed back."""
+        return int(self.client.zcard(self.due))
+
+    def expired(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
+        """Batches past their deadline, with their (url, depth) pairs."""
+        ids = [i.decode() for i in self.client.zrangebyscore(self.due, "-inf", now,
+                                                             start=0, num=limit)]
+        if not ids:
+            return {}
+        raw = self.client.mget([self._urls(i) for i in ids])
+        return {i: [(str(u), int(d)) for u, d in msgpack.unpackb(v)] if v else []
+                for i, v in zip(ids, raw, strict=True)}

@@ -1,0 +1,133 @@
+"""Every Redis key of a crawl, spelled once. In a template, `P` is the crawl's prefix
+(CRAWL_REDIS_PREFIX, `crawl` by default) and `<name>` a part filled in; the owner of each
+key (named in its description) is the only module that reads or writes it.
+
+Per frontier shard (`<shard>` = mmh3(host) % CRAWL_SHARDS): the FRONTIER keys, under the
+hash tag `{P:f:<shard>}`, so that each shard is one Redis Cluster slot and every frontier
+script touches one slot.
+
+Global: every other key. Three groups of them share a hash tag of their own, because one
+script or multi-key command reads them together: the dedup index `{P:dedup}` (a claim looks
+up a content hash and its four bands at once), the re-crawl schedule `{P:recrawl}` (a drain
+claims from every tier) and the batch ledger `{P:batches}` (one MGET reads the URLs of the
+lost batches). The others are touched one key per command (pipelines may mix them).
+
+docs/sizing.md lists each key with its size per item and what deletes it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key or key template, its Redis type and what it holds."""
+
+    template: str
+    type: str
+    about: str
+    _format: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        escaped = self.template.replace("{", "{{").replace("}", "}}").replace("P", "{P}", 1)
+        object.__setattr__(self, "_format", re.sub(r"<(\w+)>", r"{\1}", escaped))
+
+    def of(self, prefix: str, **parts: object) -> str:
+        """The key under `prefix`, with the template's parts filled in."""
+        return self._format.format(P=prefix, **parts)
+
+    def matches(self, prefix: str, key: str) -> bool:
+        pattern = re.escape(self.template.replace("P", "\0", 1))
+        pattern = re.sub(r"<\w+>", ".+", pattern).replace("\0", re.escape(prefix))
+        return re.fullmatch(pattern, key, re.DOTALL) is not None
+
+
+# The frontier (adapters/redis/frontier), per shard.
+READY = Key("{P:f:<shard>}:ready", "zset", "host -> time it may next be fetched, for hosts "
+            "with URLs queued")
+IDLE = Key("{P:f:<shard>}:idle", "zset", "host -> next allowed time of a host with nothing "
+           "queued (dropped once passed)")
+LEASES = Key("{P:f:<shard>}:leases", "zset", "host -> lease deadline, for hosts handed to a "
+             "fetch task")
+TOKEN = Key("{P:f:<shard>}:token", "hash", "host -> token of its current lease")
+LEASED = Key("{P:f:<shard>}:leased", "hash", "host -> \"score<TAB>member\" of the URL handed "
+             "out under its lease")
+PARKED = Key("{P:f:<shard>}:parked", "zset", "host -> time it comes back (inf while paused "
+             "by an operator)")
+WHY = Key("{P:f:<shard>}:why", "hash", "host -> why it is parked")
+PAUSED = Key("{P:f:<shard>}:paused", "hash", "host -> 1 while paused by an operator")
+FAILS = Key("{P:f:<shard>}:fails", "hash", "host -> failures in a row (absent after a success)")
+QUEUED = Key("{P:f:<shard>}:queued", "string", "number of URLs in the shard's host queues")
+QUEUE = Key("{P:f:<shard>}:q:<host>", "zset", "a host's URLs: \"depth<TAB><h|s>path?query\" "
+            "-> score, lowest first")
+FRONTIER = (READY, IDLE, LEASES, TOKEN, LEASED, PARKED, WHY, PAUSED, FAILS, QUEUED, QUEUE)
+
+# The frontier, global.
+ALIVE = Key("P:alive", "string", "time of the last rebuild (the first start's included): Redis "
+            "holds the whole crawl state")
+
+# The batch ledger (batches.py).
+BATCHES = Key("{P:batches}:due", "zset", "batch id -> deadline, for batches between dispatch "
+              "and extract_links")
+BATCH_URLS = Key("{P:batches}:urls:<batch>", "string", "msgpack [[url, depth], ...] of a "
+                 "batch's leases")
+
+# URL dedup, tier 1 (urlseen.py).
+BLOOM = Key("P:bloom:<part>", "string", "one part of the Bloom filter of URLs seen, a bitmap")
+
+# Content dedup (dedup_index.py, canonicals.py).
+CLAIM = Key("{P:dedup}:content:<sha256>", "string", "url_hash of the stored original with "
+            "that content hash")
+BAND = Key("{P:dedup}:band:<band>", "set", "\"<fingerprint hex><url_hash>\" of the originals "
+           "with that SimHash band value")
+CANONICAL = Key("P:canonical-of:<url_hash>", "string", "url_hash of the URL a page names as "
+                "its canonical")
+
+# Caches and per-URL state of the fetch stage.
+ROBOTS = Key("P:robots:<origin>", "string", "msgpack [status, body] of the origin's "
+             "robots.txt, expiring (robots_cache.py)")
+DNS = Key("P:dns:<host>", "string", "a host's addresses, comma-separated, or \"!error\", "
+          "expiring (dnscache.py)")
+DNS_LOCK = Key("P:dns-lock:<host>", "string", "held by the worker resolving a host, expiring "
+               "(dnscache.py)")
+HOPS = Key("P:hops:<url_hash>", "string", "redirects that led to a URL waiting to be fetched, "
+           "expiring (redirect_hops.py)")
+VALIDATORS = Key("P:validators", "hash", "url -> ETag and Last-Modified a re-crawl sends "
+                 "(validators.py)")
+RETRIES = Key("P:retries", "hash", "url -> transient failures so far (retries.py)")
+
+# The re-crawl schedule (recrawl_sets.py).
+RECRAWL_TIER = Key("{P:recrawl}:tier:<tier>", "zset", "url_hash -> next fetch time, one set "
+                   "per tier")
+RECRAWL_CLAIMED = Key("{P:recrawl}:claimed", "zset", "\"<tier>|<url_hash>\" -> deadline of a "
+                      "drain's claim")
+
+# Trap budgets (budgets.py).
+HOSTCOUNT = Key("P:hostcount", "hash", "host -> URLs admitted (CRAWL_MAX_PAGES_PER_HOST)")
+PATTERNS = Key("P:patterns", "hash", "\"host pattern\" -> URLs admitted "
+               "(CRAWL_TRAP_PATTERN_CAP)")
+
+# Counters (counters.py).
+COUNTERS = Key("P:counters", "hash", "counter name -> value, summed over every worker")
+REFUSED = Key("P:refused:<reason>", "hash", "host -> links refused for that reason")
+STAGE_CPU = Key("P:stage_cpu", "hash", "stage -> CPU seconds, <stage>:batches -> batches")
+
+# Operations.
+DENYLIST = Key("P:denylist", "set", "host patterns never fetched, a copy of the denylist "
+               "table (denylist.py)")
+WORKERS = Key("P:workers", "hash", "host:pid -> \"rss peak time\" of a worker process "
+              "(workers.py)")
+VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify "
+             "(verify_report.py)")
+
+ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, BATCHES, BATCH_URLS, BLOOM, CLAIM, BAND, CANONICAL,
+                        ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS, RETRIES, RECRAWL_TIER,
+                        RECRAWL_CLAIMED, HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
+                        DENYLIST, WORKERS, VERIFY)
+
+
+def key_of(prefix: str, key: str) -> Key | None:
+    """The registry's entry a key of the crawl under `prefix` is an instance of."""
+    return next((k for k in ALL if k.matches(prefix, key)), None)

@@ -1,0 +1,124 @@
+"""Every key a crawl writes is one of the registry's (adapters/redis/keys.py), of its type,
+and the caches among them expire: a small crawl of the test web, stage by stage, on the real
+Redis, SCANned after every step."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import redis
+
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.frontier import Lease, QueuedURL, RedisFrontier
+from crawlapp.core.records import Release
+from crawlapp.core.settings import load_settings
+from crawlapp.ops import rebuild, takedown, verify
+from crawlapp.ops.dispatcher import dispatch_once
+from crawlapp.ops.seeding import add_seeds
+from crawlapp.stages.dedup import dedup_pages
+from crawlapp.stages.fetching import fetch_batch
+from crawlapp.stages.linking import extract_links
+from crawlapp.stages.parsing import parse_pages
+from crawlapp.stages.recrawling import drain
+from crawlapp.stages.storing import store_pages
+from testweb.server import start_in_background
+from testweb.site import Web, WebSpec
+
+SPEC = WebSpec(hosts=2, pages_per_host=3, port=0, crawl_delay_every=0, link_cases=True,
+               dedup_cases=True, recrawl_cases=True)
+EXPIRING = {keys.ROBOTS, keys.DNS, keys.DNS_LOCK, keys.HOPS}
+
+
+class Seen:
+    """The registry's keys found so far, checked as they are found."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.found: set[keys.Key] = set()
+
+    def scan(self) -> None:
+        prefix = self.ctx.settings.redis_prefix
+        for raw in self.ctx.redis.scan_iter(count=1000):
+            name = raw.decode()
+            if name.startswith("_kombu") or name in ("unacked", "unacked_index"):
+                continue
+            key = keys.key_of(prefix, name)
+            assert key is not None, f"{name} is not in the key registry"
+            assert self.ctx.redis.type(name).decode() == key.type, name
+            if key in EXPIRING:
+                assert self.ctx.redis.ttl(name) > 0, f"{name} does not expire"
+            self.found.add(key)
+
+
+def crawl(ctx: Context, seen: Seen, deadline: float) -> None:
+    """Dispatch and run every stage of each batch in this process until the crawl is idle."""
+    sent: list[tuple[str, list[Lease]]] = []
+    while ((not ctx.frontier.is_idle(time.time()) or ctx.batches.in_flight())
+           and time.monotonic() < deadline):
+        dispatch_once(ctx, lambda shard, batch_id, leases: sent.append((batch_id, leases)))
+        seen.scan()
+        while sent:
+            batch_id, leases = sent.pop()
+            pages, _, _ = fetch_batch(ctx, leases)
+            pages, counts = parse_pages(pages, ctx.settings)
+            ctx.counters.bump(counts)
+            pages = store_pages(ctx, dedup_pages(ctx, pages))
+            done = extract_links(ctx, pages)
+            ctx.counters.bump({"urls:known": done.known}, refused=done.refused)
+            ctx.counters.add_stage_cpu("extract_links", 0.001)
+            seen.scan()
+            ctx.batches.finish(batch_id)
+        time.sleep(0.02)
+    assert ctx.frontier.is_idle(time.time()) and not ctx.batches.in_flight()
+
+
+def test_a_crawl_writes_only_keys_of_the_registry(tmp_path: Path, redis_url: str) -> None:
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+                              "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8", "CRAWL_SHARDS": "2",
+                              "CRAWL_DEFAULT_DELAY": "0.01", "CRAWL_MAX_DEPTH": "3"})
+    upgrade(settings)
+    ctx = Context(settings)
+    seen = Seen(ctx)
+    with start_in_background(Web(SPEC), str(tmp_path / "requests.jsonl")) as server:
+        add_seeds(ctx, server.web.seeds())
+        crawl(ctx, seen, time.monotonic() + 120)
+        ctx.recrawls.make_due(None, time.time() - 1)  # every page again, with its validators
+        assert drain(ctx) > 0
+        seen.scan()
+        crawl(ctx, seen, time.monotonic() + 120)
+    ctx.workers.report()
+    verify.verify(ctx, repair=True)
+    host = server.web.seeds()[0].split("/")[2]
+    takedown.block(ctx, host, "test")
+    seen.scan()
+    takedown.unblock(ctx, host)
+    takedown.delete(ctx, url=server.web.seeds()[-1])
+    seen.scan()
+    rebuild.rebuild(ctx)
+    seen.scan()
+    assert seen.found >= {keys.READY, keys.IDLE, keys.LEASES, keys.TOKEN, keys.LEASED,
+                          keys.QUEUED, keys.QUEUE, keys.ALIVE, keys.BATCHES, keys.BATCH_URLS,
+                          keys.BLOOM, keys.CLAIM, keys.BAND, keys.CANONICAL, keys.ROBOTS,
+                          keys.VALIDATORS, keys.RECRAWL_TIER, keys.HOSTCOUNT, keys.PATTERNS,
+                          keys.COUNTERS, keys.REFUSED, keys.STAGE_CPU, keys.DENYLIST,
+                          keys.WORKERS, keys.VERIFY}
+    assert not ctx.redis.exists(ctx.validators.key)  # each re-crawl fetched forgot its own
+
+
+def test_the_times_of_idle_hosts_are_forgotten_once_passed(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    frontier = RedisFrontier(client, "t", 1)
+    idle = keys.IDLE.of("t", shard=0)
+    frontier.add([QueuedURL("http://a.com/", 0, 1.0)], 100.0)
+    (lease,) = frontier.dispatch([0], 100.0, 10, 60.0, 10)[0][0]
+    frontier.release([Release(lease, 110.0)])
+    assert client.zscore(idle, "a.com") == 110.0  # nothing queued: its next time is kept
+    frontier.dispatch([0], 105.0, 10, 60.0, 10)
+    assert client.zscore(idle, "a.com") == 110.0
+    frontier.dispatch([0], 111.0, 10, 60.0, 10)
+    assert client.zscore(idle, "a.com") is None  # a time past constrains nothing
+    frontier.add([QueuedURL("http://a.com/2", 0, 1.0)], 112.0)
+    assert client.zscore(keys.READY.of("t", shard=0), "a.com") == 112.0
