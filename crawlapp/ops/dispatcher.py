@@ -13,6 +13,7 @@ from crawlapp.adapters.db import repository
 from crawlapp.core.records import Lease, QueuedURL, Status
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import ensure_frontier
+from crawlapp.stages.admission import requeue
 
 log = logging.getLogger(__name__)
 SendBatch = Callable[[int, str, list[Lease]], None]
@@ -59,8 +60,8 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
     with ctx.sessions() as session:
         waiting = repository.priorities_with_status(session, [url_hash(u) for u in pairs],
                                                     Status.QUEUED)
-    ctx.frontier.add([QueuedURL(u, d, waiting[url_hash(u)]) for u, d in pairs.items()
-                      if url_hash(u) in waiting], now)
+    requeue(ctx, [QueuedURL(u, d, waiting[url_hash(u)]) for u, d in pairs.items()
+                  if url_hash(u) in waiting], now)
     for batch_id in lost:
         ctx.batches.finish(batch_id)
     return len(waiting)

@@ -30,11 +30,12 @@ from sqlalchemy import func, select
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.models import Deny, Host, Url
 from crawlapp.adapters.redis.dedup_index import Held
-from crawlapp.core.records import QueuedURL, Status
+from crawlapp.core.records import Status
 from crawlapp.core.recrawl import tier_of, validators
 from crawlapp.core.robots import effective_delay
 from crawlapp.core.simhash import from_signed
 from crawlapp.core.urls import host_of, url_hash
+from crawlapp.stages.admission import requeue
 
 CHUNK = 5000
 
@@ -80,12 +81,11 @@ def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
             return queued
         last_id = rows[-1].id
         ctx.validators.store({r.url: v for r in rows if (v := validators(r.etag, r.last_modified))})
-        by_delay: dict[float, list[QueuedURL]] = defaultdict(list)
+        by_delay: dict[float, list[Any]] = defaultdict(list)
         for r in rows:
-            by_delay[delays.get(r.host, ctx.settings.default_delay)].append(
-                QueuedURL(r.url, r.depth, r.priority))
+            by_delay[delays.get(r.host, ctx.settings.default_delay)].append(r)
         for delay, items in by_delay.items():
-            ctx.frontier.add(items, time.time() + ctx.settings.dispatch_lookahead + delay)
+            requeue(ctx, items, time.time() + ctx.settings.dispatch_lookahead + delay)
         queued += len(rows)
         progress(queued)
 

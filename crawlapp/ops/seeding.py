@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from crawlapp.adapters.context import Context
 from crawlapp.ops.rebuild import ensure_frontier
-from crawlapp.stages.linking import enqueue_new, url_row
+from crawlapp.stages.admission import admit, url_row
 
 
 def add_seeds(ctx: Context, urls: list[str]) -> int:
@@ -16,4 +16,4 @@ def add_seeds(ctx: Context, urls: list[str]) -> int:
     now = datetime.now(UTC)
     rows = {row["url_hash"]: row for row in (url_row(u, 0, ctx.settings.max_depth, now)
                                              for u in urls)}
-    return enqueue_new(ctx, rows)
+    return admit(ctx, rows)

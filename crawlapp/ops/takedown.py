@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
@@ -16,12 +15,13 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.models import Deny, Url
 from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core import hostpatterns
-from crawlapp.core.records import QueuedURL, Status
+from crawlapp.core.records import Status
 from crawlapp.core.simhash import from_signed
 from crawlapp.core.urls import host_of, url_hash
 from crawlapp.ops.rebuild import restore_recrawls
 from crawlapp.stages import dedup
-from crawlapp.stages.storing import requeue, send_back
+from crawlapp.stages.admission import requeue
+from crawlapp.stages.storing import mark_refetch, send_back
 
 DENIED_PREFIX = "denylist"  # last_error of rows blocked by the denylist: "denylist: <pattern>"
 
@@ -82,7 +82,7 @@ def unblock(ctx: Context, pattern: str) -> dict[str, int] | None:
         requeued = [r for r in rows if r.status == Status.BLOCKED
                     and (r.last_error or "").startswith(DENIED_PREFIX)]
         repository.set_status(session, [r.url_hash for r in requeued], Status.QUEUED)
-        ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority) for r in requeued], time.time())
+        requeue(ctx, requeued)
     counts = {"hosts": len({r.host for r in rows}), "urls_queued": len(requeued),
               "recrawls_restored": restore_recrawls(ctx, [r.url_hash for r in rows])}
     audit(ctx, "unblock", pattern, counts)
@@ -138,7 +138,7 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
     ctx.validators.forget([r.url for r in live])
     ctx.retries.forget([r.url for r in live])
     with ctx.sessions.begin() as session:
-        orphans = requeue(session, dedup.adopt(ctx, session, hashes),
+        orphans = mark_refetch(session, dedup.adopt(ctx, session, hashes),
                           "requeued: its original was taken down")
     send_back(ctx, orphans)
     counts = {"rows_deleted": len(live) + (1 if url and not rows else 0),

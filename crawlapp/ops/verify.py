@@ -171,7 +171,7 @@ def _repair_rows(ctx: Context, bad: list[Row], report: Report) -> None:
     ctx.dedup_index.release([r.held for r in originals])
     with ctx.sessions.begin() as session:
         left = dedup.adopt(ctx, session, [r.url_hash for r in originals])
-        queued = storing.requeue(session, [r.url_hash for r in bad] + left,
+        queued = storing.mark_refetch(session, [r.url_hash for r in bad] + left,
                                  "requeued by verify: body missing or original gone")
     storing.send_back(ctx, queued)
     report.fixed("pages_requeued", len(queued))

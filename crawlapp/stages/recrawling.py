@@ -6,8 +6,9 @@ import time
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
-from crawlapp.core.records import QueuedURL, Status
+from crawlapp.core.records import Status
 from crawlapp.core.recrawl import validators
+from crawlapp.stages.admission import requeue
 
 CLAIM_SECONDS = 300.0  # a claim not acknowledged by then goes back to its tier
 DRAIN_LIMIT = 2000
@@ -27,6 +28,6 @@ def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> i
         repository.set_status(session, [r.url_hash for r in rows], Status.QUEUED)
         packed = {r.url: v for r in rows if (v := validators(r.etag, r.last_modified))}
         ctx.validators.store(packed)
-        ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority) for r in rows], time.time())
+        requeue(ctx, rows)
     ctx.recrawls.acknowledge(claims)
     return len(rows)

@@ -4,7 +4,6 @@ answers, in one transaction. Every row naming a body is written after that body:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from crawlapp.core.records import Page, QueuedURL, Status
 from crawlapp.core.recrawl import next_schedule
 from crawlapp.core.simhash import to_signed
 from crawlapp.stages import dedup
+from crawlapp.stages.admission import requeue
 
 CHUNK = 500
 
@@ -123,7 +123,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
                                             if p.not_modified],
                                   repository.NOT_MODIFIED_COLUMNS)
-        queued = requeue(session, refetch + dedup.adopt(ctx, session, orphaned),
+        queued = mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
                          "requeued: its original is no longer stored")
     ctx.recrawls.schedule(planned)
     send_back(ctx, queued)
@@ -138,8 +138,7 @@ FORGOTTEN: dict[str, object] = {
     "last_modified": None, "next_crawl_at": None}
 
 
-def requeue(session: Session, hashes: Sequence[str], reason: str
-            ) -> dict[str, QueuedURL]:
+def mark_refetch(session: Session, hashes: Sequence[str], reason: str) -> dict[str, QueuedURL]:
     """Mark these pages (taken-down ones excepted) queued, forgetting what was stored of them;
     returns the URLs by url_hash, for `send_back` once the transaction is committed."""
     out: dict[str, QueuedURL] = {}
@@ -159,4 +158,4 @@ def send_back(ctx: Context, queued: dict[str, QueuedURL]) -> None:
         return
     ctx.recrawls.forget(list(queued))
     ctx.validators.forget([q.url for q in queued.values()])
-    ctx.frontier.add(queued.values(), time.time())
+    requeue(ctx, queued.values())

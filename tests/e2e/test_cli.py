@@ -35,7 +35,8 @@ from crawlapp.cli import cli
 from crawlapp.core.records import Link, Page, QueuedURL, Status
 from crawlapp.core.settings import get_settings
 from crawlapp.core.urls import url_hash
-from crawlapp.stages.linking import enqueue_new, extract_links
+from crawlapp.stages.admission import admit
+from crawlapp.stages.linking import extract_links
 from tests.conftest import _free_port, crawl_env
 from tests.e2e.helpers import CRAWLCTL, crawl_web, crawlctl
 from testweb.site import WebSpec
@@ -267,7 +268,7 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     ok(run("delete", f"{a}/never-seen", "--yes"), "rows deleted 1")
     assert not [b for b in after["blobs"] if "home" in b] and len(after["blobs"]) == 1  # b.test/f
     assert {status for url, (status, *_) in state(ctx)["rows"].items() if A in url} == {"deleted"}
-    assert enqueue_new(ctx, {url_hash(f"{a}/q"): _row(f"{a}/q", "queued", depth=0)}) == 0
+    assert admit(ctx, {url_hash(f"{a}/q"): _row(f"{a}/q", "queued", depth=0)}) == 0
     assert "content_claims=1" in ok(run("frontier", "rebuild"))  # b.test/f only
     assert state(ctx)["frontier"] == after["frontier"]
     audit = [json.loads(line) for line in (ctx.settings.data_dir / "audit.log").read_text()

@@ -13,7 +13,8 @@ from crawlapp.adapters.redis.frontier.redis_frontier import decode_member
 from crawlapp.core.records import Lease, Link, Page, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
-from crawlapp.stages.linking import enqueue_new, plan_links
+from crawlapp.stages.admission import admit
+from crawlapp.stages.linking import plan_links
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -43,7 +44,7 @@ def queued_members(ctx: Context) -> list[str]:
 
 def extract(ctx: Context, pages: list[Page]) -> int:
     rows, edges, _ = plan_links(pages, ctx.settings.max_depth, NOW, ctx.settings.traps)
-    return enqueue_new(ctx, rows, edges)
+    return admit(ctx, rows, edges)
 
 
 def test_links_are_queued_once_and_too_deep_ones_are_recorded(tmp_path: Path,
@@ -117,7 +118,7 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
                 status=Status.FETCHED, links=[Link("http://a.com/content", "Read the story"),
                                               Link("http://a.com/nav", boilerplate=True)])
     rows, edges, _ = plan_links([home], ctx.settings.max_depth, NOW, ctx.settings.traps)
-    enqueue_new(ctx, rows, edges)
+    admit(ctx, rows, edges)
     with ctx.sessions() as s:
         stored = {u: repository.get_url(s, url_hash(u)).priority  # type: ignore[union-attr]
                   for u in ("http://a.com/content", "http://a.com/nav")}
@@ -139,7 +140,7 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
     closer = Page(url="http://a.com/", url_hash=url_hash("http://a.com/"), depth=0,
                   status=Status.FETCHED, links=[Link("http://a.com/nav", "Navigation")])
     rows, edges, _ = plan_links([closer], ctx.settings.max_depth, NOW, ctx.settings.traps)
-    enqueue_new(ctx, rows, edges)
+    admit(ctx, rows, edges)
     with ctx.sessions() as s:
         row = repository.get_url(s, url_hash("http://a.com/nav"))
         assert row is not None and (row.depth, row.priority) == (1, link_priority(1, False, "N"))
