@@ -3,9 +3,13 @@ the blob store), built once per process."""
 
 from __future__ import annotations
 
+import functools
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ParamSpec, TypeVar
 
 import redis
 from sqlalchemy.orm import Session, sessionmaker
@@ -127,6 +131,8 @@ class Context:
         return DnsCache(self.redis, s.redis_prefix, s.dns_ttl, s.dns_negative_ttl)
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
 _CONTEXTS: dict[int, Context] = {}
 
 
@@ -136,3 +142,21 @@ def get_context() -> Context:
     if ctx is None:
         ctx = _CONTEXTS[os.getpid()] = Context(get_settings())
     return ctx
+
+
+def timed(stage: str, elsewhere: Callable[[], float] = lambda: 0.0
+          ) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Add the CPU time the calling thread spends in the wrapped stage, plus what
+    `elsewhere()` reports for other threads doing its work, to the stage CPU of this
+    process's context, and count the call under `<stage>:batches` (one round trip per batch)."""
+    def wrap(func: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(func)
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            started = time.thread_time()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                used = time.thread_time() - started + elsewhere()
+                get_context().counters.add_stage_cpu(stage, used)
+        return run
+    return wrap

@@ -21,9 +21,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from celery.signals import worker_process_shutdown
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from crawlapp.adapters.context import Context, get_context
+from crawlapp.adapters.context import Context, get_context, timed
 from crawlapp.adapters.http import fetch_loop_cpu
-from crawlapp.adapters.redis import counters
 from crawlapp.app import app
 from crawlapp.app.chain import send_render
 from crawlapp.core.records import Handover, Lease, Page
@@ -59,7 +58,7 @@ def _started(batch_id: str) -> Context:
 
 
 @app.task(name="crawl.fetch")
-@counters.timed("fetch", elsewhere=fetch_loop_cpu)
+@timed("fetch", elsewhere=fetch_loop_cpu)
 def fetch(batch_id: str, leases: Wire) -> Wire:
     ctx = _started(batch_id)
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
@@ -71,7 +70,7 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
 
 
 @app.task(name="crawl.render", **RETRY)
-@counters.timed("render", elsewhere=browser_cpu)
+@timed("render", elsewhere=browser_cpu)
 def render(batch_id: str, handovers: Wire) -> Wire:
     """Render the pages handed over by a fetch batch, under their leases."""
     return _wire(render_batch(_started(batch_id),
@@ -79,7 +78,7 @@ def render(batch_id: str, handovers: Wire) -> Wire:
 
 
 @app.task(name="crawl.parse", **RETRY)
-@counters.timed("parse")
+@timed("parse")
 def parse(pages: Wire, batch_id: str) -> Wire:
     ctx = _started(batch_id)
     parsed, counts = parse_pages(_pages(pages), ctx.settings)
@@ -88,13 +87,13 @@ def parse(pages: Wire, batch_id: str) -> Wire:
 
 
 @app.task(name="crawl.dedup", **RETRY)
-@counters.timed("dedup")
+@timed("dedup")
 def dedup(pages: Wire, batch_id: str) -> Wire:
     return _wire(dedup_pages(_started(batch_id), _pages(pages)))
 
 
 @app.task(name="crawl.store", **RETRY)
-@counters.timed("store")
+@timed("store")
 def store(pages: Wire, batch_id: str) -> Wire:
     ctx = _started(batch_id)
     batch = _pages(pages)
@@ -105,7 +104,7 @@ def store(pages: Wire, batch_id: str) -> Wire:
 
 
 @app.task(name="crawl.extract_links", **RETRY)
-@counters.timed("extract_links")
+@timed("extract_links")
 def extract_links(pages: Wire, batch_id: str) -> int:
     ctx = _started(batch_id)
     done = extract_links_stage(ctx, _pages(pages))

@@ -1,4 +1,4 @@
-"""CPU per pipeline stage: counted in Redis by counters.timed, shown by stats.collect."""
+"""CPU per pipeline stage: counted in Redis by context.timed, shown by stats.collect."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 from crawlapp.adapters import context
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
-from crawlapp.adapters.redis import counters
 from crawlapp.core.settings import load_settings
 from crawlapp.observe import stats
 
@@ -20,11 +19,11 @@ def test_timed_stages_add_their_cpu(tmp_path: Path, redis_url: str,
     upgrade(ctx.settings)
     monkeypatch.setattr(context, "get_context", lambda: ctx)
 
-    @counters.timed("parse")
+    @context.timed("parse")
     def busy(n: int) -> int:
         return sum(i * i for i in range(n))
 
-    @counters.timed("store")
+    @context.timed("store")
     def failing() -> None:
         sum(i * i for i in range(200_000))
         raise ValueError("stage failed")

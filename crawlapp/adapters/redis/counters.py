@@ -9,19 +9,13 @@ Redis resets them; Prometheus handles a counter reset) and nothing rebuilds them
 
 from __future__ import annotations
 
-import functools
-import time
-from collections.abc import Callable, Mapping
-from typing import ParamSpec, TypeVar
+from collections.abc import Mapping
 
 import redis
 from redis.client import Pipeline
 
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.pipeline import joined
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 class Counters:
@@ -62,23 +56,3 @@ class Counters:
     def read_stage_cpu(self) -> dict[str, float]:
         """CPU seconds spent in each stage so far, summed over every worker."""
         return {k.decode(): float(v) for k, v in self.client.hgetall(self.stage_cpu).items()}
-
-
-def timed(stage: str, elsewhere: Callable[[], float] = lambda: 0.0
-          ) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Add the CPU time the calling thread spends in the wrapped stage, plus what
-    `elsewhere()` reports for other threads doing its work, to the stage CPU of this
-    process's context, and count the call under `<stage>:batches` (one round trip per batch)."""
-    def wrap(func: Callable[P, R]) -> Callable[P, R]:
-        @functools.wraps(func)
-        def run(*args: P.args, **kwargs: P.kwargs) -> R:
-            from crawlapp.adapters.context import get_context  # the context imports this module
-
-            started = time.thread_time()
-            try:
-                return func(*args, **kwargs)
-            finally:
-                used = time.thread_time() - started + elsewhere()
-                get_context().counters.add_stage_cpu(stage, used)
-        return run
-    return wrap
