@@ -12,8 +12,8 @@ import redis
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.frontier import Lease, QueuedURL, RedisFrontier
-from crawlapp.core.records import Release
+from crawlapp.adapters.redis.frontier import RedisFrontier
+from crawlapp.core.records import Lease, QueuedURL, Release
 from crawlapp.core.settings import load_settings
 from crawlapp.ops import rebuild, takedown, verify
 from crawlapp.ops.dispatcher import dispatch_once
