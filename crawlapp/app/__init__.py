@@ -12,11 +12,12 @@ import resource
 import time
 from typing import Any
 
-import redis
 from celery import Celery
 from celery.signals import task_postrun
 
 from crawlapp.adapters.context import get_context
+from crawlapp.adapters.errors import transient_errors
+from crawlapp.core.errors import TransientError
 
 app = Celery("crawlapp", include=["crawlapp.app.stages", "crawlapp.app.beat"])
 app.config_from_object("crawlapp.app.config")
@@ -37,6 +38,7 @@ def _after_task(**_: Any) -> None:
         return
     _last.update(at=time.monotonic(), peak=peak)
     try:
-        get_context().workers.report()
-    except redis.RedisError as exc:
+        with transient_errors():
+            get_context().workers.report()
+    except TransientError as exc:
         log.warning("worker memory report failed: %s", exc)

@@ -16,15 +16,14 @@ import time
 from collections import Counter
 from typing import Any
 
-import redis
-from botocore.exceptions import BotoCoreError, ClientError
 from celery.signals import worker_process_shutdown
-from sqlalchemy.exc import InterfaceError, OperationalError
 
 from crawlapp.adapters.context import Context, get_context, timed
+from crawlapp.adapters.errors import transient_errors
 from crawlapp.adapters.http import fetch_loop_cpu
 from crawlapp.app import app
 from crawlapp.app.chain import send_render
+from crawlapp.core.errors import TransientError
 from crawlapp.core.records import Handover, Lease, Page
 from crawlapp.stages.dedup import dedup_pages
 from crawlapp.stages.fetching import fetch_batch
@@ -34,9 +33,9 @@ from crawlapp.stages.rendering import browser_cpu, close_renderer, render_batch
 from crawlapp.stages.storing import store_pages
 from crawlapp.stages.tallies import store_counts
 
-# Infrastructure failures retry with backoff; politeness never waits through a retry.
-RETRY = {"autoretry_for": (redis.ConnectionError, redis.TimeoutError, OperationalError,
-                           InterfaceError, BotoCoreError, ClientError),
+# A server that failed (TransientError, raised by the adapters) is retried with backoff;
+# politeness never waits through a retry.
+RETRY = {"autoretry_for": (TransientError,),
          "retry_backoff": 2, "retry_backoff_max": 60, "max_retries": 20}
 
 
@@ -58,6 +57,7 @@ def _started(batch_id: str) -> Context:
 
 
 @app.task(name="crawl.fetch")
+@transient_errors()
 @timed("fetch", elsewhere=fetch_loop_cpu)
 def fetch(batch_id: str, leases: Wire) -> Wire:
     ctx = _started(batch_id)
@@ -70,6 +70,7 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
 
 
 @app.task(name="crawl.render", **RETRY)
+@transient_errors()
 @timed("render", elsewhere=browser_cpu)
 def render(batch_id: str, handovers: Wire) -> Wire:
     """Render the pages handed over by a fetch batch, under their leases."""
@@ -78,6 +79,7 @@ def render(batch_id: str, handovers: Wire) -> Wire:
 
 
 @app.task(name="crawl.parse", **RETRY)
+@transient_errors()
 @timed("parse")
 def parse(pages: Wire, batch_id: str) -> Wire:
     ctx = _started(batch_id)
@@ -87,12 +89,14 @@ def parse(pages: Wire, batch_id: str) -> Wire:
 
 
 @app.task(name="crawl.dedup", **RETRY)
+@transient_errors()
 @timed("dedup")
 def dedup(pages: Wire, batch_id: str) -> Wire:
     return _wire(dedup_pages(_started(batch_id), _pages(pages)))
 
 
 @app.task(name="crawl.store", **RETRY)
+@transient_errors()
 @timed("store")
 def store(pages: Wire, batch_id: str) -> Wire:
     ctx = _started(batch_id)
@@ -104,6 +108,7 @@ def store(pages: Wire, batch_id: str) -> Wire:
 
 
 @app.task(name="crawl.extract_links", **RETRY)
+@transient_errors()
 @timed("extract_links")
 def extract_links(pages: Wire, batch_id: str) -> int:
     ctx = _started(batch_id)

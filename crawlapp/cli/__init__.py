@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from crawlapp.adapters.errors import transient_errors
 from crawlapp.cli import (
     checks,
     crawl,
@@ -55,7 +56,8 @@ class CrawlCtl(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with transient_errors():
+                return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except InputError as exc:

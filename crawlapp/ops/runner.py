@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import redis
-
 from crawlapp.adapters.context import Context
+from crawlapp.adapters.errors import transient_errors
+from crawlapp.core.errors import TransientError
 from crawlapp.core.queues import Queues
 from crawlapp.ops.rebuild import is_alive
 
@@ -129,9 +129,10 @@ def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.25) -> None:
         fleet.supervise()
         now = time.time()
         try:
-            idle = (is_alive(ctx) and ctx.frontier.is_idle(now) and not ctx.batches.in_flight()
-                    and ctx.recrawls.pending(now) == 0)
-        except redis.RedisError as exc:  # Redis restarting: not idle, ask again
+            with transient_errors():
+                idle = (is_alive(ctx) and ctx.frontier.is_idle(now)
+                        and not ctx.batches.in_flight() and ctx.recrawls.pending(now) == 0)
+        except TransientError as exc:  # Redis restarting: not idle, ask again
             log.warning("cannot read the frontier (%s); trying again", exc)
             idle = False
         idle_for = idle_for + 1 if idle else 0
