@@ -182,18 +182,9 @@ class _Shard:
         return removed
 
     def host_state(self, host: str, now: float) -> HostState:
-        ready, parked = self.ready.get(host), self.parked.get(host)
-        if parked is not None:
-            state = self.why.get(host) or "parked"
-        elif host in self.leases:
-            state = "leased"
-        elif ready is not None:
-            state = "ready" if ready <= now else "waiting"
-        else:
-            state = "idle"
-        until = parked if parked is not None else ready
-        return HostState(len(self.queues.get(host, {})), state, self.fails.get(host, 0),
-                         None if until is None or until == math.inf else until)
+        return HostState.of(len(self.queues.get(host, {})), self.ready.get(host),
+                            host in self.leases, self.parked.get(host), self.why.get(host),
+                            self.fails.get(host, 0), now)
 
 
 class MemoryFrontier:

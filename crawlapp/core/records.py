@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from math import inf
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -117,6 +118,22 @@ class HostState:
     state: str
     failures: int
     until: float | None
+
+    @classmethod
+    def of(cls, queued: int, ready: float | None, leased: bool, parked: float | None,
+           why: str | None, failures: int, now: float) -> HostState:
+        """A host's state from its frontier entries: its time in the ready set, whether it
+        is leased, its time in the parked set and why it is parked."""
+        if parked is not None:
+            state = why or "parked"
+        elif leased:
+            state = "leased"
+        elif ready is not None:
+            state = "ready" if ready <= now else "waiting"
+        else:
+            state = "idle"
+        until = parked if parked is not None else ready
+        return cls(queued, state, failures, None if until is None or until == inf else until)
 
 
 @dataclass(slots=True)

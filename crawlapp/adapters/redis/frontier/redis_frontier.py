@@ -244,17 +244,8 @@ class RedisFrontier:
         out = {}
         for i, host in enumerate(hosts):
             queued, ready, leased, parked, why, fails = raw[6 * i: 6 * i + 6]
-            if parked is not None:
-                state = (why or b"parked").decode()
-            elif leased is not None:
-                state = "leased"
-            elif ready is not None:
-                state = "ready" if ready <= now else "waiting"
-            else:
-                state = "idle"
-            until = parked if parked is not None else ready
-            out[host] = HostState(int(queued), state, int(fails or 0),
-                                  None if until is None or until == float("inf") else until)
+            out[host] = HostState.of(int(queued), ready, leased is not None, parked,
+                                     why.decode() if why else None, int(fails or 0), now)
         return out
 
     def is_idle(self, now: float) -> bool:

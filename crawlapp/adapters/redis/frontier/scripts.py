@@ -32,6 +32,24 @@ it: the queue key has the shard's hash tag, so it is in the same slot as the oth
 
 from crawlapp.adapters.redis.lua import Lua
 
+# A Lua function the scripts that end leases share (it needs their locals leases, token,
+# leased, queued and q): ends `host`'s lease and, with `back`, returns its leased URL to its
+# queue (where the URL keeps its better score).
+_END_LEASE = """
+local function end_lease(host, back)
+  local held = back and redis.call('HGET', leased, host)
+  if held then
+    local tab = string.find(held, '\\t', 1, true)
+    local added = redis.call('ZADD', q .. host, 'LT',
+                             string.sub(held, 1, tab - 1), string.sub(held, tab + 1))
+    redis.call('INCRBY', queued, added)
+  end
+  redis.call('ZREM', leases, host)
+  redis.call('HDEL', leased, host)
+  redis.call('HDEL', token, host)
+end
+"""
+
 # KEYS: ready, idle, leases, parked, queued, host queue prefix
 # ARGV: now, then (host, member, score, replaces) quadruplets
 # Adds URLs to their host queues (a URL already queued keeps its better score) and makes
@@ -80,18 +98,10 @@ local parked, why, queued, q = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local now = tonumber(ARGV[1])
 local max_hosts, lease, max_leased = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_prefix, horizon, due_by = ARGV[5], now + tonumber(ARGV[6]), tonumber(ARGV[7])
+""" + _END_LEASE + """
 local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, 1000)
 for _, host in ipairs(expired) do
-  local held = redis.call('HGET', leased, host)
-  if held then
-    local tab = string.find(held, '\\t', 1, true)
-    local added = redis.call('ZADD', q .. host, 'LT',
-                             string.sub(held, 1, tab - 1), string.sub(held, tab + 1))
-    redis.call('INCRBY', queued, added)
-  end
-  redis.call('ZREM', leases, host)
-  redis.call('HDEL', leased, host)
-  redis.call('HDEL', token, host)
+  end_lease(host, true)
   if redis.call('EXISTS', q .. host) == 1 then
     redis.call('ZADD', ready, now, host)
   end
@@ -175,21 +185,13 @@ RELEASE = Lua("""
 local ready, idle, leases, token, leased = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local parked, why, paused, fails = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local queued, q = KEYS[10], KEYS[11]
+""" + _END_LEASE + """
 local ended = 0
 for i = 1, #ARGV, 6 do
   local host, tok, nxt, requeue = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local failures, park_reason = ARGV[i + 4], ARGV[i + 5]
   if redis.call('HGET', token, host) == tok then
-    if requeue == '1' then
-      local held = redis.call('HGET', leased, host)
-      local tab = string.find(held, '\\t', 1, true)
-      local added = redis.call('ZADD', q .. host, 'LT',
-                               string.sub(held, 1, tab - 1), string.sub(held, tab + 1))
-      redis.call('INCRBY', queued, added)
-    end
-    redis.call('ZREM', leases, host)
-    redis.call('HDEL', leased, host)
-    redis.call('HDEL', token, host)
+    end_lease(host, requeue == '1')
     if failures == '0' then
       redis.call('HDEL', fails, host)
     else
