@@ -30,7 +30,6 @@ Rows = dict[str, dict[str, Any]]
 FOLLOWED_STATUSES: dict[str, int] = {Status.FETCHED: 1, Status.REDIRECTED: 0, Status.ROBOTS: 1}
 
 
-
 class Known(Protocol):
     """A row known to the database, as `requeue` reads it."""
 
@@ -48,12 +47,6 @@ def url_row(url: str, depth: int, max_depth: int, now: datetime,
             "priority": depth_priority(depth) if priority is None else priority,
             "discovered_at": now,
             "status": Status.QUEUED if depth <= max_depth else Status.TOO_DEEP}
-
-
-def _add_row(rows: Rows, row: dict[str, Any]) -> None:
-    known = rows.get(row["url_hash"])
-    if known is None or known["depth"] > row["depth"]:
-        rows[row["url_hash"]] = row
 
 
 def add_row(rows: Rows, row: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ Create Date: 2026-11-22
 import sqlalchemy as sa
 from alembic import op
 
+
 revision = '0001'
 down_revision = None
 branch_labels = None
