@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop, start_at
@@ -109,14 +110,29 @@ def _forget_url_state(ctx: Context, urls: list[str], pipe: Pipeline | None = Non
         ctx.hops.forget(urls, p)
 
 
-def _url_state(ctx: Context, urls: list[str]) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
-    """How many redirects led to each URL, and the validators a re-crawl sends with it."""
-    if not urls:
-        return {}, {}
+class _Known(NamedTuple):
+    """What Redis knows of a batch's leases: the robots.txt policy of each origin (None: not
+    cached), the hosts the denylist covers, how many redirects led to each URL and the
+    validators a re-crawl sends with it."""
+
+    policies: dict[str, RobotsPolicy | None]
+    denied: frozenset[str]
+    hops: dict[str, int]
+    validators: dict[str, dict[str, str]]
+
+
+def _known(ctx: Context, leases: list[Lease]) -> _Known:
+    """`_Known` of the leases, in one round trip."""
+    if not leases:
+        return _Known({}, frozenset(), {}, {})
+    urls = [lease.url for lease in leases]
     pipe = ctx.redis.pipeline(transaction=False)
+    policies = ctx.robots.read({origin_of(url) for url in urls}, pipe)
+    denied = ctx.denylist.read((lease.host for lease in leases), pipe)
     hops, validators = ctx.hops.read(urls, pipe), ctx.validators.read(urls, pipe)
     replies = pipe.execute()
-    return hops(replies), {url: conditional_headers(v) for url, v in validators(replies).items()}
+    return _Known(policies(replies), denied(replies), hops(replies),
+                  {url: conditional_headers(v) for url, v in validators(replies).items()})
 
 
 def fetch_batch(ctx: Context, leases: list[Lease]
@@ -135,9 +151,8 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     if len(held) < len(leases):
         log.warning("%d lease(s) expired before the batch ran; their URLs were requeued",
                     len(leases) - len(held))
-    policies = ctx.robots.load({origin_of(lease.url) for lease in held})
-    plan = plan_batch(held, policies, ua, ctx.denylist.denied_hosts(lease.host for lease in held))
-    hops, validators = _url_state(ctx, [lease.url for lease in plan.pages])
+    policies, denied, hops, validators = _known(ctx, held)
+    plan = plan_batch(held, policies, ua, denied)
     robots, fetched = run_on_fetch_loop(
         settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators))
 

@@ -7,11 +7,14 @@ asks about a whole batch's hosts in one SMISMEMBER.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import redis
+from redis.client import Pipeline
 
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.pipeline import Reply
 from crawlapp.core.hostpatterns import candidates
 
 
@@ -24,14 +27,26 @@ class Denylist:
 
     def denied_hosts(self, hosts: Iterable[str]) -> frozenset[str]:
         """Which of `hosts` the denylist covers, in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        denied = self.read(hosts, pipe)
+        return denied(pipe.execute())
+
+    def read(self, hosts: Iterable[str], pipe: Pipeline) -> Reply[frozenset[str]]:
+        """`denied_hosts`, in the caller's round trip."""
         hosts = list(set(hosts))
-        if not hosts:
-            return frozenset()
         per_host = [candidates(h) for h in hosts]
         flat = [p for names in per_host for p in names]
-        found = dict(zip(flat, self.client.smismember(self.key, flat), strict=True))
-        return frozenset(h for h, names in zip(hosts, per_host, strict=True)
-                         if any(found[p] for p in names))
+        at = len(pipe)
+        if flat:
+            pipe.smismember(self.key, flat)
+
+        def denied(replies: Sequence[Any]) -> frozenset[str]:
+            if not flat:
+                return frozenset()
+            found = dict(zip(flat, replies[at], strict=True))
+            return frozenset(h for h, names in zip(hosts, per_host, strict=True)
+                             if any(found[p] for p in names))
+        return denied
 
     def load(self, patterns: Iterable[str]) -> int:
         """Replace the Redis copy with `patterns` (the table's); returns how many."""

@@ -3,15 +3,18 @@ the hosts table (`record`, `write`: the store stage writes them with its batch).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import msgpack
 import redis
+from redis.client import Pipeline
 from sqlalchemy.orm import Session
 
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.pipeline import Reply
 from crawlapp.core.records import RobotsAnswer
 from crawlapp.core.robots import RobotsPolicy
 
@@ -32,18 +35,27 @@ class RobotsCache:
 
     def load(self, origins: Iterable[str]) -> dict[str, RobotsPolicy | None]:
         """The cached policy of each origin, None where it is not known yet (one round trip)."""
-        origins = list(origins)
         pipe = self.client.pipeline(transaction=False)
+        policies = self.read(origins, pipe)
+        return policies(pipe.execute())
+
+    def read(self, origins: Iterable[str], pipe: Pipeline) -> Reply[dict[str, RobotsPolicy | None]]:
+        """`load`, in the caller's round trip."""
+        origins = list(origins)
+        at = len(pipe)
         for origin in origins:
             pipe.get(self._key(origin))
-        out: dict[str, RobotsPolicy | None] = {}
-        for origin, value in zip(origins, pipe.execute(), strict=True):
-            if value is None:
-                out[origin] = None
-            else:
-                status, body = msgpack.unpackb(value)
-                out[origin] = RobotsPolicy(int(status), body)
-        return out
+
+        def policies(replies: Sequence[Any]) -> dict[str, RobotsPolicy | None]:
+            out: dict[str, RobotsPolicy | None] = {}
+            for origin, value in zip(origins, replies[at:at + len(origins)], strict=True):
+                if value is None:
+                    out[origin] = None
+                else:
+                    status, body = msgpack.unpackb(value)
+                    out[origin] = RobotsPolicy(int(status), body)
+            return out
+        return policies
 
     def save(self, policies: dict[str, RobotsPolicy]) -> None:
         """Cache each policy: a usable answer for the TTL, a failure for FAILURE_TTL."""
