@@ -223,6 +223,7 @@ def crawl_env(tmp_path: Path, redis_url: str, **extra: str) -> dict[str, str]:
         "CRAWL_REDIS_URL": redis_url,
         "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8",
         "CRAWL_SHARDS": "4",
+        "CRAWL_ROBOTS_RETRY": "0.5",  # a failing robots.txt is asked again within seconds
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",

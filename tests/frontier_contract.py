@@ -99,6 +99,24 @@ class FrontierContract:
         assert stats.urls_queued == 5 and stats.hosts_leased == 0
         assert stats.hosts_ready + stats.hosts_waiting == 5
 
+
+    def test_a_url_to_try_again_goes_behind_its_hosts_other_urls(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/broken", 0, 0.9)]
+              + [QueuedURL(f"http://a.com/{i}", 1, 0.5) for i in range(3)], NOW)
+        (broken,), _ = lease_all(f, NOW)
+        assert broken.url == "http://a.com/broken"
+        f.release([Release(broken, NOW + 1, requeue=True, behind=True)])
+        order = []
+        for n in range(4):
+            (lease,), _ = lease_all(f, NOW + 1 + n)
+            order.append(lease.url)
+            f.release([Release(lease, NOW + 2 + n, requeue=order == ["http://a.com/0"])])
+        # /0 went back once without `behind` (not fetched): it keeps its place before /1
+        assert order == ["http://a.com/0", "http://a.com/0", "http://a.com/1", "http://a.com/2"]
+        (last,), _ = lease_all(f, NOW + 10)
+        assert last.url == "http://a.com/broken"
     def test_a_batch_waits_to_grow_until_full_or_due(self, make: MakeFrontier) -> None:
         f = make(shards=1)
         f.add([QueuedURL("http://a.com/", 0, 1.0), QueuedURL("http://b.com/", 0, 1.0)], NOW + 5)

@@ -27,6 +27,7 @@ from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.adapters.redis.recrawl_sets import RecrawlSets
 from crawlapp.adapters.redis.redirect_hops import RedirectHops
 from crawlapp.adapters.redis.retries import FetchRetries
+from crawlapp.adapters.redis.throttles import Throttles
 from crawlapp.adapters.redis.robots_cache import RobotsCache
 from crawlapp.adapters.redis.urlseen import RedisBloom
 from crawlapp.adapters.redis.validators import Validators
@@ -92,6 +93,10 @@ class Context:
     @cached_property
     def retries(self) -> FetchRetries:
         return FetchRetries(self.redis, self._prefix)
+
+    @cached_property
+    def throttles(self) -> Throttles:
+        return Throttles(self.redis, self._prefix)
 
     @cached_property
     def recrawls(self) -> RecrawlSets:

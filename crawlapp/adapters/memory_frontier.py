@@ -68,9 +68,12 @@ class _Shard:
             self.queues.pop(host, None)
         return removed
 
-    def hand_back(self, host: str) -> None:
-        """The URL leased under `host` goes back to its queue."""
+    def hand_back(self, host: str, behind: bool = False) -> None:
+        """The URL leased under `host` goes back to its queue (`behind`: after its last URL)."""
         score, member = self.leased[host]
+        queue = self.queues.get(host)
+        if behind and queue:
+            score = max(score, max(queue.values()) + 0.001)
         self.queued += self.queue_add(host, member, score)
 
     def end_lease(self, host: str) -> None:
@@ -134,7 +137,7 @@ class _Shard:
         if self.token.get(host) != rel.lease.token:
             return 0
         if rel.requeue:
-            self.hand_back(host)
+            self.hand_back(host, rel.behind)
         self.end_lease(host)
         if rel.failures == 0:
             self.fails.pop(host, None)

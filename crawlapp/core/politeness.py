@@ -1,14 +1,27 @@
 """When may a host be asked again after a request? Pure: times are passed in.
 
 - Success: the end of the request plus the host's delay.
-- 429 or 503 with Retry-After: at least that long (seconds or an HTTP date), capped.
-- 5xx, timeouts, connection and protocol errors: exponential backoff per host,
-  delay * 2**failures, capped; after `park_after` failures in a row the host is parked.
+- 429 or 503 with Retry-After: that long (seconds or an HTTP date), capped at
+  `max_retry_after` (24 h).
+- 429 or 503 without it: the host is throttled, `throttle_seconds` (60 s) doubling with each
+  such answer up to `throttle_max` (a day), plus up to 10 % jitter; the escalation is
+  forgiven `forgive_after` (30 min) after the last block ends (see `Throttle`).
+- 500, 502, 504, timeouts, connection and protocol errors: exponential backoff per host on
+  failures in a row, the delay for the first one, then delay * 2**(failures - 1), capped;
+  after `park_after` failures in a row the host is parked. The failed URL goes back behind
+  the host's other URLs, so one broken page does not become its host's next request again
+  and again: a success in between resets the count.
+- A robots.txt answering 429 or 5xx, or not answering: the host is deferred
+  `robots_retry` (60 s, doubling with each failure in a row, or a longer Retry-After) and
+  robots.txt asked again, at most `max_retries` more times before its "nothing allowed"
+  stands for the cycle (cached for 10 minutes; see adapters/redis/robots_cache).
 - A response the crawler abandoned (timeout, too large, broken): `abort_grace` more, since
   the server may still be sending it and would see the next request overlap it.
 A URL whose server was overloaded or unreachable (429, 5xx, connection refused) goes back
 to its host's queue, at most `max_retries` times; a timeout is not retried (the server was
 slow for that URL, and another try would cost the host another full timeout).
+
+The defaults follow StormCrawler and Nutch as Common Crawl runs them.
 - A host that cannot be reached for a reason that will not change soon (the address guard
   refuses its address, its name does not resolve, it is not a valid host name, TLS fails)
   is backed off the same way, and after `give_up_after` such failures in a row it is given
@@ -19,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import NamedTuple
 
 from crawlapp.core.records import FetchError
 
@@ -37,24 +51,44 @@ _ADDRESS_KINDS = {"loopback": "a loopback address", "private": "a private addres
                   "bad_address": "not an IP address"}
 
 
+JITTER = 0.1  # a throttle block is lengthened by up to this share, at random
+
+
 @dataclass(frozen=True)
 class Backoff:
     max_backoff: float = 300.0
-    max_retry_after: float = 3600.0
+    max_retry_after: float = 86400.0
     park_after: int = 8
     park_seconds: float = 600.0
     max_retries: int = 2
     abort_grace: float = 5.0
     give_up_after: int = 3
+    throttle_seconds: float = 60.0
+    throttle_max: float = 86400.0
+    forgive_after: float = 1800.0
+    robots_retry: float = 60.0
+
+
+class Throttle(NamedTuple):
+    """How far a host's throttling has escalated: 429/503 answers without Retry-After since
+    it was last forgiven, and when the level is forgotten (`forgive_after` past the block)."""
+
+    level: int
+    forgive_at: float
+
+    def level_at(self, now: float) -> int:
+        return self.level if now < self.forgive_at else 0
 
 
 @dataclass(frozen=True)
 class HostNext:
-    """What one request means for its host: next allowed time, failures in a row, parking."""
+    """What one request means for its host: next allowed time, failures in a row, parking,
+    and its throttle when the request raised it (None: unchanged)."""
 
     next_time: float
     failures: int
     park_reason: str | None = None
+    throttle: Throttle | None = None
 
 
 def is_transient(status: int | None, error: str | None) -> bool:
@@ -105,8 +139,13 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
 
 
 def host_next(end: float, delay: float, status: int | None, error: str | None,
-              retry_after: str | None, failures: int, policy: Backoff) -> HostNext:
-    """The host's next allowed time after a request that ended at `end`."""
+              retry_after: str | None, failures: int, policy: Backoff, *,
+              throttled: int = 0, jitter: float = 0.0, robots: bool = False) -> HostNext:
+    """The host's next allowed time after a request that ended at `end`.
+
+    `throttled` is the host's throttle level now, `jitter` a number in [0, 1) (random in a
+    crawl), `robots` whether the request was for robots.txt.
+    """
     if error in ABANDONED_ERRORS:
         end += policy.abort_grace
     if is_unreachable(error):
@@ -117,13 +156,22 @@ def host_next(end: float, delay: float, status: int | None, error: str | None,
                         failures)
     if not is_transient(status, error):
         return HostNext(end + delay, 0)
-    failures += 1
-    wait = min(delay * 2 ** failures, policy.max_backoff)
+    asked = parse_retry_after(retry_after, end) if status in (429, 503) else None
+    if asked is not None:
+        asked = min(asked, policy.max_retry_after)
+    if robots:
+        wait = min(policy.robots_retry * 2 ** failures, policy.throttle_max)
+        return HostNext(end + max(wait, asked or 0.0, delay), failures + 1)
     if status in (429, 503):
-        asked = parse_retry_after(retry_after, end)
         if asked is not None:
-            wait = max(wait, min(asked, policy.max_retry_after))
+            return HostNext(end + max(asked, delay), failures)
+        block = min(policy.throttle_seconds * 2 ** throttled, policy.throttle_max)
+        block *= 1.0 + JITTER * jitter
+        return HostNext(end + max(block, delay), failures, None,
+                        Throttle(throttled + 1, end + block + policy.forgive_after))
+    failures += 1
+    wait = max(min(delay * 2 ** (failures - 1), policy.max_backoff), delay)
     if failures >= policy.park_after:
         reason = f"{failures} failures in a row, last: {error or status}"
         return HostNext(end + max(wait, policy.park_seconds), failures, reason)
-    return HostNext(end + max(wait, delay), failures)
+    return HostNext(end + wait, failures)

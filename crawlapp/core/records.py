@@ -88,14 +88,16 @@ class Lease:
 
 @dataclass(frozen=True, slots=True)
 class Release:
-    """How a lease ends: the host's next allowed time, whether its URL goes back, the
-    host's failures in a row, and why it is parked (if it is)."""
+    """How a lease ends: the host's next allowed time, whether its URL goes back (`behind`:
+    after the host's other URLs, for a URL to try again), the host's failures in a row, and
+    why it is parked (if it is)."""
 
     lease: Lease
     next_time: float
     requeue: bool = False
     failures: int = 0
     park_reason: str | None = None
+    behind: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,7 +84,22 @@ class Settings:
         "hosts ready within this many seconds may join a batch; each request still waits for its host's time")
     max_backoff: float = _doc(
         "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors")
-    max_retry_after: float = _doc("CRAWL_MAX_RETRY_AFTER", "cap on a `Retry-After` (429, 503)")
+    max_retry_after: float = _doc(
+        "CRAWL_MAX_RETRY_AFTER", "cap on a `Retry-After` (429, 503): the host waits that long")
+    throttle_seconds: float = _doc(
+        "CRAWL_THROTTLE_SECONDS",
+        "a host answering 429 or 503 without `Retry-After` waits this long, doubling with each "
+        "such answer (plus up to 10 % jitter)")
+    throttle_max: float = _doc("CRAWL_THROTTLE_MAX", "cap on that doubling wait")
+    forgive_after: float = _doc(
+        "CRAWL_FORGIVE_AFTER",
+        "quiet seconds after a throttle wait ends before the doubling starts again from "
+        "CRAWL_THROTTLE_SECONDS")
+    robots_retry: float = _doc(
+        "CRAWL_ROBOTS_RETRY",
+        "a host whose robots.txt answers 429 or 5xx, or does not answer, is deferred this long, "
+        "doubling with each failure (or a longer `Retry-After`), before robots.txt is asked "
+        "again, at most CRAWL_MAX_RETRIES times")
     park_after: int = _doc("CRAWL_PARK_AFTER", "a host failing this many times in a row is parked")
     park_seconds: float = _doc("CRAWL_PARK_SECONDS", "how long a failing host stays parked")
     max_retries: int = _doc(
@@ -159,7 +174,9 @@ class Settings:
     @property
     def backoff(self) -> Backoff:
         return Backoff(self.max_backoff, self.max_retry_after, self.park_after,
-                       self.park_seconds, self.max_retries, give_up_after=self.give_up_after)
+                       self.park_seconds, self.max_retries, give_up_after=self.give_up_after,
+                       throttle_seconds=self.throttle_seconds, throttle_max=self.throttle_max,
+                       forgive_after=self.forgive_after, robots_retry=self.robots_retry)
 
 
 def _parse(env: Mapping[str, str], name: str, default: T, convert: Callable[[str], T]) -> T:
@@ -276,7 +293,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         dispatch_interval=_parse(env, "CRAWL_DISPATCH_INTERVAL", 0.25, _bounded(float, 0.01, 60)),
         dispatch_lookahead=_parse(env, "CRAWL_DISPATCH_LOOKAHEAD", 1.0, _bounded(float, 0, 60)),
         max_backoff=_parse(env, "CRAWL_MAX_BACKOFF", 300.0, _bounded(float, 0, 86400)),
-        max_retry_after=_parse(env, "CRAWL_MAX_RETRY_AFTER", 3600.0, _bounded(float, 0, 86400)),
+        max_retry_after=_parse(env, "CRAWL_MAX_RETRY_AFTER", 86400.0,
+                               _bounded(float, 0, 7 * 86400)),
+        throttle_seconds=_parse(env, "CRAWL_THROTTLE_SECONDS", 60.0, _bounded(float, 0, 86400)),
+        throttle_max=_parse(env, "CRAWL_THROTTLE_MAX", 86400.0, _bounded(float, 0, 7 * 86400)),
+        forgive_after=_parse(env, "CRAWL_FORGIVE_AFTER", 1800.0, _bounded(float, 0, 7 * 86400)),
+        robots_retry=_parse(env, "CRAWL_ROBOTS_RETRY", 60.0, _bounded(float, 0, 86400)),
         park_after=_parse(env, "CRAWL_PARK_AFTER", 8, _bounded(int, 1, 1000)),
         park_seconds=_parse(env, "CRAWL_PARK_SECONDS", 600.0, _bounded(float, 1, 7 * 86400)),
         max_retries=_parse(env, "CRAWL_MAX_RETRIES", 2, _bounded(int, 0, 100)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -15,7 +16,14 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop, start_at
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.adapters.redis.pipeline import Pipeline, joined
-from crawlapp.core.politeness import GIVEN_UP, host_next, is_retryable, is_unreachable, unreachable_sentence
+from crawlapp.core.politeness import (
+    GIVEN_UP,
+    Throttle,
+    host_next,
+    is_retryable,
+    is_unreachable,
+    unreachable_sentence,
+)
 from crawlapp.core.records import Fetched, Handover, Lease, Page, Release
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer, robots_url
@@ -112,27 +120,30 @@ def _forget_url_state(ctx: Context, urls: list[str], pipe: Pipeline | None = Non
 
 class _Known(NamedTuple):
     """What Redis knows of a batch's leases: the robots.txt policy of each origin (None: not
-    cached), the hosts the denylist covers, how many redirects led to each URL and the
-    validators a re-crawl sends with it."""
+    cached), the hosts the denylist covers, how many redirects led to each URL, the
+    validators a re-crawl sends with it and the hosts' throttles."""
 
     policies: dict[str, RobotsPolicy | None]
     denied: frozenset[str]
     hops: dict[str, int]
     validators: dict[str, dict[str, str]]
+    throttles: dict[str, Throttle]
 
 
 def _known(ctx: Context, leases: list[Lease]) -> _Known:
     """`_Known` of the leases, in one round trip."""
     if not leases:
-        return _Known({}, frozenset(), {}, {})
+        return _Known({}, frozenset(), {}, {}, {})
     urls = [lease.url for lease in leases]
     pipe = ctx.redis.pipeline(transaction=False)
     policies = ctx.robots.read({origin_of(url) for url in urls}, pipe)
     denied = ctx.denylist.read((lease.host for lease in leases), pipe)
     hops, validators = ctx.hops.read(urls, pipe), ctx.validators.read(urls, pipe)
+    throttles = ctx.throttles.read({lease.host for lease in leases}, pipe)
     replies = pipe.execute()
     return _Known(policies(replies), denied(replies), hops(replies),
-                  {url: conditional_headers(v) for url, v in validators(replies).items()})
+                  {url: conditional_headers(v) for url, v in validators(replies).items()},
+                  throttles(replies))
 
 
 def fetch_batch(ctx: Context, leases: list[Lease]
@@ -151,7 +162,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     if len(held) < len(leases):
         log.warning("%d lease(s) expired before the batch ran; their URLs were requeued",
                     len(leases) - len(held))
-    policies, denied, hops, validators = _known(ctx, held)
+    policies, denied, hops, validators, throttles = _known(ctx, held)
     plan = plan_batch(held, policies, ua, denied)
     robots, fetched = run_on_fetch_loop(
         settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators))
@@ -160,15 +171,24 @@ def fetch_batch(ctx: Context, leases: list[Lease]
                for lease, r in zip(plan.robots, robots, strict=True)}
     policies.update(learned)
 
-    def release(lease: Lease, result: Fetched, requeue: bool) -> Release:
+    raised: dict[str, Throttle] = {}
+
+    def release(lease: Lease, result: Fetched, requeue: bool, robots: bool = False) -> Release:
+        """How the lease ends; a retried URL (not robots.txt's) goes behind its host's others."""
         policy = policies.get(origin_of(lease.url))
         delay = effective_delay(policy.crawl_delay(ua) if policy else None,
                                 settings.default_delay, settings.max_crawl_delay)
+        throttle = throttles.get(lease.host)
         # The margin covers a server that logs a response as ended a little after the
         # crawler has read all of it (a busy server resumes its writer late).
         nxt = host_next(result.ended + settings.delay_margin, delay, result.status, result.error,
-                        result.headers.get("retry-after"), fails_of[lease.host], settings.backoff)
-        return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason)
+                        result.headers.get("retry-after"), fails_of[lease.host], settings.backoff,
+                        throttled=throttle.level_at(result.ended) if throttle else 0,
+                        jitter=random.random(), robots=robots)
+        if nxt.throttle is not None:
+            raised[lease.host] = nxt.throttle
+        return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason,
+                       behind=requeue and not robots)
 
     # A robots.txt that could not be fetched (5xx, no answer) is asked again with the host's
     # backoff while its URL waits; only after CRAWL_MAX_RETRIES more failures does the
@@ -176,7 +196,8 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     # A host that cannot be reached at all (address guard, DNS, invalid name, TLS) is given
     # up after CRAWL_GIVE_UP_AFTER tries instead: its waiting URL is recorded failed with
     # the reason, and nothing is cached, so that `frontier resume` asks for robots.txt again.
-    releases = [release(lease, r, True) for lease, r in zip(plan.robots, robots, strict=True)]
+    releases = [release(lease, r, True, robots=True)
+                for lease, r in zip(plan.robots, robots, strict=True)]
     releases = [replace(r, requeue=False) if _given_up(r) else r for r in releases]
     failures_now = {origin_of(r.lease.url): r.failures for r in releases}
     unreachable = {origin_of(lease.url) for lease, r in zip(plan.robots, robots, strict=True)
@@ -223,6 +244,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
             releases.append(ended)
             pages.append(page)
     ctx.frontier.release(releases)
+    ctx.throttles.update(raised, [host for host, t in throttles.items() if t.level_at(now) == 0])
     _report_given_up(ctx, [r for r in releases if _given_up(r)])
     return pages, len(retry), handovers
 

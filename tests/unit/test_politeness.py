@@ -1,6 +1,13 @@
 import pytest
 
-from crawlapp.core.politeness import Backoff, host_next, is_retryable, is_transient, parse_retry_after
+from crawlapp.core.politeness import (
+    Backoff,
+    Throttle,
+    host_next,
+    is_retryable,
+    is_transient,
+    parse_retry_after,
+)
 
 POLICY = Backoff(max_backoff=60, max_retry_after=120, park_after=3, park_seconds=600)
 
@@ -24,7 +31,7 @@ def test_transient_failures(status: int | None, error: str | None, transient: bo
 def test_backoff_grows_exponentially_and_is_capped() -> None:
     waits = [host_next(0.0, 1.0, 500, None, None, failures=f, policy=Backoff(park_after=99)
                        ).next_time for f in range(10)]
-    assert waits[:4] == [2.0, 4.0, 8.0, 16.0]
+    assert waits[:4] == [1.0, 2.0, 4.0, 8.0]  # one failure costs only the delay
     assert max(waits) == 300.0
 
 
@@ -41,8 +48,8 @@ def test_retry_after_seconds_and_dates_are_honoured_and_capped() -> None:
 
 def test_an_abandoned_response_adds_a_grace_period() -> None:
     assert host_next(0.0, 1.0, 200, "too_large", None, 0, POLICY).next_time == 6.0
-    assert host_next(0.0, 1.0, None, "timeout", None, 0, POLICY).next_time == 7.0
-    assert host_next(0.0, 1.0, None, "connect", None, 0, POLICY).next_time == 2.0
+    assert host_next(0.0, 1.0, None, "timeout", None, 0, POLICY).next_time == 6.0
+    assert host_next(0.0, 1.0, None, "connect", None, 0, POLICY).next_time == 1.0
 
 
 def test_a_host_failing_again_and_again_is_parked_with_a_reason() -> None:
@@ -57,3 +64,39 @@ def test_a_host_failing_again_and_again_is_parked_with_a_reason() -> None:
 ])
 def test_which_failures_are_retried(status: int | None, error: str | None, retry: bool) -> None:
     assert is_retryable(status, error) is retry
+
+
+def test_429_or_503_without_retry_after_throttles_60_s_doubling_to_a_day_with_jitter() -> None:
+    policy = Backoff()
+    first = host_next(0.0, 1.0, 429, None, None, 0, policy)
+    assert first.next_time == 60.0 and first.failures == 0
+    assert first.throttle == Throttle(1, 60.0 + 1800.0)
+    second = host_next(100.0, 1.0, 503, None, None, 0, policy, throttled=1)
+    assert second.next_time == 220.0 and second.throttle == Throttle(2, 220.0 + 1800.0)
+    capped = host_next(0.0, 1.0, 429, None, None, 0, policy, throttled=30, jitter=0.999)
+    assert 86400.0 <= capped.next_time < 86400.0 * 1.1
+    jittered = host_next(0.0, 1.0, 429, None, None, 0, policy, jitter=0.5)
+    assert jittered.next_time == 63.0
+
+
+def test_a_throttle_level_is_forgiven_after_a_quiet_half_hour() -> None:
+    throttle = host_next(0.0, 1.0, 429, None, None, 0, Backoff(), throttled=2).throttle
+    assert throttle is not None and throttle.level == 3
+    assert throttle.level_at(240.0 + 1799.0) == 3
+    assert throttle.level_at(240.0 + 1800.0) == 0
+
+
+def test_a_retry_after_is_obeyed_as_it_is_without_escalating() -> None:
+    nxt = host_next(0.0, 1.0, 503, None, "3", 5, Backoff(), throttled=4)
+    assert (nxt.next_time, nxt.failures, nxt.throttle) == (3.0, 5, None)
+    assert host_next(0.0, 1.0, 429, None, "999999", 0, Backoff()).next_time == 86400.0
+
+
+def test_a_failing_robots_txt_defers_its_host_for_minutes() -> None:
+    policy = Backoff()
+    nxt = host_next(0.0, 1.0, 503, None, None, 0, policy, robots=True)
+    assert (nxt.next_time, nxt.failures, nxt.throttle) == (60.0, 1, None)
+    assert host_next(0.0, 1.0, 500, None, None, 1, policy, robots=True).next_time == 120.0
+    assert host_next(0.0, 1.0, 429, None, "900", 1, policy, robots=True).next_time == 900.0
+    assert host_next(0.0, 1.0, None, "connect", None, 0, policy, robots=True).next_time == 60.0
+    assert host_next(0.0, 1.0, 200, None, None, 2, policy, robots=True).failures == 0

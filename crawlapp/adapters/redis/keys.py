@@ -97,6 +97,8 @@ HOPS = Key("P:hops:<url_hash>", "string", "redirects that led to a URL waiting t
 VALIDATORS = Key("P:validators", "hash", "url -> ETag and Last-Modified a re-crawl sends "
                  "(validators.py)")
 RETRIES = Key("P:retries", "hash", "url -> transient failures so far (retries.py)")
+THROTTLE = Key("P:throttle", "hash", "host -> \"level forgive_at\" of a host throttled by "
+               "429/503 without Retry-After (throttles.py)")
 
 # The re-crawl schedule (recrawl_sets.py).
 RECRAWL_TIER = Key("{P:recrawl}:tier:<tier>", "zset", "url_hash -> next fetch time, one set "
@@ -123,7 +125,8 @@ VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify
              "(verify_report.py)")
 
 ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, BATCHES, BATCH_URLS, BLOOM, CLAIM, BAND, CANONICAL,
-                        ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS, RETRIES, RECRAWL_TIER,
+                        ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS, RETRIES, THROTTLE,
+                        RECRAWL_TIER,
                         RECRAWL_CLAIMED, HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
                         DENYLIST, WORKERS, VERIFY)
 

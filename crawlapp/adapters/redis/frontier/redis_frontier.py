@@ -154,7 +154,7 @@ class RedisFrontier:
         by_shard: dict[int, list[object]] = defaultdict(list)
         for rel in releases:
             by_shard[rel.lease.shard] += [rel.lease.host, rel.lease.token, rel.next_time,
-                                          "1" if rel.requeue else "0", rel.failures,
+                                          ("2" if rel.behind else "1") if rel.requeue else "0", rel.failures,
                                           rel.park_reason or ""]
         if not by_shard:
             return 0

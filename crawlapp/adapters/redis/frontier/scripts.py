@@ -34,14 +34,19 @@ from crawlapp.adapters.redis.lua import Lua
 
 # A Lua function the scripts that end leases share (it needs their locals leases, token,
 # leased, queued and q): ends `host`'s lease and, with `back`, returns its leased URL to its
-# queue (where the URL keeps its better score).
+# queue, where the URL keeps its better score; or, with `behind` too, goes after the
+# queue's last URL (a URL to try again after the host's others).
 _END_LEASE = """
-local function end_lease(host, back)
+local function end_lease(host, back, behind)
   local held = back and redis.call('HGET', leased, host)
   if held then
     local tab = string.find(held, '\\t', 1, true)
-    local added = redis.call('ZADD', q .. host, 'LT',
-                             string.sub(held, 1, tab - 1), string.sub(held, tab + 1))
+    local score = tonumber(string.sub(held, 1, tab - 1))
+    if behind then
+      local last = redis.call('ZRANGE', q .. host, -1, -1, 'WITHSCORES')
+      if #last > 0 then score = math.max(score, tonumber(last[2]) + 0.001) end
+    end
+    local added = redis.call('ZADD', q .. host, 'LT', score, string.sub(held, tab + 1))
     redis.call('INCRBY', queued, added)
   end
   redis.call('ZREM', leases, host)
@@ -175,7 +180,8 @@ return out
 # KEYS: ready, idle, leases, token, leased, parked, why, paused, fails, queued,
 #   host queue prefix
 # ARGV: (host, token, next_time, requeue, failures, park_reason) sextuplets;
-# requeue is "1" to put the leased URL back (it was not fetched), "0" when it was handled;
+# requeue is "1" to put the leased URL back (it was not fetched), "2" to put it back behind
+# the host's other URLs (to try it again), "0" when it was handled;
 # failures is the host's new count of failures in a row; park_reason, when not empty,
 # parks the host until next_time.
 # Ends each lease still held with that token: a host paused meanwhile is parked until
@@ -191,7 +197,7 @@ for i = 1, #ARGV, 6 do
   local host, tok, nxt, requeue = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local failures, park_reason = ARGV[i + 4], ARGV[i + 5]
   if redis.call('HGET', token, host) == tok then
-    end_lease(host, requeue == '1')
+    end_lease(host, requeue ~= '0', requeue == '2')
     if failures == '0' then
       redis.call('HDEL', fails, host)
     else
