@@ -13,7 +13,8 @@ GZIP_LEVEL = 1  # compressed once, in the fetch stage: speed over a few % of siz
 
 
 def page_for(lease: Lease) -> Page:
-    return Page(url=lease.url, url_hash=url_hash(lease.url), host=lease.host, depth=lease.depth)
+    return Page(url=lease.url, url_hash=url_hash(lease.url), host=lease.host, depth=lease.depth,
+                hops=lease.hops)
 
 
 def status_of(fetched: Fetched) -> Status:
