@@ -10,10 +10,11 @@ Each seed adds one rule (`crawlctl seed add --scope`, default CRAWL_SCOPE):
 
 The crawl's scope is the union of its seeds' rules plus CRAWL_SCOPE_INCLUDE, minus
 CRAWL_SCOPE_EXCLUDE (an exclude wins). A pattern is a SURT prefix as Heritrix writes it
-(`http://(com,example,)/docs`; a plain URL is turned into its SURT), or a regular expression
-`re:...` searched in the request URL (Nutch style; no comma or whitespace in it, write
-`\x2c` or `\s`). A URL out of scope may still be fetched
-when at most CRAWL_SCOPE_HOPS off-scope links in a row led to it.
+(`http://(com,example,)/docs` for example.com's /docs, `http://(com,example,` for
+example.com and its subdomains; a plain URL is turned into its SURT), or a regular expression
+`re:...` searched in the request URL (Nutch style; it ends at whitespace: write `\s`).
+A URL out of scope may still be fetched when at most CRAWL_SCOPE_HOPS off-scope links in a
+row led to it.
 
 SURT (Sort-friendly URI Reordering Transform) form used here: `scheme://(` the host's labels
 reversed, each followed by a comma, then `:port` when the URL has one, `)` and the path and
@@ -102,6 +103,24 @@ def _surt_prefix(pattern: str) -> str:
     return head.lower() + closed + tail
 
 
+def _split(raw: str) -> list[str]:
+    """Patterns separated by whitespace or commas; a comma inside a SURT's parentheses, or
+    after one left open (`http://(com,example,` for example.com and its subdomains), is part
+    of the pattern, and a `re:` pattern ends at whitespace only."""
+    out = []
+    for word in raw.split():
+        token, depth = "", 0
+        for char in word:
+            if char == "," and depth == 0 and not token.startswith(RE_PREFIX):
+                out.append(token)
+                token = ""
+                continue
+            depth += (char == "(") - (char == ")")
+            token += char
+        out.append(token)
+    return [token for token in out if token]
+
+
 @dataclass(frozen=True)
 class Patterns:
     """CRAWL_SCOPE_INCLUDE or CRAWL_SCOPE_EXCLUDE: SURT prefixes and regular expressions."""
@@ -113,7 +132,7 @@ class Patterns:
     def parse(cls, raw: str) -> Patterns:
         """Comma- or whitespace-separated patterns; ValueError names a bad one."""
         surts, exprs = [], []
-        for part in re.split(r"[\s,]+(?![^()]*\))", raw.strip()):
+        for part in _split(raw):
             if not part:
                 continue
             if part.startswith(RE_PREFIX):
