@@ -128,3 +128,14 @@ def test_one_hop_off_scope(tmp_path: Path, redis_url: str) -> None:
     assert refused["out_of_scope"] > 0
     print(f"scope host, 1 hop: {len(hosts_fetched(web, requests))} hosts, {len(off_site)} "
           f"off-site pages, refused {refused}")
+
+
+def test_bad_scope_arguments_change_nothing(tmp_path: Path, redis_url: str) -> None:
+    env = crawl_env(tmp_path, redis_url)
+    bad = crawlctl(env, "seed", "add", "http://site1.test/", "--scope", "site")
+    assert bad.returncode == 2 and "'site' is not one of" in bad.stderr
+    alone = crawlctl(env, "crawl", "--scope", "host", "--until-idle")
+    assert alone.returncode == 2 and "--scope applies to the seeds of --seeds FILE" in alone.stderr
+    setting = crawlctl({**env, "CRAWL_SCOPE": "site"}, "seed", "add", "http://site1.test/")
+    assert setting.returncode == 2 and "CRAWL_SCOPE='site'" in setting.stderr
+    assert not (tmp_path / "var" / "crawl.db").exists()
