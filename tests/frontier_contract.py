@@ -191,13 +191,29 @@ class FrontierContract:
         f.add([QueuedURL(f"http://a.com/{i}", 1, 0.5) for i in range(3)]
               + [QueuedURL("http://b.com/1", 1, 0.5)], NOW)
         assert f.drop("a.com", []) == 0
-        assert f.drop("a.com", [(1, "http://a.com/0"), (2, "http://a.com/1")]) == 1
+        assert f.drop("a.com", [(1, "http://a.com/0", 0), (2, "http://a.com/1", 0)]) == 1
         assert f.host_states(["a.com"], NOW)["a.com"].queued == 2
         assert f.drop("a.com") == 2 and f.drop("a.com") == 0
         assert f.stats(NOW)[0].urls_queued == 1
         assert f.host_states(["a.com"], NOW)["a.com"].state == "idle"
         (lease,), _ = lease_all(f, NOW)
         assert lease.host == "b.com" and f.drop("b.com") == 0  # a leased URL stays leased
+
+    def test_off_scope_hops_travel_with_the_url(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/in", 2, 0.5), QueuedURL("http://a.com/off", 2, 0.5, hops=1),
+               QueuedURL("http://a.com/far", 4, 0.4, hops=2)], NOW)
+        assert f.add([QueuedURL("http://a.com/far", 3, 0.4, replaces_depth=4, hops=2)], NOW) == 0
+        assert f.drop("a.com", [(2, "http://a.com/off", 0)]) == 0  # its hops are part of it
+        got = []
+        for n in range(3):
+            (lease,), _ = lease_all(f, NOW + n)
+            got.append((lease.url, lease.depth, lease.hops))
+            f.release([Release(lease, NOW + n + 1)])
+        assert sorted(got) == [("http://a.com/far", 3, 2), ("http://a.com/in", 2, 0),
+                               ("http://a.com/off", 2, 1)]
+        f.add([QueuedURL("http://a.com/off", 2, 0.5, hops=1)], NOW + 5)
+        assert f.drop("a.com", [(2, "http://a.com/off", 1)]) == 1
 
     def test_hold_delays_ready_and_idle_hosts(self, make: MakeFrontier) -> None:
         f = make(shards=1)

@@ -435,6 +435,8 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crawl-delay-every", type=int, default=defaults.crawl_delay_every,
                         help="every Nth host has Crawl-delay: 2 (0 = none)")
     parser.add_argument("--words", type=int, default=defaults.words_per_page, help="words per page")
+    parser.add_argument("--names", default="", help="comma-separated host names of hosts 0, 1, ... "
+                        "(links use them; resolve each to its host's address)")
     cases = parser.add_argument_group("opt-in cases (see testweb/cases.py)")
     cases.add_argument("--cases", action="store_true", help="every case group")
     cases.add_argument("--case", action="append", choices=CASE_GROUPS, default=[],
@@ -462,6 +464,7 @@ def spec_from_args(args: argparse.Namespace) -> WebSpec:
     extras = {name: getattr(args, name) for name, _ in _EXTRA_FIELDS if hasattr(args, name)}
     return WebSpec(hosts=args.hosts, pages_per_host=args.pages, port=args.port, seed=args.seed,
                    crawl_delay_every=args.crawl_delay_every, words_per_page=args.words,
+                   names=tuple(n for n in getattr(args, "names", "").split(",") if n),
                    cases=getattr(args, "cases", False),
                    vary_validators=getattr(args, "vary_validators", False),
                    **{f"{group}_cases": True for group in groups}, **extras)
@@ -472,6 +475,8 @@ def spec_argv(spec: WebSpec) -> list[str]:
     argv = ["--hosts", str(spec.hosts), "--pages", str(spec.pages_per_host),
             "--port", str(spec.port), "--seed", str(spec.seed),
             "--crawl-delay-every", str(spec.crawl_delay_every), "--words", str(spec.words_per_page)]
+    if spec.names:
+        argv += ["--names", ",".join(spec.names)]
     if spec.cases:
         argv.append("--cases")
     for group in CASE_GROUPS:

@@ -1,6 +1,8 @@
 """Pure generator of the test web: hosts, pages, links and robots.txt from a WebSpec (no I/O).
 
-Host i lives at ``127.0.{1 + i // 250}.{1 + i % 250}:port``. Every host has a home page ``/``,
+Host i lives at ``127.0.{1 + i // 250}.{1 + i % 250}:port``; with WebSpec.names, the first
+hosts are linked to by name (``http://docs.site1.test:port/``), served on the same addresses: a
+crawler must resolve each name to its host's address (`name_addresses`). Every host has a home page ``/``,
 pages ``/p/<j>.html``, a ``/robots.txt`` disallowing ``/private/`` and a 200 page under
 ``/private/`` that a polite crawler never asks for. Everything is a function of the WebSpec.
 
@@ -91,6 +93,7 @@ class WebSpec:
     realweb_cases: bool = False  # DocBook and Sphinx sites, a CMS: query routes, odd encodings
     vary_validators: bool = False  # normal hosts vary ETag / Last-Modified too (not in `cases`)
     generation: int = 0  # content generation: > 0 changes the text of some pages
+    names: tuple[str, ...] = ()  # host names of hosts 0, 1, ... (links and seeds use them)
     change_fraction: float = 0.25  # share of pages whose text changes in each generation
     big_page_bytes: int = 20 * 1024 * 1024
     bomb_bytes: int = 1 << 30  # decompressed size of the gzip bomb
@@ -105,6 +108,9 @@ class WebSpec:
             raise ValueError("port must be in 0..65535")
         if self.crawl_delay_every < 0 or self.words_per_page < 0:
             raise ValueError("crawl_delay_every and words_per_page must be >= 0")
+        if len(self.names) > self.hosts or any(
+                not re.fullmatch(r"[a-z0-9-]+(\.[a-z0-9-]+)+", name) for name in self.names):
+            raise ValueError("names: at most one lowercase dotted host name per normal host")
         if self.generation < 0 or not 0.0 <= self.change_fraction <= 1.0:
             raise ValueError("generation must be >= 0 and change_fraction in [0, 1]")
         if self.big_page_bytes < 1024 or self.bomb_bytes < 1 or self.drip_seconds < 0:
@@ -260,6 +266,7 @@ class Web:
             (re.compile(r"/private/(.+)"), self._private),
         )
         self.case_kinds = spec.case_kinds
+        self._named = {f"{name}:{spec.port}": i for i, name in enumerate(spec.names)}
         self._cases: Cases | None = None
         if self.case_kinds:
             from testweb.cases import Cases
@@ -285,14 +292,23 @@ class Web:
         return [self.netloc(i) for i in range(self.host_count)]
 
     def base_url(self, i: int) -> str:
-        return f"http://{self.netloc(i)}"
+        """The scheme and netloc URLs of host i use: its name if it has one."""
+        names = self.spec.names
+        return f"http://{names[i]}:{self.spec.port}" if i < len(names) else f"http://{self.netloc(i)}"
+
+    def name_addresses(self) -> dict[str, str]:
+        """The address each host name (WebSpec.names) must resolve to."""
+        return {name: self.host_addr(i) for i, name in enumerate(self.spec.names)}
 
     def seeds(self) -> list[str]:
         """Home page URL of every normal host (case hosts are reached by links from host 0)."""
         return [self.base_url(i) + "/" for i in range(self.spec.hosts)]
 
     def host_index(self, netloc: str) -> int | None:
-        """Index of the host at `netloc`, or None if it is not part of this web."""
+        """Index of the host at `netloc` (its address or name), or None if it is not part of
+        this web."""
+        if netloc in self._named:
+            return self._named[netloc]
         match = _NETLOC_RE.fullmatch(netloc)
         if match is None or int(match[3]) != self.spec.port:
             return None

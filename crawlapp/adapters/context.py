@@ -29,6 +29,7 @@ from crawlapp.adapters.redis.redirect_hops import RedirectHops
 from crawlapp.adapters.redis.retries import FetchRetries
 from crawlapp.adapters.redis.throttles import Throttles
 from crawlapp.adapters.redis.robots_cache import RobotsCache
+from crawlapp.adapters.redis.scope import SeedScopes
 from crawlapp.adapters.redis.urlseen import RedisBloom
 from crawlapp.adapters.redis.validators import Validators
 from crawlapp.adapters.redis.verify_report import VerifyReport
@@ -113,6 +114,10 @@ class Context:
     @cached_property
     def denylist(self) -> Denylist:
         return Denylist(self.redis, self._prefix)
+
+    @cached_property
+    def scopes(self) -> SeedScopes:
+        return SeedScopes(self.redis, self._prefix)
 
     @cached_property
     def workers(self) -> WorkerReports:

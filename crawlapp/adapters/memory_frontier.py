@@ -23,13 +23,14 @@ from crawlapp.core.urls import host_of, shard_of
 EXPIRED_PER_DISPATCH = 1000  # leases handed back, and parked hosts brought back, per call
 
 
-def _member(depth: int, url: str) -> str:
-    return f"{depth}\t{url}"
+def _member(depth: int, url: str, hops: int = 0) -> str:
+    return f"{depth}.{hops}\t{url}" if hops else f"{depth}\t{url}"
 
 
-def _unpack(member: str) -> tuple[int, str]:
+def _unpack(member: str) -> tuple[int, str, int]:
     depth, url = member.split("\t", 1)
-    return int(depth), url
+    depth, _, hops = depth.partition(".")
+    return int(depth), url, int(hops or 0)
 
 
 def _lowest(scores: dict[str, float], upto: float, limit: int) -> list[tuple[float, str]]:
@@ -208,9 +209,10 @@ class MemoryFrontier:
             for item in urls:
                 host = host_of(item.url)
                 replaces = (None if item.replaces_depth is None
-                            else _member(item.replaces_depth, item.url))
+                            else _member(item.replaces_depth, item.url, item.hops))
                 added += self._shard_of(host).enqueue(
-                    now, host, _member(item.depth, item.url), queue_score(item.priority, now),
+                    now, host, _member(item.depth, item.url, item.hops),
+                    queue_score(item.priority, now),
                     replaces)
             return added
 
@@ -229,9 +231,9 @@ class MemoryFrontier:
                 if first is not None:
                     next_ready = first if next_ready is None else min(next_ready, first)
                 for host, token, member, not_before in got:
-                    depth, url = _unpack(member)
+                    depth, url, hops = _unpack(member)
                     leases.setdefault(shard, []).append(
-                        Lease(shard, host, token, url, depth, not_before))
+                        Lease(shard, host, token, url, depth, not_before, hops))
         return leases, next_ready
 
     def renew(self, leases: list[Lease], now: float, lease_seconds: float) -> list[int | None]:
@@ -274,8 +276,8 @@ class MemoryFrontier:
         with self._lock:
             return self._shard_of(host).resume(host, now)
 
-    def drop(self, host: str, urls: Iterable[tuple[int, str]] | None = None) -> int:
-        members = None if urls is None else [_member(depth, url) for depth, url in urls]
+    def drop(self, host: str, urls: Iterable[tuple[int, str, int]] | None = None) -> int:
+        members = None if urls is None else [_member(*url) for url in urls]
         if members is not None and not members:
             return 0
         with self._lock:

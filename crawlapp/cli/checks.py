@@ -59,7 +59,8 @@ def url_group() -> None:
 def url_check(hrefs: tuple[str, ...], base: str | None, as_json: bool, jsonl: Path | None
               ) -> None:
     """For each link: the URL fetched (fetch), its dedup key (key), its politeness key
-    (host), or why it is refused (rejected). With --jsonl, input lines are
+    (host), its registrable domain and SURT form, which the crawl scope matches (domain,
+    surt), or why it is refused (rejected). With --jsonl, input lines are
     {"href": ..., "base": ...}.
 
     Example: crawlctl url check 'index.php?/blog/post-1' --base http://example.com/ --json
@@ -75,7 +76,7 @@ def url_check(hrefs: tuple[str, ...], base: str | None, as_json: bool, jsonl: Pa
     if base is not None:
         request_url(base)  # a bad base is bad usage, said once
     _answers([checks.url_answer(h, base, limit) for h in hrefs], as_json,
-             ("href", "fetch", "key", "host", "rejected"))
+             ("href", "fetch", "key", "host", "domain", "rejected"))
 
 
 @click.group(name="robots")

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from crawlapp.cli.common import context
-from crawlapp.cli.seeds import prepare_and_seed, read_seed_file
+from crawlapp.cli.seeds import SCOPE_OPTION, prepare_and_seed, read_seed_file
 
 
 def _interrupt_once() -> Callable[..., None]:
@@ -38,10 +38,11 @@ def _stopping() -> None:
 @click.option("--until-idle", is_flag=True, help="Exit once nothing is queued or in flight.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Pipeline worker processes (default CRAWL_WORKER_CONCURRENCY).")
-def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
+@SCOPE_OPTION
+def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str | None) -> None:
     """Run workers, beat and the dispatcher here until idle or Ctrl-C.
 
-    Example: crawlctl crawl --seeds seeds.txt --until-idle
+    Example: crawlctl crawl --seeds seeds.txt --scope host --until-idle
     """
     from crawlapp.app.chain import send_batch
     from crawlapp.observe import stats
@@ -49,7 +50,9 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None) -> None:
 
     urls = read_seed_file(seeds, "--seeds") if seeds is not None else []
     ctx = context()
-    added = prepare_and_seed(urls)
+    if scope is not None and seeds is None:
+        raise click.UsageError("--scope applies to the seeds of --seeds FILE")
+    added = prepare_and_seed(urls, scope)
     if seeds is not None:
         click.echo(f"{added} new seed(s) queued")
     before = stats.outcomes(ctx)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from crawlapp.cli.common import context
+from crawlapp.core.scope import SCOPES
 from crawlapp.core.settings import get_settings
 from crawlapp.core.urls import request_url
 
@@ -35,9 +36,16 @@ def read_seed_file(path: Path, option: str) -> list[str]:
     return urls
 
 
-def prepare_and_seed(urls: list[str]) -> int:
-    """Make the stores ready (saying so if Redis had lost the frontier) and add the seeds;
-    returns how many were new."""
+SCOPE_OPTION = click.option(
+    "--scope", type=click.Choice(SCOPES, case_sensitive=False), default=None,
+    help="What the seeds' links may reach: any, host (the seed's host), domain (its "
+         "registrable domain and subdomains), prefix (its URL up to the last /). "
+         "Default CRAWL_SCOPE.")
+
+
+def prepare_and_seed(urls: list[str], scope: str | None = None) -> int:
+    """Make the stores ready (saying so if Redis had lost the frontier) and add the seeds
+    with their scope; returns how many were new."""
     from crawlapp.ops.crawling import prepare
     from crawlapp.ops.seeding import add_seeds
 
@@ -47,18 +55,19 @@ def prepare_and_seed(urls: list[str]) -> int:
     if restored and any(restored.values()):
         click.echo("Redis had lost the frontier; rebuilt from the database: "
                    + ", ".join(f"{k}={v}" for k, v in restored.items()), err=True)
-    return add_seeds(ctx, urls) if urls else 0
+    return add_seeds(ctx, urls, scope) if urls else 0
 
 
 @seed.command("add")
 @click.argument("urls", nargs=-1)
 @click.option("--file", "file_", type=click.Path(path_type=Path), help="One URL per line.")
-def seed_add(urls: tuple[str, ...], file_: Path | None) -> None:
-    """Add seed URLs.  Example: crawlctl seed add https://example.com/ --file more.txt"""
+@SCOPE_OPTION
+def seed_add(urls: tuple[str, ...], file_: Path | None, scope: str | None) -> None:
+    """Add seed URLs.  Example: crawlctl seed add https://example.com/ --scope domain"""
     if not urls and file_ is None:
         raise click.UsageError("give URLs or --file PATH")
     seeds = [request_url(u, max_length=get_settings().max_url_length) for u in urls]
     if file_ is not None:
         seeds += read_seed_file(file_, "--file")
-    added = prepare_and_seed(seeds)
+    added = prepare_and_seed(seeds, scope)
     click.echo(f"{added} new seed(s) queued, {len(seeds) - added} already known")

@@ -35,7 +35,7 @@ def _text(data: dict[str, Any], where: str) -> str:
             f"{render['cpu_seconds']} CPU s)", f"{render['subrequests']} sub-requests",
             *(f"{k}={v}" for k, v in {**render["errors"], **render["refused"]}.items())]))
     for label, key in (("pages unread", "unread"), ("parse errors", "parse_errors"),
-                       ("links rejected", "rejected_links")):
+                       ("links rejected", "rejected_links"), ("links refused", "refused_links")):
         if data[key]:
             lines.append(f"{label:>18}: " + _pairs(data[key]))
     lines.append(f"{'last verify':>18}: {verify_line(data['last_verify'])}")

@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from crawlapp.core.robots import RobotsPolicy, decode_robots
+from crawlapp.core.scope import registrable_domain, surt
 from crawlapp.core.urls import URLRejected, dedup_key, host_of, request_url
 
 Answer = dict[str, Any]
-URL_KEYS = ("href", "base", "fetch", "key", "host", "rejected", "error")
+URL_KEYS = ("href", "base", "fetch", "key", "host", "domain", "surt", "rejected", "error")
 ROBOTS_KEYS = ("url", "fetch", "allowed", "group", "rule", "crawl_delay", "rejected", "error")
 
 
@@ -30,14 +31,17 @@ def _blank(keys: tuple[str, ...], given: Any = None) -> Answer:
 
 def url_answer(href: str, base: str | None = None, max_length: int = 2048) -> Answer:
     """What the crawler makes of a link `href` on a page at `base`: the request URL
-    (`fetch`), the dedup key (`key`), the politeness key (`host`), or why not (`rejected`)."""
+    (`fetch`), the dedup key (`key`), the politeness key (`host`), the registrable domain
+    and SURT form the crawl scope matches (`domain`, `surt`), or why not (`rejected`)."""
     answer = _blank(URL_KEYS, {"href": href, "base": base})
     try:
         url = request_url(href, base, max_length=max_length)
     except URLRejected as exc:
         answer["rejected"] = exc.reason
         return answer
-    answer.update(fetch=url, key=dedup_key(url), host=host_of(url))
+    host = host_of(url)
+    answer.update(fetch=url, key=dedup_key(url), host=host, domain=registrable_domain(host),
+                  surt=surt(url))
     return answer
 
 

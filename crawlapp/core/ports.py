@@ -67,8 +67,8 @@ class Frontier(Protocol):
         """Resume a paused or parked host; False if it was neither."""
         ...
 
-    def drop(self, host: str, urls: Iterable[tuple[int, str]] | None = None) -> int:
-        """Remove the (depth, url) pairs from `host`'s queue, or its whole queue when None;
+    def drop(self, host: str, urls: Iterable[tuple[int, str, int]] | None = None) -> int:
+        """Remove the (depth, url, hops) URLs from `host`'s queue, or its whole queue when None;
         returns how many URLs were removed."""
         ...
 

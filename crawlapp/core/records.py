@@ -55,12 +55,14 @@ class FetchError(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class QueuedURL:
-    """A URL to queue; `replaces_depth` is set when it is queued already at that depth."""
+    """A URL to queue; `replaces_depth` is set when it is queued already at that depth;
+    `hops`: off-scope links in a row that led to it (crawlapp.core.scope)."""
 
     url: str
     depth: int
     priority: float
     replaces_depth: int | None = None
+    hops: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,7 @@ class Lease:
     """One host handed to a fetch task, with the URL to fetch under it.
 
     `not_before` is the host's next allowed time: the request must not start earlier.
+    `hops`: off-scope links in a row that led to the URL.
     """
 
     shard: int
@@ -76,14 +79,18 @@ class Lease:
     url: str
     depth: int
     not_before: float = 0.0
+    hops: int = 0
 
     def to_wire(self) -> list[Any]:
-        return [self.shard, self.host, self.token, self.url, self.depth, self.not_before]
+        return [self.shard, self.host, self.token, self.url, self.depth, self.not_before,
+                self.hops]
 
     @classmethod
     def from_wire(cls, raw: Sequence[Any]) -> Lease:
-        shard, host, token, url, depth, not_before = raw
-        return cls(int(shard), str(host), str(token), str(url), int(depth), float(not_before))
+        """A lease from its wire form (one written before `hops` has 6 fields)."""
+        shard, host, token, url, depth, not_before, *hops = raw
+        return cls(int(shard), str(host), str(token), str(url), int(depth), float(not_before),
+                   int(hops[0]) if hops else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +220,7 @@ class Page:
     storage_key: str | None = None
     raw_storage_key: str | None = None
     robots: RobotsAnswer | None = None  # on a ROBOTS record only
+    hops: int = 0                       # off-scope links in a row that led to it
 
     def to_wire(self) -> list[Any]:
         """The fields in declaration order (links and robots as arrays)."""

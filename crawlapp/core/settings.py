@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from crawlapp.core.errors import InputError
 from crawlapp.core.hostpatterns import normalize
 from crawlapp.core.politeness import Backoff
+from crawlapp.core.scope import SCOPES, Patterns
 from crawlapp.core.traps import TrapRules
 
 T = TypeVar("T")
@@ -52,6 +53,20 @@ class Settings:
         "CRAWL_ALLOWED_NETWORKS",
         "CIDRs exempt from the private-address guard (`127.0.0.0/8` for local tests)", default="empty")
     max_depth: int = _doc("CRAWL_MAX_DEPTH", "links deeper than this from a seed are not queued")
+    scope: str = _doc(
+        "CRAWL_SCOPE", "the scope of a seed added without `--scope`: `any` (every link), `host` "
+        "(the seed's host name), `domain` (its registrable domain and subdomains, Public Suffix "
+        "List), `prefix` (its scheme://host/path up to the last `/`); the crawl's scope is the "
+        "union of its seeds'")
+    scope_include: Patterns = _doc(
+        "CRAWL_SCOPE_INCLUDE", "URLs also in scope: SURT prefixes (`http://(com,example,)/docs`, "
+        "or a URL) or `re:REGEX`, comma- or space-separated", default="empty")
+    scope_exclude: Patterns = _doc(
+        "CRAWL_SCOPE_EXCLUDE", "URLs out of scope whatever else says (seeds excepted), refused as "
+        "`excluded`; patterns as `CRAWL_SCOPE_INCLUDE`", default="empty")
+    scope_hops: int = _doc(
+        "CRAWL_SCOPE_HOPS", "off-scope links in a row still followed (1: the pages a site links "
+        "to, not their links)")
     shards: int = _doc("CRAWL_SHARDS", "number of `fetch.N` queues")
     default_delay: float = _doc(
         "CRAWL_DEFAULT_DELAY", "seconds between the end of one request to a host and the start of the next")
@@ -225,6 +240,15 @@ def _boolean(raw: str) -> bool:
     raise ValueError("expected true or false")
 
 
+def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def convert(raw: str) -> str:
+        if raw.lower() not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return raw.lower()
+
+    return convert
+
+
 def _host_patterns(raw: str) -> tuple[str, ...]:
     return tuple(normalize(part) for part in raw.split(",") if part.strip())
 
@@ -269,6 +293,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         from_address=_parse(env, "CRAWL_FROM", None, _email),
         allowed_networks=_parse(env, "CRAWL_ALLOWED_NETWORKS", (), _networks),
         max_depth=_parse(env, "CRAWL_MAX_DEPTH", 5, _bounded(int, 0, 1000)),
+        scope=_parse(env, "CRAWL_SCOPE", "any", _choice(SCOPES)),
+        scope_include=_parse(env, "CRAWL_SCOPE_INCLUDE", Patterns(), Patterns.parse),
+        scope_exclude=_parse(env, "CRAWL_SCOPE_EXCLUDE", Patterns(), Patterns.parse),
+        scope_hops=_parse(env, "CRAWL_SCOPE_HOPS", 0, _bounded(int, 0, 100)),
         shards=shards,
         default_delay=_parse(env, "CRAWL_DEFAULT_DELAY", 1.0, _bounded(float, 0, 3600)),
         max_crawl_delay=_parse(env, "CRAWL_MAX_CRAWL_DELAY", 30.0, _bounded(float, 0, 86400)),

@@ -104,7 +104,8 @@ def families(snap: Snapshot) -> Iterator[Metric]:
     yield CounterMetricFamily("crawl_robots_blocked", "URLs not fetched because of robots.txt.",
                               value=c.get("pages:blocked", 0))
     yield _labelled(CounterMetricFamily(
-        "crawl_links_refused", "Links not queued, by reason (trap rules, nofollow, too deep).",
+        "crawl_links_refused", "Links not queued, by reason (trap rules, nofollow, too deep, "
+        "out_of_scope, excluded).",
         labels=["reason"]), _with_prefix(c, "refused:"))
     yield _labelled(CounterMetricFamily(
         "crawl_dedup_hits", "Duplicates found: url (link to a known URL), exact and near content.",

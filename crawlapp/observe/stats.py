@@ -128,6 +128,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
         "unread": _by_reason(counts, "unread:"),
         "parse_errors": _by_reason(counts, "parse_error:"),
         "rejected_links": _by_reason(counts, "rejected:"),
+        "refused_links": _by_reason(counts, "refused:"),
         "hosts_given_up": dict(sorted(given_up.items())),
         "frontier": {
             "urls_queued": sum(s.urls_queued for s in shards),

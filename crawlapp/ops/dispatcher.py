@@ -60,8 +60,9 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
     with ctx.sessions() as session:
         waiting = repository.priorities_with_status(session, [url_hash(u) for u in pairs],
                                                     Status.QUEUED)
-    requeue(ctx, [QueuedURL(u, d, waiting[url_hash(u)]) for u, d in pairs.items()
-                  if url_hash(u) in waiting], now)
+    found = {u: waiting[h] for u in pairs if (h := url_hash(u)) in waiting}
+    requeue(ctx, [QueuedURL(u, pairs[u], priority, hops=hops)
+                  for u, (priority, hops) in found.items()], now)
     for batch_id in lost:
         ctx.batches.finish(batch_id)
     return len(waiting)

@@ -10,7 +10,8 @@ What comes back from where, each through the owner of its structure (adapters/re
 - canonical pointers: the canonical_url of every page that defers to another URL;
 - the re-crawl tiers: every page's next_crawl_at;
 - robots.txt cache: the hosts table, for what is left of each answer's 24 hours;
-- the denylist's Redis copy: the denylist table.
+- the denylist's Redis copy: the denylist table;
+- the seeds' scope rules: the scope_rules table.
 Nothing else has a record in the database: redirect hops, fetch retries, trap pattern
 budgets, counters, worker reports and the last verify report start again empty.
 Running it on a frontier that still holds its data queues nothing twice, except that a URL
@@ -28,6 +29,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from crawlapp.adapters.context import Context
+from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.models import Deny, Host, Url
 from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core.records import Status
@@ -73,7 +75,7 @@ def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
     while True:
         with ctx.sessions() as session:
             rows = session.execute(
-                select(Url.id, Url.url, Url.host, Url.depth, Url.priority, Url.etag,
+                select(Url.id, Url.url, Url.host, Url.depth, Url.priority, Url.hops, Url.etag,
                        Url.last_modified)
                 .where(Url.status == Status.QUEUED, Url.id > last_id).order_by(Url.id).limit(CHUNK)
             ).all()
@@ -201,10 +203,15 @@ def _denylist(ctx: Context) -> int:
         return ctx.denylist.load(session.scalars(select(Deny.pattern)).all())
 
 
+def _scope_rules(ctx: Context) -> int:
+    with ctx.sessions() as session:
+        return ctx.scopes.load(repository.scope_rules(session))
+
+
 def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None) -> dict[str, int]:
     """Restore the frontier and caches from the database; returns what was restored."""
     _hold_hosts(ctx)
-    restored = {"denylist": _denylist(ctx),
+    restored = {"denylist": _denylist(ctx), "scope_rules": _scope_rules(ctx),
                 "urls_queued": _requeue(ctx, progress), "urls_seen": _url_seen(ctx),
                 "hosts_counted": _host_counts(ctx)}
     restored["content_claims"], restored["fingerprints"] = _dedup_index(ctx)

@@ -76,8 +76,8 @@ def unblock(ctx: Context, pattern: str) -> dict[str, int] | None:
         ctx.denylist.remove(pattern)
         others = list(session.scalars(select(Deny.pattern).where(Deny.pattern != pattern)))
         rows = [r for r in session.execute(
-            select(Url.url_hash, Url.url, Url.host, Url.depth, Url.priority, Url.status,
-                   Url.last_error).where(_host_clause(pattern))).all()
+            select(Url.url_hash, Url.url, Url.host, Url.depth, Url.priority, Url.hops,
+                   Url.status, Url.last_error).where(_host_clause(pattern))).all()
             if hostpatterns.denied_by(r.host, others) is None]
         requeued = [r for r in rows if r.status == Status.BLOCKED
                     and (r.last_error or "").startswith(DENIED_PREFIX)]
@@ -102,8 +102,8 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
     re-crawl sets. Running it again changes nothing."""
     with ctx.sessions.begin() as session:
         where = Url.url_hash == url_hash(url) if url else Url.host == host
-        rows = session.execute(select(Url.url_hash, Url.url, Url.host, Url.depth, Url.status,
-                                      Url.storage_key, Url.raw_storage_key, Url.content_hash,
+        rows = session.execute(select(Url.url_hash, Url.url, Url.host, Url.depth, Url.hops,
+                                      Url.status, Url.storage_key, Url.raw_storage_key, Url.content_hash,
                                       Url.simhash)
                                .where(where)).all()
         if url and not rows:
@@ -122,10 +122,10 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
                 status=Status.DELETED, storage_key=None, raw_storage_key=None, content_hash=None,
                 simhash=None, title=None,
                 etag=None, last_modified=None, next_crawl_at=None, last_error="deleted"))
-    by_host: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    by_host: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
     for r in live:
         if r.status == Status.QUEUED:
-            by_host[r.host].append((r.depth, r.url))
+            by_host[r.host].append((r.depth, r.url, r.hops))
     dropped = (ctx.frontier.drop(host) if host
                else sum(ctx.frontier.drop(h, urls) for h, urls in by_host.items()))
     # Dedup must not point new pages at deleted ones: their claims, band entries and canonical

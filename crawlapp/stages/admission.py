@@ -39,20 +39,23 @@ class Known(Protocol):
     def depth(self) -> int: ...
     @property
     def priority(self) -> float: ...
+    @property
+    def hops(self) -> int: ...
 
 
 def url_row(url: str, depth: int, max_depth: int, now: datetime,
-            priority: float | None = None) -> dict[str, Any]:
-    return {"url_hash": url_hash(url), "url": url, "host": host_of(url), "depth": depth,
-            "priority": depth_priority(depth) if priority is None else priority,
-            "discovered_at": now,
+            priority: float | None = None, hops: int = 0, host: str | None = None
+            ) -> dict[str, Any]:
+    return {"url_hash": url_hash(url), "url": url, "host": host_of(url) if host is None else host,
+            "depth": depth, "priority": depth_priority(depth) if priority is None else priority,
+            "discovered_at": now, "hops": hops,
             "status": Status.QUEUED if depth <= max_depth else Status.TOO_DEEP}
 
 
 def add_row(rows: Rows, row: dict[str, Any]) -> None:
-    """Add `row` unless `rows` has its URL at a depth no greater."""
+    """Add `row` unless `rows` has its URL at a depth no greater (and as few off-scope hops)."""
     known = rows.get(row["url_hash"])
-    if known is None or known["depth"] > row["depth"]:
+    if known is None or (known["depth"], known["hops"]) > (row["depth"], row["hops"]):
         rows[row["url_hash"]] = row
 
 
@@ -94,8 +97,12 @@ def _within_budget(ctx: Context, session: Session, candidates: list[QueuedURL]
     return kept
 
 
-def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[int, Rows]:
-    """Insert new rows, lower known depths; queue what must be; return the next wave of rows.
+def _settle(ctx: Context, session: Session, rows: Rows, now: datetime, insert: bool = True
+            ) -> tuple[int, Rows]:
+    """Insert new rows (with `insert`), lower known depths; queue what must be; return the
+    next wave of rows: the recorded link targets of fetched pages whose depth went down,
+    which only lower known rows (a link target without a row was refused: nofollow,
+    denylist, trap, out of scope).
 
     Two-tier URL dedup: the Bloom filter answers for the whole batch in one round trip;
     "definitely new" rows are inserted (ON CONFLICT still guards a Bloom filter that lost
@@ -103,23 +110,28 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime) -> tuple[
     Bloom false positive) are inserted too, so a false positive never loses a URL.
     """
     max_depth = ctx.settings.max_depth
-    maybe_seen = ctx.url_seen.check_and_add([bytes.fromhex(h) for h in rows])
-    new = repository.add_urls(session, [row for row, seen in zip(rows.values(), maybe_seen,
-                                                                    strict=True) if not seen])
+    new: set[str] = set()
+    if insert:
+        maybe_seen = ctx.url_seen.check_and_add([bytes.fromhex(h) for h in rows])
+        new = repository.add_urls(session, [row for row, seen in zip(rows.values(), maybe_seen,
+                                                                        strict=True) if not seen])
     known, lowered = repository.lower_depths(
         session, [row for h, row in rows.items() if h not in new])
-    new |= repository.add_urls(session, [row for h, row in rows.items()
-                                         if h not in new and h not in known])
+    if insert:
+        new |= repository.add_urls(session, [row for h, row in rows.items()
+                                             if h not in new and h not in known])
     for h in new:
         rows[h]["new"] = True
-    fresh = [QueuedURL(rows[h]["url"], rows[h]["depth"], rows[h]["priority"])
-             for h in new if rows[h]["status"] == Status.QUEUED]
+    fresh = [QueuedURL(rows[h]["url"], rows[h]["depth"], rows[h]["priority"],
+                       hops=rows[h]["hops"]) for h in new if rows[h]["status"] == Status.QUEUED]
     unblocked = [item for item in lowered
                  if item.status == Status.TOO_DEEP and item.new_depth <= max_depth]
     repository.set_status(session, [item.url_hash for item in unblocked], Status.QUEUED)
-    fresh += [QueuedURL(item.url, item.new_depth, item.priority) for item in unblocked]
+    fresh += [QueuedURL(item.url, item.new_depth, item.priority, hops=item.hops)
+              for item in unblocked]
     queue = _within_budget(ctx, session, fresh)
-    queue += [QueuedURL(item.url, item.new_depth, item.priority, replaces_depth=item.old_depth)
+    queue += [QueuedURL(item.url, item.new_depth, item.priority, replaces_depth=item.old_depth,
+                        hops=item.hops)
               for item in lowered if item.status == Status.QUEUED]
     ctx.frontier.add(queue, time.time())
     passed_on = {item.url_hash: item.new_depth + FOLLOWED_STATUSES[item.status]
@@ -138,14 +150,16 @@ def admit(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None) -
     with ctx.sessions.begin() as session:
         if edges:
             repository.add_links(session, edges)
+        insert = True
         while rows:
-            new, rows = _settle(ctx, session, rows, now)
+            new, rows = _settle(ctx, session, rows, now, insert)
             added += new
+            insert = False
     return added
 
 
 def requeue(ctx: Context, rows: Iterable[Known], not_before: float | None = None) -> int:
     """Queue known rows again (marked queued by the caller) with their depth and priority,
     from `not_before` (now by default). Returns how many URLs the frontier took."""
-    return ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority) for r in rows],
+    return ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority, hops=r.hops) for r in rows],
                             time.time() if not_before is None else not_before)

@@ -16,30 +16,34 @@ from typing import Any, NamedTuple
 from crawlapp.adapters.context import Context
 from crawlapp.core.priority import link_priority
 from crawlapp.core.records import Page, Status
+from crawlapp.core.scope import UNSCOPED, Scope
 from crawlapp.core.traps import TrapRules
 from crawlapp.core.urls import dedup_key, host_of, origin_of
 from crawlapp.stages.admission import FOLLOWED_STATUSES, Rows, add_row, admit, url_row
 
 
 def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRules,
-               denied: frozenset[str] = frozenset()
+               denied: frozenset[str] = frozenset(), scope: Scope = UNSCOPED
                ) -> tuple[Rows, list[dict[str, Any]], Counter[tuple[str, str]]]:
     """The URL rows to add (by hash, shallowest depth wins), the edges, and the links
-    refused (nofollow, a `denied` host, trap rules on the dedup key: a session id the key
-    drops is no trap), counted by (reason, host). Pure."""
+    refused (nofollow, a `denied` host, out of `scope` or excluded, trap rules on the dedup
+    key: a session id the key drops is no trap), counted by (reason, host). A link out of
+    scope but allowed by CRAWL_SCOPE_HOPS carries one hop more than its page. Pure."""
     rows: Rows = {}
     edges: dict[tuple[str, str], dict[str, Any]] = {}
     refused: Counter[tuple[str, str]] = Counter()
     for page in pages:
         depth = page.depth + FOLLOWED_STATUSES.get(page.status, 1)
         for link in page.links:
+            host = host_of(link.url)
+            out_of_scope, hops = scope.check(link.url, host, page.hops)
             row = url_row(link.url, depth, max_depth, now,
-                          link_priority(depth, link.boilerplate, link.anchor))
+                          link_priority(depth, link.boilerplate, link.anchor), hops, host)
             edges.setdefault((page.url_hash, row["url_hash"]), {
                 "source_hash": page.url_hash, "target_hash": row["url_hash"],
                 "anchor": link.anchor or None, "nofollow": link.nofollow})
-            reason = ("nofollow" if link.nofollow else "denylist" if row["host"] in denied
-                      else traps.refusal(dedup_key(link.url), now.date()))
+            reason = ("nofollow" if link.nofollow else "denylist" if host in denied
+                      else out_of_scope or traps.refusal(dedup_key(link.url), now.date()))
             if reason:
                 refused[(reason, row["host"])] += 1
                 continue
@@ -80,10 +84,15 @@ class Extracted(NamedTuple):
 
 
 def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
-    denied = ctx.denylist.denied_hosts(
-        host_of(link.url) for page in pages for link in page.links)
-    rows, edges, refused = plan_links(pages, ctx.settings.max_depth, datetime.now(UTC),
-                                      ctx.settings.traps, denied)
+    settings = ctx.settings
+    hosts = {host_of(link.url) for page in pages for link in page.links}
+    pipe = ctx.redis.pipeline(transaction=False)
+    denied_reply, rules_reply = ctx.denylist.read(hosts, pipe), ctx.scopes.read(hosts, pipe)
+    replies = pipe.execute()
+    scope = Scope(rules_reply(replies), settings.scope_include, settings.scope_exclude,
+                  settings.scope_hops)
+    rows, edges, refused = plan_links(pages, settings.max_depth, datetime.now(UTC),
+                                      settings.traps, denied_reply(replies), scope)
     _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
     added = admit(ctx, rows, edges)

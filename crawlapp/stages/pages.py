@@ -13,7 +13,8 @@ GZIP_LEVEL = 1  # compressed once, in the fetch stage: speed over a few % of siz
 
 
 def page_for(lease: Lease) -> Page:
-    return Page(url=lease.url, url_hash=url_hash(lease.url), host=lease.host, depth=lease.depth)
+    return Page(url=lease.url, url_hash=url_hash(lease.url), host=lease.host, depth=lease.depth,
+                hops=lease.hops)
 
 
 def status_of(fetched: Fetched) -> Status:
@@ -48,13 +49,14 @@ def apply_fetch(page: Page, fetched: Fetched) -> Page:
 
 
 def robots_page(robots_url: str, host: str, sitemaps: list[str], when: float,
-                robots: RobotsAnswer) -> Page:
+                robots: RobotsAnswer, hops: int = 0) -> Page:
     """A record of a robots.txt answer: `robots` for its hosts row (written by the store
     stage), and its sitemaps as links, so they are queued (at depth 0, like seeds) by
-    extract_links. It has no URL row of its own."""
+    extract_links. It has no URL row of its own; `hops` are those of the URL it was fetched
+    for (its sitemaps are one off-scope hop further when out of scope)."""
     return Page(url=robots_url, url_hash=url_hash(robots_url), host=host, depth=-1,
                 status=Status.ROBOTS, fetched_at=when, robots=robots,
-                links=[Link(u) for u in sitemaps])
+                links=[Link(u) for u in sitemaps], hops=hops)
 
 
 def body_of(page: Page) -> bytes:

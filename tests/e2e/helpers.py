@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from testweb.server import start_in_background
@@ -23,25 +23,30 @@ def crawlctl(env: dict[str, str], *args: str, timeout: float = 240
                           capture_output=True, timeout=timeout, check=False)
 
 
-def start_crawl(env: dict[str, str], seeds: Path, out: Path) -> subprocess.Popen[bytes]:
-    """`crawlctl crawl --seeds FILE --until-idle` in the background, output to `out`."""
+def start_crawl(env: dict[str, str], seeds: Path, out: Path, *args: str
+                ) -> subprocess.Popen[bytes]:
+    """`crawlctl crawl --seeds FILE --until-idle [args]` in the background, output to `out`."""
     with open(out, "wb") as fh:
-        return subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds), "--until-idle"],
+        return subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds), "--until-idle", *args],
                                 env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT)
 
 
 def crawl_web(tmp_path: Path, env: dict[str, str], spec: WebSpec,
-              during: Callable[[subprocess.Popen[bytes]], None] = lambda crawl: None
+              during: Callable[[subprocess.Popen[bytes]], None] = lambda crawl: None,
+              seeds_of: Callable[[Web], list[str]] = Web.seeds,
+              before: Callable[[Web], None] = lambda web: None, args: Sequence[str] = ()
               ) -> tuple[Web, list[Request], str]:
-    """Serve `spec`, run `crawlctl crawl --until-idle` on its seeds while `during(crawl)`
-    acts on it, and return the web (at its final generation), the server's log and the
-    crawl's output. Fails the test if the crawl fails."""
+    """Serve `spec`, call `before(web)` once it is served, run `crawlctl crawl --until-idle
+    [args]` on its seeds (`seeds_of(web)`, every normal host's home page by default) while
+    `during(crawl)` acts on it, and return the web (at its final generation), the server's
+    log and the crawl's output. Fails the test if the crawl fails."""
     log = str(tmp_path / "requests.jsonl")
     out = tmp_path / "crawl.out"
     with start_in_background(Web(spec), log) as server:
+        before(server.web)
         seeds = tmp_path / "seeds.txt"
-        seeds.write_text("\n".join(server.web.seeds()) + "\n")
-        crawl = start_crawl(env, seeds, out)
+        seeds.write_text("\n".join(seeds_of(server.web)) + "\n")
+        crawl = start_crawl(env, seeds, out, *args)
         during(crawl)
         assert crawl.wait(300) == 0, out.read_text()
     return server.web, load(log), out.read_text()

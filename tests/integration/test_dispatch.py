@@ -50,8 +50,9 @@ def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
     ctx = Context(settings)
     add_seeds(ctx, ["http://127.0.0.2:9/"])
     url = "http://127.0.0.2:9/"
-    with ctx.sessions.begin() as session:  # a link's priority, not the seed's
-        session.execute(update(Url).where(Url.url_hash == url_hash(url)).values(priority=0.25))
+    with ctx.sessions.begin() as session:  # a link's priority and off-scope hops
+        session.execute(update(Url).where(Url.url_hash == url_hash(url)).values(priority=0.25,
+                                                                                 hops=1))
     sent: list[list[Lease]] = []
     dispatch_once(ctx, lambda shard, batch_id, leases: sent.append(leases))
     assert [lease.url for lease in sent[0]] == [url]
@@ -59,5 +60,5 @@ def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
     assert recover_lost_batches(ctx, later) == 1
     key = next(ctx.redis.scan_iter(match="*:q:127.0.0.2:9"))
     ((member, score),) = ctx.redis.zrange(key, 0, -1, withscores=True)
-    assert decode_member("127.0.0.2:9", member.decode()) == (0, url)
+    assert decode_member("127.0.0.2:9", member.decode()) == (0, url, 1)
     assert score == queue_score(0.25, later)

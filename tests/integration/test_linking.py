@@ -37,7 +37,7 @@ def queued_members(ctx: Context) -> list[str]:
     for key in ctx.redis.scan_iter(match="*:q:*"):
         host = key.decode().split(":q:", 1)[1]
         for member in ctx.redis.zrange(key, 0, -1):
-            depth, url = decode_member(host, member.decode())
+            depth, url, _ = decode_member(host, member.decode())
             members.append(f"{depth}\t{url}")
     return sorted(members)
 

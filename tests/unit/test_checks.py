@@ -17,8 +17,8 @@ def test_every_line_gets_one_answer_with_every_key_in_order() -> None:
     answers = [json.loads(a) for a in url_jsonl(lines)]
     assert [tuple(a) for a in answers] == [URL_KEYS] * 6  # the blank line is no input
     assert answers[0] == {"href": "/a?b#c", "base": "http://h/d/e", "fetch": "http://h/a?b",
-                               "key": "http://h/a?b=", "host": "h", "rejected": None,
-                               "error": None}
+                               "key": "http://h/a?b=", "host": "h", "domain": "h",
+                               "surt": "http://(h,)/a?b", "rejected": None, "error": None}
     assert [a["rejected"] for a in answers] == [None, None, None, "malformed", None,
                                                 "scheme_mailto"]
     assert [bool(a["error"]) for a in answers] == [False, True, True, False, True, False]

@@ -52,3 +52,12 @@ def test_a_handover_and_a_lease_round_trip() -> None:
                              render_reason="shell"), lease, 1.7e9 + 1, 0)
     assert Handover.from_wire(over_the_wire(handover.to_wire())) == handover
     assert Lease.from_wire(over_the_wire(lease.to_wire())) == lease
+
+
+def test_a_lease_carries_its_off_scope_hops_and_one_sent_before_them_has_none() -> None:
+    lease = Lease(1, "b.com", "tok", "http://b.com/", 2, 1.7e9, hops=1)
+    assert Lease.from_wire(over_the_wire(lease.to_wire())) == lease
+    assert Lease.from_wire(lease.to_wire()[:6]).hops == 0
+    page = Page(url="http://b.com/", hops=1)
+    assert Page.from_wire(over_the_wire(page.to_wire())).hops == 1
+    assert Page.from_wire(page.to_wire()[:-1]).hops == 0

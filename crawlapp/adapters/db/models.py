@@ -36,6 +36,8 @@ class Url(Base):
     url: Mapped[str] = mapped_column(Text)
     host: Mapped[str] = mapped_column(String(255), index=True)
     depth: Mapped[int] = mapped_column(SmallInteger, default=0)
+    # off-scope links in a row that led to it (crawlapp.core.scope), 0 in scope
+    hops: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
     status: Mapped[str] = mapped_column(String(16), index=True, default=Status.QUEUED)
     priority: Mapped[float] = mapped_column(Float, default=0.0)
     discovered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -84,6 +86,17 @@ class Link(Base):
     target_hash: Mapped[str] = mapped_column(String(32), primary_key=True, index=True)
     anchor: Mapped[str | None] = mapped_column(Text)
     nofollow: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class SeedScope(Base):
+    """A rule of the crawl's scope a seed added (crawlapp.core.scope.seed_rule): kind 'any',
+    'host', 'domain' or 'prefix' and its value ('' for any)."""
+
+    __tablename__ = "scope_rules"
+
+    kind: Mapped[str] = mapped_column(String(8), primary_key=True)
+    value: Mapped[str] = mapped_column(String(2048), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class Deny(Base):

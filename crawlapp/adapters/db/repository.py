@@ -11,7 +11,7 @@ from sqlalchemy import Insert, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from crawlapp.adapters.db.models import Deny, Host, Link, Url
+from crawlapp.adapters.db.models import Deny, Host, Link, SeedScope, Url
 from crawlapp.core.records import Status
 
 CHUNK = 500
@@ -57,6 +57,7 @@ class Lowered:
     old_depth: int
     new_depth: int
     priority: float
+    hops: int = 0
 
 
 def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
@@ -70,12 +71,13 @@ def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
     known: set[str] = set()
     lowered: list[Lowered] = []
     for chunk in _chunks(list(wanted)):
-        found = session.execute(select(Url.url_hash, Url.url, Url.status, Url.depth, Url.priority)
-                                .where(Url.url_hash.in_(chunk))).all()
+        found = session.execute(select(Url.url_hash, Url.url, Url.status, Url.depth, Url.priority,
+                                       Url.hops).where(Url.url_hash.in_(chunk))).all()
         known.update(h for h, *_ in found)
         lowered += [Lowered(h, url, status, depth, wanted[h]["depth"],
-                            max(priority or 0.0, wanted[h]["priority"]))
-                    for h, url, status, depth, priority in found if depth > wanted[h]["depth"]]
+                            max(priority or 0.0, wanted[h]["priority"]), hops or 0)
+                    for h, url, status, depth, priority, hops in found
+                    if depth > wanted[h]["depth"]]
     if lowered:
         session.connection().execute(
             update(Url).where(Url.url_hash == bindparam("v_hash")).values(
@@ -101,13 +103,13 @@ def link_targets(session: Session, sources: Sequence[str]) -> list[tuple[str, st
 
 
 def priorities_with_status(session: Session, hashes: Sequence[str], status: str
-                           ) -> dict[str, float]:
-    """The priority of each of these URLs whose row has `status`."""
-    found: dict[str, float] = {}
+                           ) -> dict[str, tuple[float, int]]:
+    """The priority and hops of each of these URLs whose row has `status`."""
+    found: dict[str, tuple[float, int]] = {}
     for chunk in _chunks(hashes):
-        found.update((h, priority or 0.0) for h, priority in session.execute(
-            select(Url.url_hash, Url.priority).where(Url.url_hash.in_(chunk),
-                                                     Url.status == status)))
+        found.update((h, (priority or 0.0, hops or 0)) for h, priority, hops in session.execute(
+            select(Url.url_hash, Url.priority, Url.hops).where(Url.url_hash.in_(chunk),
+                                                               Url.status == status)))
     return found
 
 
@@ -250,6 +252,19 @@ def links_of(session: Session, url_hash: str, inbound: bool, limit: int
                            .join(Url, Url.url_hash == there).where(here == url_hash)
                            .order_by(Url.url).limit(limit))
     return [(u, a, bool(n), s) for u, a, n, s in rows]
+
+
+def add_scope_rules(session: Session, rules: Sequence[tuple[str, str]], now: datetime) -> None:
+    """Record the (kind, value) scope rules of seeds (a known rule stays as it is)."""
+    if rules:
+        session.execute(_insert(session, SeedScope).on_conflict_do_nothing(),
+                        [{"kind": kind, "value": value, "created_at": now}
+                         for kind, value in dict.fromkeys(rules)])
+
+
+def scope_rules(session: Session) -> list[tuple[str, str]]:
+    return [(kind, value) for kind, value in session.execute(
+        select(SeedScope.kind, SeedScope.value))]
 
 
 def denylist(session: Session) -> list[Deny]:

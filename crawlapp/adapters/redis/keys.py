@@ -60,7 +60,7 @@ WHY = Key("{P:f:<shard>}:why", "hash", "host -> why it is parked")
 PAUSED = Key("{P:f:<shard>}:paused", "hash", "host -> 1 while paused by an operator")
 FAILS = Key("{P:f:<shard>}:fails", "hash", "host -> failures in a row (absent after a success)")
 QUEUED = Key("{P:f:<shard>}:queued", "string", "number of URLs in the shard's host queues")
-QUEUE = Key("{P:f:<shard>}:q:<host>", "zset", "a host's URLs: \"depth<TAB><h|s>path?query\" "
+QUEUE = Key("{P:f:<shard>}:q:<host>", "zset", "a host's URLs: \"depth[.hops]<TAB><h|s>path?query\" "
             "-> score, lowest first")
 FRONTIER = (READY, IDLE, LEASES, TOKEN, LEASED, PARKED, WHY, PAUSED, FAILS, QUEUED, QUEUE)
 
@@ -119,6 +119,8 @@ STAGE_CPU = Key("P:stage_cpu", "hash", "stage -> CPU seconds, <stage>:batches ->
 # Operations.
 DENYLIST = Key("P:denylist", "set", "host patterns never fetched, a copy of the denylist "
                "table (denylist.py)")
+SCOPE = Key("P:scope", "hash", "the seeds' scope rules, a copy of the scope_rules table "
+            "(scope.py)")
 WORKERS = Key("P:workers", "hash", "host:pid -> \"rss peak time\" of a worker process "
               "(workers.py)")
 VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify "
@@ -128,7 +130,7 @@ ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, BATCHES, BATCH_URLS, BLOOM, CLAIM, BAN
                         ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS, RETRIES, THROTTLE,
                         RECRAWL_TIER,
                         RECRAWL_CLAIMED, HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
-                        DENYLIST, WORKERS, VERIFY)
+                        DENYLIST, SCOPE, WORKERS, VERIFY)
 
 
 def key_of(prefix: str, key: str) -> Key | None:

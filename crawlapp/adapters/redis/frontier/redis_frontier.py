@@ -19,17 +19,21 @@ _SCHEMES = {"http": "h", "https": "s"}
 _SCHEME_OF = {v: k for k, v in _SCHEMES.items()}
 
 
-def encode_member(depth: int, url: str) -> str:
-    """A host queue's member: "depth<TAB><h|s>path?query". The host is the queue's own
-    name, so it is not repeated; most members then fit Redis' compact listpack encoding."""
+def encode_member(depth: int, url: str, hops: int = 0) -> str:
+    """A host queue's member: "depth<TAB><h|s>path?query", or "depth.hops<TAB>..." for a URL
+    off-scope hops away. The host is the queue's own name, so it is not repeated; most
+    members then fit Redis' compact listpack encoding."""
     scheme, rest = url.split("://", 1)
     slash = rest.find("/")
-    return f"{depth}\t{_SCHEMES[scheme]}{rest[slash:] if slash >= 0 else '/'}"
+    return (f"{depth}.{hops}\t" if hops else f"{depth}\t") + (
+        f"{_SCHEMES[scheme]}{rest[slash:] if slash >= 0 else '/'}")
 
 
-def decode_member(host: str, member: str) -> tuple[int, str]:
+def decode_member(host: str, member: str) -> tuple[int, str, int]:
+    """(depth, URL, hops) of a host queue's member."""
     depth, rest = member.split("\t", 1)
-    return int(depth), f"{_SCHEME_OF[rest[0]]}://{host}{rest[1:]}"
+    depth, _, hops = depth.partition(".")
+    return int(depth), f"{_SCHEME_OF[rest[0]]}://{host}{rest[1:]}", int(hops or 0)
 
 
 @dataclass(frozen=True)
@@ -85,10 +89,10 @@ class RedisFrontier:
         for item in urls:
             host = host_of(item.url)
             replaces = ("" if item.replaces_depth is None
-                        else encode_member(item.replaces_depth, item.url))
+                        else encode_member(item.replaces_depth, item.url, item.hops))
             by_shard[shard_of(host, self.shards)] += [
-                host, encode_member(item.depth, item.url), str(queue_score(item.priority, now)),
-                replaces]
+                host, encode_member(item.depth, item.url, item.hops),
+                str(queue_score(item.priority, now)), replaces]
         if not by_shard:
             return 0
         pipe = self.client.pipeline(transaction=False)
@@ -124,8 +128,8 @@ class RedisFrontier:
             got = []
             for i in range(1, len(reply), 4):
                 host, tok, member, not_before = (v.decode() for v in reply[i:i + 4])
-                depth, url = decode_member(host, member)
-                got.append(Lease(shard, host, tok, url, depth, float(not_before)))
+                depth, url, hops = decode_member(host, member)
+                got.append(Lease(shard, host, tok, url, depth, float(not_before), hops))
             if got:
                 leases[shard] = got
         return leases, next_ready
@@ -219,10 +223,10 @@ class RedisFrontier:
         return bool(scripts.RESUME(self.client, [k.ready, k.idle, k.parked, k.why, k.paused,
                                                  k.fails, k.queue(host)], [host, now]))
 
-    def drop(self, host: str, urls: Iterable[tuple[int, str]] | None = None) -> int:
-        """Remove the (depth, url) pairs from `host`'s queue, or its whole queue when None;
-        returns how many URLs were removed."""
-        members = [] if urls is None else [encode_member(depth, url) for depth, url in urls]
+    def drop(self, host: str, urls: Iterable[tuple[int, str, int]] | None = None) -> int:
+        """Remove the (depth, url, hops) URLs from `host`'s queue, or its whole queue when
+        None; returns how many URLs were removed."""
+        members = [] if urls is None else [encode_member(*url) for url in urls]
         if urls is not None and not members:
             return 0
         k = self._of_host(host)

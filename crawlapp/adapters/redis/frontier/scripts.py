@@ -14,7 +14,7 @@ cluster slot):
   {P:f:s}:fails   HASH host -> failures in a row (absent after a success)
   {P:f:s}:q:HOST  ZSET member -> score, the host's URLs; lowest score pops first
   {P:f:s}:queued  STRING number of URLs waiting in the shard's host queues
-A member is "depth\\t<h|s>path?query" (see encode_member).
+A member is "depth\\t<h|s>path?query", "depth.hops\\t..." off scope (see encode_member).
 
 A host with URLs queued is in exactly one of ready, leases, parked:
 
