@@ -1,7 +1,7 @@
 """crawl scope: the rules seeds add (scope_rules), and urls.hops, the off-scope links in a row
 that led to a URL (restored into the frontier by a rebuild)
 
-Revision ID: 0008
+Revision ID: 0007
 Revises: 0006
 Create Date: 2026-11-22
 """
@@ -9,7 +9,7 @@ Create Date: 2026-11-22
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0008'
+revision = '0007'
 down_revision = '0006'
 branch_labels = None
 depends_on = None
