@@ -12,12 +12,15 @@ def queue_lengths(broker_url: str, names: Iterable[str]) -> dict[str, int]:
     """Messages waiting in each queue; a queue nobody declared yet is empty."""
     out: dict[str, int] = {}
     with Connection(broker_url) as conn:
-        channel = conn.default_channel
+        channel = conn.channel()
         for name in names:
             try:
                 out[name] = int(channel.queue_declare(queue=name, passive=True).message_count)
-            except Exception:  # noqa: BLE001 - the broker says "no such queue" its own way
+            except conn.channel_errors:  # no such queue: AMQP closes the channel, so reopen it
                 out[name] = 0
+                channel.close()
+                channel = conn.channel()
+        channel.close()
     return out
 
 

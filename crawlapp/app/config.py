@@ -1,6 +1,6 @@
 """Celery configuration: queues, routes and the beat schedule. Values come from crawlapp settings."""
 
-from kombu import Queue
+from kombu import Exchange, Queue
 
 from crawlapp.core.queues import Queues
 from crawlapp.core.settings import get_settings
@@ -31,7 +31,14 @@ worker_prefetch_multiplier = 1
 worker_send_task_events = _settings.task_events
 task_send_sent_event = False
 
-task_queues = [Queue(name) for name in ALL_QUEUES]
+if _settings.quorum_queues:
+    # RabbitMQ quorum queues: replicated and durable. A countdown (a stage's retry) goes
+    # through Celery's native delayed delivery, which routes through topic exchanges.
+    task_queues = [Queue(name, Exchange(name, type="topic"), routing_key=name,
+                         queue_arguments={"x-queue-type": "quorum"}) for name in ALL_QUEUES]
+    broker_transport_options = {**broker_transport_options, "confirm_publish": True}
+else:
+    task_queues = [Queue(name) for name in ALL_QUEUES]
 task_default_queue = "control"
 task_routes = {
     "crawl.parse": {"queue": "parse"},

@@ -12,10 +12,12 @@ batch into records and hands the next one the wire form of what its stage return
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from typing import Any
 
+from celery.exceptions import Ignore
 from celery.signals import worker_process_shutdown
 
 from crawlapp.adapters.context import Context, get_context, timed
@@ -40,6 +42,7 @@ RETRY = {"autoretry_for": (TransientError,),
 
 
 Wire = list[list[Any]]
+log = logging.getLogger(__name__)
 
 
 def _pages(raw: Wire) -> list[Page]:
@@ -56,11 +59,24 @@ def _started(batch_id: str) -> Context:
     return ctx
 
 
+def _take_up(ctx: Context, batch_id: str, stage: str) -> None:
+    """Ignore (acknowledge, and end its chain) a second delivery of a batch's fetch or render
+    while the first run may still hold its leases: both would ask the same hosts at once.
+    If the first run died, its leases run out and its URLs come back through the frontier."""
+    attempt = app.current_task.request.retries or 0
+    if not ctx.batches.take_up(batch_id, stage, attempt, int(ctx.settings.lease_seconds)):
+        log.warning("batch %s: its %s was delivered again while taken up; this copy is "
+                    "dropped", batch_id, stage)
+        ctx.counters.bump({"batches:delivered_twice": 1})
+        raise Ignore()
+
+
 @app.task(name="crawl.fetch")
 @transient_errors()
 @timed("fetch", elsewhere=fetch_loop_cpu)
 def fetch(batch_id: str, leases: Wire) -> Wire:
     ctx = _started(batch_id)
+    _take_up(ctx, batch_id, "fetch")
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
     counts = Counter(p.status for p in pages) + Counter(h.page.status for h in handovers)
     ctx.counters.bump({f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
@@ -74,8 +90,9 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
 @timed("render", elsewhere=browser_cpu)
 def render(batch_id: str, handovers: Wire) -> Wire:
     """Render the pages handed over by a fetch batch, under their leases."""
-    return _wire(render_batch(_started(batch_id),
-                              [Handover.from_wire(raw) for raw in handovers]))
+    ctx = _started(batch_id)
+    _take_up(ctx, batch_id, "render")
+    return _wire(render_batch(ctx, [Handover.from_wire(raw) for raw in handovers]))
 
 
 @app.task(name="crawl.parse", **RETRY)

@@ -144,6 +144,10 @@ class Settings:
     task_events: bool = _doc(
         "CRAWL_TASK_EVENTS",
         "workers send Celery task events from the start (Flower turns them on when it runs)")
+    quorum_queues: bool = _doc(
+        "CRAWL_QUORUM_QUEUES",
+        "with a RabbitMQ broker, declare the crawl's queues as quorum queues (replicated; "
+        "a stage's delayed retries go through Celery's native delayed delivery)")
     metrics_port: int | None = _doc(
         "CRAWL_METRICS_PORT", "`crawlctl crawl` serves the Prometheus metrics on this port",
         default="unset: not served")
@@ -343,6 +347,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         dns_ttl=_parse(env, "CRAWL_DNS_TTL", 300.0, _bounded(float, 1, 86400)),
         dns_negative_ttl=_parse(env, "CRAWL_DNS_NEGATIVE_TTL", 30.0, _bounded(float, 1, 86400)),
         task_events=_parse(env, "CRAWL_TASK_EVENTS", False, _boolean),
+        quorum_queues=_parse(env, "CRAWL_QUORUM_QUEUES", False, _boolean),
         metrics_port=_parse(env, "CRAWL_METRICS_PORT", None, _bounded(int, 1, 65535)),
         metrics_addr=_parse(env, "CRAWL_METRICS_ADDR", "127.0.0.1", str),
         render=_parse(env, "CRAWL_RENDER", False, _boolean),

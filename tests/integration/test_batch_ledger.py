@@ -26,3 +26,17 @@ def test_a_batch_is_in_flight_until_finished_and_a_lost_one_hands_back_its_urls(
     ledger.finish("b2")
     assert ledger.in_flight() == 0 and ledger.expired(NOW + 121) == {}
     assert redis.Redis.from_url(redis_url).keys("*") == []
+
+
+def test_a_stage_is_taken_up_once_per_attempt(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    ledger = BatchLedger(client, "t")
+    assert ledger.take_up("b1", "fetch", 0, 60)
+    assert not ledger.take_up("b1", "fetch", 0, 60)  # the same message delivered again
+    assert ledger.take_up("b1", "render", 0, 60)  # another stage of the batch
+    assert ledger.take_up("b1", "render", 1, 60)  # a retry of the render
+    assert not ledger.take_up("b1", "render", 0, 60)  # a late copy of the first attempt
+    assert 0 < client.ttl("{t:batches}:run:fetch:b1") <= 60
+    client.delete("{t:batches}:run:fetch:b1")  # as when it expires
+    assert ledger.take_up("b1", "fetch", 0, 60)
+    client.flushdb()

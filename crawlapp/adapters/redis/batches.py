@@ -1,5 +1,9 @@
 """The batch ledger: fetch batches between dispatch and the end of extract_links.
 
+A batch's fetch (and render) is taken up once (`take_up`): a broker may deliver its message
+again while the first worker still runs it (RabbitMQ does as soon as that worker's
+connection drops), and a second run under the same leases would ask the same hosts at once.
+
 Each stage extends its batch's deadline when it starts; a batch past its deadline was lost
 with a worker (after its leases ended), and the dispatcher queues its URLs again from the
 ledger (`expired`) before forgetting it. `crawl --until-idle` waits for an empty ledger.
@@ -14,7 +18,18 @@ import msgpack
 import redis
 
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.lua import Lua
 from crawlapp.core.records import Lease
+
+# KEYS: the run key of a batch's stage; ARGV: attempt (the task's retries so far), seconds
+# Takes the stage up for this attempt unless it was taken up for this attempt or a later
+# one already; the key expires after `seconds`. Returns 1 if taken up.
+_TAKE_UP = Lua("""
+local held = redis.call('GET', KEYS[1])
+if held and tonumber(held) >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1
+""")
 
 
 class BatchLedger:
@@ -37,6 +52,12 @@ class BatchLedger:
             pipe.set(self._urls(batch_id),
                      msgpack.packb([[lease.url, lease.depth] for lease in leases]))
         pipe.execute()
+
+    def take_up(self, batch_id: str, stage: str, attempt: int, seconds: int) -> bool:
+        """Whether this run of a batch's stage is the one to do it: False for a second
+        delivery of a message already taken up (not for a retry: `attempt` counts those)."""
+        run = keys.BATCH_RUN.of(self.prefix, stage=stage, batch=batch_id)
+        return bool(_TAKE_UP(self.client, [run], [attempt, seconds]))
 
     def finish(self, batch_id: str) -> None:
         pipe = self.client.pipeline(transaction=False)

@@ -73,6 +73,8 @@ BATCHES = Key("{P:batches}:due", "zset", "batch id -> deadline, for batches betw
               "and extract_links")
 BATCH_URLS = Key("{P:batches}:urls:<batch>", "string", "msgpack [[url, depth], ...] of a "
                  "batch's leases")
+BATCH_RUN = Key("{P:batches}:run:<stage>:<batch>", "string", "the attempt that took a "
+                "batch's fetch or render up; a message delivered again finds it (batches.py)")
 
 # URL dedup, tier 1 (urlseen.py).
 BLOOM = Key("P:bloom:<part>", "string", "one part of the Bloom filter of URLs seen, a bitmap")
@@ -126,7 +128,7 @@ WORKERS = Key("P:workers", "hash", "host:pid -> \"rss peak time\" of a worker pr
 VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify "
              "(verify_report.py)")
 
-ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, BATCHES, BATCH_URLS, BLOOM, CLAIM, BAND, CANONICAL,
+ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM, CLAIM, BAND, CANONICAL,
                         ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS, RETRIES, THROTTLE,
                         RECRAWL_TIER,
                         RECRAWL_CLAIMED, HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
