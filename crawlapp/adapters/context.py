@@ -49,7 +49,15 @@ class Context:
 
     @cached_property
     def redis(self) -> redis.Redis:
+        """The hot, bounded state (CRAWL_REDIS_URL)."""
         return redis.Redis.from_url(self.settings.redis_url, health_check_interval=30)
+
+    @cached_property
+    def dedup_redis(self) -> redis.Redis:
+        """What grows with the crawl (CRAWL_DEDUP_REDIS_URL; the same client by default)."""
+        if self.settings.dedup_redis_url == self.settings.redis_url:
+            return self.redis
+        return redis.Redis.from_url(self.settings.dedup_redis_url, health_check_interval=30)
 
     @property
     def _prefix(self) -> str:
@@ -69,15 +77,15 @@ class Context:
     def url_seen(self) -> RedisBloom:
         """Tier 1 of URL dedup: a Bloom filter sized from CRAWL_EXPECTED_URLS."""
         shape = BloomShape.for_capacity(self.settings.expected_urls, self.settings.bloom_fp_rate)
-        return RedisBloom(self.redis, self._prefix, shape)
+        return RedisBloom(self.dedup_redis, self._prefix, shape)
 
     @cached_property
     def dedup_index(self) -> DedupIndex:
-        return DedupIndex(self.redis, self._prefix)
+        return DedupIndex(self.dedup_redis, self._prefix)
 
     @cached_property
     def canonicals(self) -> CanonicalPointers:
-        return CanonicalPointers(self.redis, self._prefix)
+        return CanonicalPointers(self.dedup_redis, self._prefix)
 
     @cached_property
     def robots(self) -> RobotsCache:
@@ -101,7 +109,7 @@ class Context:
 
     @cached_property
     def recrawls(self) -> RecrawlSets:
-        return RecrawlSets(self.redis, self._prefix)
+        return RecrawlSets(self.dedup_redis, self._prefix)
 
     @cached_property
     def budgets(self) -> TrapBudgets:

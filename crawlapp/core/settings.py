@@ -44,7 +44,13 @@ class Settings:
     s3_bucket: str | None = _doc("S3_BUCKET", "bucket of the page bodies (required with `S3_ENDPOINT_URL`)")
     broker_url: str = _doc("CELERY_BROKER_URL", "Redis or RabbitMQ (`amqp://`)")
     redis_url: str = _doc(
-        "CRAWL_REDIS_URL", "frontier, robots cache, dedup claims, counters", default="the broker, if Redis")
+        "CRAWL_REDIS_URL",
+        "the hot, bounded state: frontier, leases, batch ledger, robots and DNS caches, counters "
+        "(and the rest, unless CRAWL_DEDUP_REDIS_URL is set)", default="the broker, if Redis")
+    dedup_redis_url: str = _doc(
+        "CRAWL_DEDUP_REDIS_URL",
+        "what grows with the crawl: URL-seen filter, content claims and SimHash bands, canonical "
+        "pointers, re-crawl sets", default="CRAWL_REDIS_URL")
     redis_prefix: str = _doc("CRAWL_REDIS_PREFIX", "namespace of the crawler's Redis keys")
     user_agent: str = _doc("CRAWL_USER_AGENT", "its product token picks the robots.txt group")
     from_address: str | None = _doc("CRAWL_FROM", "e-mail address sent in the `From` header",
@@ -281,6 +287,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     broker_url = _parse(env, "CELERY_BROKER_URL", "redis://127.0.0.1:6379/0",
                         _url(("redis", "rediss", "amqp", "amqps", "pyamqp")))
     redis_default = broker_url if broker_url.startswith("redis") else "redis://127.0.0.1:6379/0"
+    redis_url = _parse(env, "CRAWL_REDIS_URL", redis_default, _url(("redis", "rediss", "unix")))
     batch_size = _parse(env, "CRAWL_BATCH_SIZE", 50, _bounded(int, 1, 1000))
     shards = _parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, 4096))
     fetch_timeout = _parse(env, "CRAWL_FETCH_TIMEOUT", 30.0, _bounded(float, 0.1, 600))
@@ -291,7 +298,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         s3_endpoint_url=_parse(env, "S3_ENDPOINT_URL", None, _url(("http", "https"))),
         s3_bucket=_parse(env, "S3_BUCKET", None, str),
         broker_url=broker_url,
-        redis_url=_parse(env, "CRAWL_REDIS_URL", redis_default, _url(("redis", "rediss", "unix"))),
+        redis_url=redis_url,
+        dedup_redis_url=_parse(env, "CRAWL_DEDUP_REDIS_URL", redis_url,
+                               _url(("redis", "rediss", "unix"))),
         redis_prefix=_parse(env, "CRAWL_REDIS_PREFIX", "crawl", str),
         user_agent=_parse(env, "CRAWL_USER_AGENT", DEFAULT_USER_AGENT, str),
         from_address=_parse(env, "CRAWL_FROM", None, _email),

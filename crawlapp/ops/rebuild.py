@@ -208,30 +208,44 @@ def _scope_rules(ctx: Context) -> int:
         return ctx.scopes.load(repository.scope_rules(session))
 
 
-def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None) -> dict[str, int]:
-    """Restore the frontier and caches from the database; returns what was restored."""
-    _hold_hosts(ctx)
-    restored = {"denylist": _denylist(ctx), "scope_rules": _scope_rules(ctx),
-                "urls_queued": _requeue(ctx, progress), "urls_seen": _url_seen(ctx),
-                "hosts_counted": _host_counts(ctx)}
-    restored["content_claims"], restored["fingerprints"] = _dedup_index(ctx)
-    restored |= {"canonical_pointers": _canonicals(ctx), "recrawls": restore_recrawls(ctx),
-                 "robots_cached": _robots(ctx)}
-    mark_alive(ctx)
+def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None, *,
+            hot: bool = True, dedup: bool = True) -> dict[str, int]:
+    """Restore the frontier and caches (`hot`: CRAWL_REDIS_URL's) and the dedup role's
+    structures (`dedup`: CRAWL_DEDUP_REDIS_URL's) from the database; returns what was
+    restored."""
+    restored: dict[str, int] = {}
+    if hot:
+        _hold_hosts(ctx)
+        restored |= {"denylist": _denylist(ctx), "scope_rules": _scope_rules(ctx),
+                     "urls_queued": _requeue(ctx, progress), "hosts_counted": _host_counts(ctx)}
+    if dedup:
+        restored["urls_seen"] = _url_seen(ctx)
+        restored["content_claims"], restored["fingerprints"] = _dedup_index(ctx)
+        restored |= {"canonical_pointers": _canonicals(ctx), "recrawls": restore_recrawls(ctx)}
+        ctx.url_seen.mark_alive(time.time())
+    if hot:
+        restored["robots_cached"] = _robots(ctx)
+        ctx.frontier.mark_alive(time.time())
     return restored
 
 
 def mark_alive(ctx: Context) -> None:
-    """Note in Redis that its frontier is complete (a restarted Redis has no such note)."""
-    ctx.frontier.mark_alive(time.time())
+    """Note in each role's Redis that it holds its structures whole (a restarted Redis has no
+    such note)."""
+    now = time.time()
+    ctx.frontier.mark_alive(now)
+    ctx.url_seen.mark_alive(now)
 
 
 def is_alive(ctx: Context) -> bool:
-    return ctx.frontier.alive()
+    """Whether Redis holds the crawl state whole (each role's Redis, when they are two)."""
+    return ctx.frontier.alive() and ctx.url_seen.alive()
 
 
 def ensure_frontier(ctx: Context) -> dict[str, int] | None:
-    """Rebuild from the database if Redis lost the frontier; returns what was restored."""
-    if is_alive(ctx):
+    """Rebuild from the database what a Redis that lost its data held; returns what was
+    restored (None: nothing was lost)."""
+    hot, dedup = not ctx.frontier.alive(), not ctx.url_seen.alive()
+    if not hot and not dedup:
         return None
-    return rebuild(ctx)
+    return rebuild(ctx, hot=hot, dedup=dedup)

@@ -15,6 +15,7 @@ from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.core.records import Lease, QueuedURL, Release
 from crawlapp.core.settings import load_settings
+from crawlapp.core.urls import url_hash
 from crawlapp.ops import rebuild, takedown, verify
 from crawlapp.ops.dispatcher import dispatch_once
 from crawlapp.ops.seeding import add_seeds
@@ -29,27 +30,35 @@ from testweb.site import Web, WebSpec
 
 SPEC = WebSpec(hosts=2, pages_per_host=3, port=0, crawl_delay_every=0, link_cases=True,
                dedup_cases=True, recrawl_cases=True)
-EXPIRING = {keys.ROBOTS, keys.DNS, keys.DNS_LOCK, keys.HOPS}
+EXPIRING = {keys.ROBOTS, keys.DNS, keys.DNS_LOCK, keys.HOPS, keys.BATCH_RUN}
+# What CRAWL_DEDUP_REDIS_URL holds: the structures that grow with the crawl.
+DEDUP_ROLE = {keys.BLOOM, keys.CLAIM, keys.BAND, keys.CANONICAL, keys.RECRAWL_TIER,
+              keys.RECRAWL_CLAIMED, keys.DEDUP_ALIVE}
 
 
 class Seen:
-    """The registry's keys found so far, checked as they are found."""
+    """The registry's keys found so far in `client` (the context's Redis by default),
+    checked as they are found; with `only`, each must be one of those."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, client: redis.Redis | None = None,
+                 only: set[keys.Key] | None = None) -> None:
         self.ctx = ctx
+        self.client = client or ctx.redis
+        self.only = only
         self.found: set[keys.Key] = set()
 
     def scan(self) -> None:
         prefix = self.ctx.settings.redis_prefix
-        for raw in self.ctx.redis.scan_iter(count=1000):
+        for raw in self.client.scan_iter(count=1000):
             name = raw.decode()
             if name.startswith("_kombu") or name in ("unacked", "unacked_index"):
                 continue
             key = keys.key_of(prefix, name)
             assert key is not None, f"{name} is not in the key registry"
-            assert self.ctx.redis.type(name).decode() == key.type, name
+            assert self.only is None or key in self.only, f"{name} is not in its role's Redis"
+            assert self.client.type(name).decode() == key.type, name
             if key in EXPIRING:
-                assert self.ctx.redis.ttl(name) > 0, f"{name} does not expire"
+                assert self.client.ttl(name) > 0, f"{name} does not expire"
             self.found.add(key)
 
 
@@ -122,3 +131,46 @@ def test_the_times_of_idle_hosts_are_forgotten_once_passed(redis_url: str) -> No
     assert client.zscore(idle, "a.com") is None  # a time past constrains nothing
     frontier.add([QueuedURL("http://a.com/2", 0, 1.0)], 112.0)
     assert client.zscore(keys.READY.of("t", shard=0), "a.com") == 112.0
+
+
+def test_each_role_on_its_own_redis_and_a_lost_one_rebuilt_alone(
+        tmp_path: Path, redis_url: str) -> None:
+    """With CRAWL_DEDUP_REDIS_URL, the structures that grow with the crawl are all in that
+    Redis and nothing else is; when it restarts empty, only it is rebuilt."""
+    dedup_url = redis_url.rsplit("/", 1)[0] + "/2"
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+                              "CRAWL_DEDUP_REDIS_URL": dedup_url,
+                              "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8", "CRAWL_SHARDS": "2",
+                              "CRAWL_DEFAULT_DELAY": "0.01", "CRAWL_MAX_DEPTH": "3"})
+    upgrade(settings)
+    ctx = Context(settings)
+    ctx.dedup_redis.flushdb()
+    hot_role = set(keys.ALL) - DEDUP_ROLE
+    hot, dedup = Seen(ctx, ctx.redis, hot_role), Seen(ctx, ctx.dedup_redis, DEDUP_ROLE)
+
+    class Both:
+        def scan(self) -> None:
+            hot.scan()
+            dedup.scan()
+
+    with start_in_background(Web(SPEC), str(tmp_path / "requests.jsonl")) as server:
+        add_seeds(ctx, server.web.seeds())
+        crawl(ctx, Both(), time.monotonic() + 120)  # type: ignore[arg-type]
+        ctx.recrawls.make_due(None, time.time() - 1)
+        assert drain(ctx) > 0
+        crawl(ctx, Both(), time.monotonic() + 120)  # type: ignore[arg-type]
+    assert dedup.found >= {keys.BLOOM, keys.CLAIM, keys.BAND, keys.RECRAWL_TIER,
+                           keys.DEDUP_ALIVE}
+    assert hot.found >= {keys.READY, keys.QUEUE, keys.ALIVE, keys.ROBOTS, keys.COUNTERS}
+    seen_before = ctx.url_seen.check([bytes.fromhex(url_hash(u)) for u in server.web.seeds()])
+    alive_before = ctx.redis.get(keys.ALIVE.of(settings.redis_prefix))
+    ctx.dedup_redis.flushdb()  # the dedup Redis restarted empty
+    restored = rebuild.ensure_frontier(ctx)
+    assert restored is not None and restored["urls_seen"] > 0 and restored["content_claims"] > 0
+    assert "urls_queued" not in restored and "robots_cached" not in restored
+    assert ctx.redis.get(keys.ALIVE.of(settings.redis_prefix)) == alive_before
+    assert ctx.url_seen.check([bytes.fromhex(url_hash(u)) for u in server.web.seeds()]) \
+        == seen_before == [True] * len(seen_before)
+    assert rebuild.ensure_frontier(ctx) is None
+    dedup.scan()
+    ctx.dedup_redis.flushdb()

@@ -67,6 +67,9 @@ FRONTIER = (READY, IDLE, LEASES, TOKEN, LEASED, PARKED, WHY, PAUSED, FAILS, QUEU
 # The frontier, global.
 ALIVE = Key("P:alive", "string", "time of the last rebuild (the first start's included): Redis "
             "holds the whole crawl state")
+DEDUP_ALIVE = Key("P:dedup-alive", "string", "time of the last rebuild of the URL-seen filter, "
+                  "content claims, canonical pointers and re-crawl sets: the dedup Redis "
+                  "(CRAWL_DEDUP_REDIS_URL) holds them whole (urlseen.py)")
 
 # The batch ledger (batches.py).
 BATCHES = Key("{P:batches}:due", "zset", "batch id -> deadline, for batches between dispatch "
@@ -128,7 +131,7 @@ WORKERS = Key("P:workers", "hash", "host:pid -> \"rss peak time\" of a worker pr
 VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify "
              "(verify_report.py)")
 
-ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM, CLAIM, BAND, CANONICAL,
+ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM, CLAIM, BAND, CANONICAL,
                         ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS, RETRIES, THROTTLE,
                         RECRAWL_TIER,
                         RECRAWL_CLAIMED, HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,

@@ -16,6 +16,9 @@ Sending BITFIELD directly would take four arguments per bit, and redis-py's pack
 those costs the client more than the script costs Redis.
 
 Nothing to forget: the filter has a fixed size. A rebuild adds every URL row again.
+`P:dedup-alive`, next to the filter, notes that the Redis of the dedup role (the filter,
+content claims, canonical pointers, re-crawl sets; CRAWL_DEDUP_REDIS_URL) holds them whole:
+a Redis restarted empty has no such note, and these are rebuilt from the database.
 """
 
 from __future__ import annotations
@@ -94,6 +97,14 @@ class RedisBloom:
         self.key_prefix = key_prefix
         self.shape = shape
         self.items_per_call = items_per_call
+        self._alive = keys.DEDUP_ALIVE.of(key_prefix)
+
+    def mark_alive(self, now: float) -> None:
+        """Note that this Redis holds the dedup role's structures whole (module docstring)."""
+        self.client.set(self._alive, str(now))
+
+    def alive(self) -> bool:
+        return bool(self.client.exists(self._alive))
 
     def key(self, shard: int) -> str:
         return keys.BLOOM.of(self.key_prefix, part=shard)
