@@ -49,6 +49,19 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
     return rows, list(edges.values()), refused
 
 
+def host_links(pages: list[Page]) -> set[tuple[str, str]]:
+    """The host graph's edges of these pages: (source host, target host) of each followed
+    link (no nofollow, no robots.txt sitemap) between two different hosts. Pure."""
+    edges: set[tuple[str, str]] = set()
+    for page in pages:
+        if page.status == Status.ROBOTS or not page.links:
+            continue
+        source = host_of(page.url)
+        edges.update((source, target) for link in page.links if not link.nofollow
+                     and (target := host_of(link.url)) != source)
+    return edges
+
+
 def _blocked_by_robots(ctx: Context, rows: Rows) -> None:
     """Record queued rows whose origin's robots.txt is known and disallows them as blocked,
     with the rule; the others are checked again just before their fetch."""
@@ -86,6 +99,6 @@ def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
                                       ctx.settings.traps, denied)
     _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
-    added = admit(ctx, rows, edges)
+    added = admit(ctx, rows, edges, host_links(pages))
     blocked = sum(1 for row in rows.values() if row["status"] == Status.BLOCKED and row.get("new"))
     return Extracted(added, max(0, len(rows) - added), refused, blocked)
