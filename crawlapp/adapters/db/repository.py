@@ -241,7 +241,7 @@ def authority_of(session: Session, hosts: Sequence[str]) -> dict[str, float]:
     found: dict[str, float] = {}
     for chunk in _chunks(hosts):
         found.update(session.execute(select(HostAuthority.host, HostAuthority.score)
-                                     .where(HostAuthority.host.in_(chunk))).tuples())
+                                     .where(HostAuthority.host.in_(chunk))).all())
     return found
 
 
