@@ -244,3 +244,13 @@ class FrontierContract:
         assert [lease.host for lease in leases] == ["e.com"]  # at equal times, the boost
         f.boost({"e.com": 0.0})
         assert [lease.host for lease in lease_all(f, NOW + 11, max_hosts=1)[0]] == ["c.com"]
+
+    def test_a_single_free_slot_still_chooses_among_a_batch_worth_of_hosts(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        for i, h in enumerate("abcdef"):
+            f.add([QueuedURL(f"http://{h}.com/", 1, 0.5)], NOW + i)
+        f.boost({"f.com": 0.7})
+        # one slot left (max_leased 1), batches of 2: the 8 earliest hosts are candidates
+        leases, _ = lease_all(f, NOW + 10, max_hosts=2, max_leased=1)
+        assert [lease.host for lease in leases] == ["f.com"]

@@ -21,7 +21,7 @@ from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardSta
 from crawlapp.core.urls import host_of, shard_of
 
 EXPIRED_PER_DISPATCH = 1000  # leases handed back, and parked hosts brought back, per call
-BOOST_WINDOW = 4  # candidates per room left, when more hosts are ready than there is room for
+BOOST_WINDOW = 4  # candidates per host of a batch, when more are ready than there is room for
 
 
 def _member(depth: int, url: str) -> str:
@@ -106,7 +106,7 @@ class _Shard:
         out = []
         room = min(max_hosts, max_leased - len(self.leases))
         if room > 0:
-            window = _lowest(self.ready, horizon, BOOST_WINDOW * room)
+            window = _lowest(self.ready, horizon, BOOST_WINDOW * max_hosts)
             hosts = window if len(window) <= room else sorted(
                 window, key=lambda c: (-self.boost.get(c[1], 0.0), c))[:room]
             if hosts and len(hosts) < max_hosts and window[0][0] > due_by:

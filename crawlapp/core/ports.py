@@ -41,7 +41,7 @@ class Frontier(Protocol):
     def boost(self, scores: Mapping[str, float]) -> None:
         """Set the boost of these hosts (their authority, in [0, 1]; 0 for a host never
         boosted). When more hosts are ready than a dispatch has room for, the earliest
-        4 x room of them are candidates and the most boosted go first (ties: the earliest);
+        4 x max_hosts of them are candidates and the most boosted go first (ties: the earliest);
         no host is leased before its next allowed time, and queued URLs keep their scores."""
         ...
 

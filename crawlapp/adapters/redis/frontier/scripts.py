@@ -92,9 +92,10 @@ return added
 # whose next time is at most now + lookahead, while fewer than max_leased hosts are leased,
 # popping each host's best URL; but only once the batch is full or its earliest host is due
 # by `due_by`, so batches grow without making any host late. When more hosts are ready than
-# there is room for, the earliest BOOST_WINDOW x room of them are candidates, and those with
-# the highest boost go first (ties: the earliest, then by name). A lease carries its host's
-# next time: the fetch must not start before it.
+# there is room for, the earliest BOOST_WINDOW x max_hosts of them are candidates (not x room:
+# a slot freed alone must not shrink the choice to the hosts that waited longest), and
+# those with the highest boost go first (ties: the earliest, then by name). A lease carries
+# its host's next time: the fetch must not start before it.
 # Returns {next_ready_time or -1, host1, token1, member1, not_before1, ...}.
 DISPATCH = Lua("""
 local BOOST_WINDOW = 4
@@ -128,7 +129,7 @@ local out = {-1}
 local room = math.min(max_hosts, max_leased - redis.call('ZCARD', leases))
 if room > 0 then
   local window = redis.call('ZRANGEBYSCORE', ready, '-inf', horizon, 'WITHSCORES',
-                            'LIMIT', 0, BOOST_WINDOW * room)
+                            'LIMIT', 0, BOOST_WINDOW * max_hosts)
   local hosts = {}
   if #window > 2 * room then
     local names = {}
