@@ -49,17 +49,16 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
     return rows, list(edges.values()), refused
 
 
-def host_links(pages: list[Page]) -> set[tuple[str, str]]:
+def host_links(pages: list[Page], rows: Rows, edges: list[dict[str, Any]]
+               ) -> set[tuple[str, str]]:
     """The host graph's edges of these pages: (source host, target host) of each followed
-    link (no nofollow, no robots.txt sitemap) between two different hosts. Pure."""
-    edges: set[tuple[str, str]] = set()
-    for page in pages:
-        if page.status == Status.ROBOTS or not page.links:
-            continue
-        source = host_of(page.url)
-        edges.update((source, target) for link in page.links if not link.nofollow
-                     and (target := host_of(link.url)) != source)
-    return edges
+    link (not nofollow, not a robots.txt's sitemap, to a URL admitted: `rows`) between two
+    different hosts. Reads the hosts `plan_links` found, per link only dict lookups. Pure."""
+    sources = {page.url_hash: host_of(page.url) for page in pages
+               if page.status != Status.ROBOTS and page.links}
+    return {(source, target) for edge in edges
+            if not edge["nofollow"] and (source := sources.get(edge["source_hash"]))
+            and (row := rows.get(edge["target_hash"])) and (target := row["host"]) != source}
 
 
 def _blocked_by_robots(ctx: Context, rows: Rows) -> None:
@@ -99,6 +98,6 @@ def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
                                       ctx.settings.traps, denied)
     _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
-    added = admit(ctx, rows, edges, host_links(pages))
+    added = admit(ctx, rows, edges, host_links(pages, rows, edges))
     blocked = sum(1 for row in rows.values() if row["status"] == Status.BLOCKED and row.get("new"))
     return Extracted(added, max(0, len(rows) - added), refused, blocked)
