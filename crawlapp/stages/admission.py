@@ -54,12 +54,14 @@ def url_row(url: str, depth: int, max_depth: int, now: datetime,
 
 
 def _score(ctx: Context, rows: Rows) -> None:
-    """Give each row its host's authority and its priority (a new URL's freshness is neutral)."""
+    """Give each row its host's authority and its priority (a new URL's freshness is neutral;
+    a row without a link context gets its depth's)."""
     authority = ctx.authority.read(row["host"] for row in rows.values())
     weights = ctx.settings.priority_weights
     for row in rows.values():
+        context = row.setdefault("link_context", depth_priority(row["depth"]))
         row["authority"] = score = authority[row["host"]]
-        row["priority"] = weights.priority(score, NEW_FRESHNESS, row["link_context"])
+        row["priority"] = weights.priority(score, NEW_FRESHNESS, context)
 
 
 def add_row(rows: Rows, row: dict[str, Any]) -> None:
