@@ -41,7 +41,9 @@ def page(url: str, links: list[Link], status: Status = Status.FETCHED) -> Page:
     return Page(url=url, url_hash=url_hash(url), depth=0, status=status, links=links)
 
 
-def test_the_host_graph_scores_the_hub_and_reaches_redis_and_the_rows(ctx: Context) -> None:
+def test_the_host_graph_scores_the_hub_and_reaches_redis_and_the_rows(
+        ctx: Context, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(authority, "LOAD_CHUNK", 2)  # the edges are read in several chunks
     pages = [page(f"http://{leaf}/{n}", [Link("http://hub.com/", "Hub"),
                                          Link("http://hub.com/more", "More"),
                                          Link(f"http://{leaf}/{n + 1}", "Next"),
