@@ -255,3 +255,36 @@ class FrontierContract:
         assert f.host_states(["a.com", "d.com"], NOW) == {
             "a.com": HostState(1, "waiting", 2, NOW + 5),
             "d.com": HostState(0, "given up", 0, None)}
+
+    def test_boosted_hosts_go_first_among_those_due_and_never_early(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.9 - i / 10) for h in "abcdef"
+               for i in range(2)], NOW)
+        f.hold(["f.com"], NOW + 50)  # f.com may not be fetched before NOW + 50
+        f.boost({"e.com": 0.9, "c.com": 0.5, "f.com": 1.0})
+        leases, _ = lease_all(f, NOW, max_hosts=2)
+        # four hosts due compete for two slots: the boosted ones win, the URLs keep their
+        # order within each host (the best first)
+        assert [(lease.host, lease.url) for lease in leases] == [
+            ("e.com", "http://e.com/0"), ("c.com", "http://c.com/0")]
+        f.release([Release(lease, NOW + 10) for lease in leases])
+        leases, _ = lease_all(f, NOW + 1, max_hosts=2)
+        assert [lease.host for lease in leases] == ["a.com", "b.com"]  # no boost: earliest
+        f.release([Release(lease, NOW + 10) for lease in leases])
+        leases, _ = lease_all(f, NOW + 2, max_hosts=2)
+        assert [lease.host for lease in leases] == ["d.com"]  # f.com, boosted, is not due
+        leases, _ = lease_all(f, NOW + 10, max_hosts=1)
+        assert [lease.host for lease in leases] == ["e.com"]  # at equal times, the boost
+        f.boost({"e.com": 0.0})
+        assert [lease.host for lease in lease_all(f, NOW + 11, max_hosts=1)[0]] == ["c.com"]
+
+    def test_a_single_free_slot_still_chooses_among_a_batch_worth_of_hosts(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        for i, h in enumerate("abcdef"):
+            f.add([QueuedURL(f"http://{h}.com/", 1, 0.5)], NOW + i)
+        f.boost({"f.com": 0.7})
+        # one slot left (max_leased 1), batches of 2: the 8 earliest hosts are candidates
+        leases, _ = lease_all(f, NOW + 10, max_hosts=2, max_leased=1)
+        assert [lease.host for lease in leases] == ["f.com"]

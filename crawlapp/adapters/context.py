@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from crawlapp.adapters.blobstore import BlobStore, open_blobstore
 from crawlapp.adapters.db.engine import session_factory
+from crawlapp.adapters.redis.authority import HostAuthorities
 from crawlapp.adapters.redis.batches import BatchLedger
 from crawlapp.adapters.redis.budgets import TrapBudgets
 from crawlapp.adapters.redis.canonicals import CanonicalPointers
@@ -114,6 +115,10 @@ class Context:
     @cached_property
     def budgets(self) -> TrapBudgets:
         return TrapBudgets(self.redis, self._prefix)
+
+    @cached_property
+    def authority(self) -> HostAuthorities:
+        return HostAuthorities(self.redis, self._prefix)
 
     @cached_property
     def counters(self) -> Counters:

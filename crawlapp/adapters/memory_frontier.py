@@ -13,7 +13,7 @@ import heapq
 import itertools
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from crawlapp.core.priority import queue_score
@@ -21,6 +21,7 @@ from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardSta
 from crawlapp.core.urls import host_of, shard_of
 
 EXPIRED_PER_DISPATCH = 1000  # leases handed back, and parked hosts brought back, per call
+BOOST_WINDOW = 4  # candidates per host of a batch, when more are ready than there is room for
 
 
 def _member(depth: int, url: str, hops: int = 0) -> str:
@@ -53,6 +54,7 @@ class _Shard:
     fails: dict[str, int] = field(default_factory=dict)
     queues: dict[str, dict[str, float]] = field(default_factory=dict)  # never an empty one
     queued: int = 0
+    boost: dict[str, float] = field(default_factory=dict)
 
     def queue_add(self, host: str, member: str, score: float) -> int:
         """ZADD LT: a member queued already keeps its lower score; 1 if it is new."""
@@ -108,8 +110,10 @@ class _Shard:
         out = []
         room = min(max_hosts, max_leased - len(self.leases))
         if room > 0:
-            hosts = _lowest(self.ready, horizon, room)
-            if hosts and len(hosts) < max_hosts and hosts[0][0] > due_by:
+            window = _lowest(self.ready, horizon, BOOST_WINDOW * max_hosts)
+            hosts = window if len(window) <= room else sorted(
+                window, key=lambda c: (-self.boost.get(c[1], 0.0), c))[:room]
+            if hosts and len(hosts) < max_hosts and window[0][0] > due_by:
                 hosts = []  # not full and nothing due yet: let the batch grow until the next tick
             for n, (ready_at, host) in enumerate(hosts):
                 del self.ready[host]
@@ -235,6 +239,11 @@ class MemoryFrontier:
                     leases.setdefault(shard, []).append(
                         Lease(shard, host, token, url, depth, not_before, hops))
         return leases, next_ready
+
+    def boost(self, scores: Mapping[str, float]) -> None:
+        with self._lock:
+            for host, score in scores.items():
+                self._shard_of(host).boost[host] = score
 
     def renew(self, leases: list[Lease], now: float, lease_seconds: float) -> list[int | None]:
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from crawlapp.adapters.context import get_context
 from crawlapp.app import app
 from crawlapp.app.chain import send_batch
+from crawlapp.ops import authority
 from crawlapp.ops.dispatcher import dispatch_once
 from crawlapp.stages.recrawling import drain
 
@@ -20,3 +21,9 @@ def dispatch() -> int:
 def recrawl() -> int:
     """Queue the pages whose next crawl time has come (claimed atomically, crash-safe)."""
     return drain(get_context())
+
+
+@app.task(name="crawl.authority")
+def host_authority() -> int:
+    """Score the hosts of the host graph again (PageRank); returns how many were scored."""
+    return authority.compute(get_context())

@@ -47,6 +47,7 @@ task_routes = {
     "crawl.extract_links": {"queue": "links"},
     "crawl.dispatch": {"queue": "control"},
     "crawl.recrawl": {"queue": "control"},
+    "crawl.authority": {"queue": "control"},
     # crawl.fetch goes to fetch.<mmh3(host) % CRAWL_SHARDS>, chosen when a batch is dispatched,
     # crawl.render to render.<the same shard>.
 }
@@ -57,5 +58,8 @@ beat_schedule = {
                              "options": {"expires": 5}},
     # Pages whose next crawl time has come go back into the frontier.
     "recrawl-due-pages": {"task": "crawl.recrawl", "schedule": 5.0, "options": {"expires": 10}},
+    # Host authority from the host graph: the links stage's scores and the frontier's boost.
+    "host-authority": {"task": "crawl.authority", "schedule": _settings.authority_interval,
+                       "options": {"expires": _settings.authority_interval}},
 }
 beat_schedule_filename = str(_settings.data_dir / "celerybeat-schedule")

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
@@ -36,6 +36,13 @@ class Frontier(Protocol):
         while fewer than `max_leased` are leased), once the batch is full or its earliest host
         is due by `due_by` (default now + lookahead). Returns the leases by shard and the
         earliest next ready time of a host not leased."""
+        ...
+
+    def boost(self, scores: Mapping[str, float]) -> None:
+        """Set the boost of these hosts (their authority, in [0, 1]; 0 for a host never
+        boosted). When more hosts are ready than a dispatch has room for, the earliest
+        4 x max_hosts of them are candidates and the most boosted go first (ties: the earliest);
+        no host is leased before its next allowed time, and queued URLs keep their scores."""
         ...
 
     def renew(self, leases: list[Lease], now: float, lease_seconds: float) -> list[int | None]:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from crawlapp.core.errors import InputError
 from crawlapp.core.hostpatterns import normalize
 from crawlapp.core.politeness import Backoff
+from crawlapp.core.priority import Weights
 from crawlapp.core.scope import SCOPES, Patterns
 from crawlapp.core.traps import TrapRules
 
@@ -181,6 +182,13 @@ class Settings:
         "CRAWL_RENDER_PROCESSES", "render worker processes (one browser each) started by `crawlctl crawl`")
     chromium_path: str | None = _doc(
         "CRAWL_CHROMIUM", "the browser to render with", default="`chromium` on the PATH")
+    priority_weights: Weights = _doc(
+        "CRAWL_PRIORITY_WEIGHTS",
+        "weights of host authority, freshness and link context in a URL's priority "
+        "(non-negative, sum above 0)", default="`0.4,0.3,0.3`")
+    authority_interval: float = _doc(
+        "CRAWL_AUTHORITY_INTERVAL", "seconds between two computations of host authority "
+        "from the host graph (beat)")
 
     @property
     def product_token(self) -> str:
@@ -370,6 +378,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         render_min_text=_parse(env, "CRAWL_RENDER_MIN_TEXT", 200, _bounded(int, 0, 1 << 20)),
         render_processes=_parse(env, "CRAWL_RENDER_PROCESSES", 1, _bounded(int, 1, 64)),
         chromium_path=_parse(env, "CRAWL_CHROMIUM", None, str),
+        priority_weights=_parse(env, "CRAWL_PRIORITY_WEIGHTS", Weights(), Weights.parse),
+        authority_interval=_parse(env, "CRAWL_AUTHORITY_INTERVAL", 600.0,
+                                  _bounded(float, 1, 7 * 86400)),
     )
     if settings.render and settings.render_timeout >= settings.lease_seconds:
         raise SettingsError("CRAWL_RENDER_TIMEOUT: must be shorter than CRAWL_LEASE_SECONDS")

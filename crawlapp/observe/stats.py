@@ -167,7 +167,8 @@ def verify_line(last: dict[str, Any] | None) -> str:
 
 
 def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[str, Any]]:
-    """Per host: pages by outcome, robots.txt answer and delay, frontier state, denylist.
+    """Per host: pages by outcome, robots.txt answer and delay, frontier state, denylist,
+    authority (None before the host graph scored it).
 
     The `top` hosts by pages known, or with `errors_only` those with failed or blocked
     pages or a backoff, most failures first. A host given up as unreachable has its reason
@@ -179,6 +180,7 @@ def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[
         by_host = repository.host_status_counts(session)
         robots = {host_of(h.origin + "/"): h for h in repository.hosts_table(session)}
         patterns = [d.pattern for d in repository.denylist(session)]
+        authority = repository.authority_of(session, list(by_host))
     hosts: list[dict[str, Any]] = [{"host": host, "pages": sum(counts.values()),
               "fetched": counts.get(Status.FETCHED, 0), "failed": counts.get(Status.FAILED, 0),
               "blocked": counts.get(Status.BLOCKED, 0), "queued": counts.get(Status.QUEUED, 0),
@@ -192,6 +194,7 @@ def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[
                  robots_status=known.robots_status if known else None,
                  crawl_delay=known.crawl_delay if known else None,
                  denied_by=hostpatterns.denied_by(h["host"], patterns),
+                 authority=authority.get(h["host"]),
                  given_up=unreachable_sentence(state.state.removeprefix(GIVEN_UP))
                  if state.state.startswith(GIVEN_UP) else None)
     if errors_only:

@@ -13,8 +13,9 @@ from crawlapp.core.urls import dedup_key, url_hash
 
 # The URL row's columns `page show` lists, in its order.
 PAGE_COLUMNS = (
-    "url_hash", "host", "depth", "status", "priority", "http_status", "content_type",
-    "content_length", "content_hash", "content_dedup", "duplicate_of", "storage_key", "title",
+    "url_hash", "host", "depth", "status", "priority", "authority", "link_context",
+    "http_status", "content_type", "content_length", "content_hash", "content_dedup",
+    "duplicate_of", "storage_key", "title",
     "etag", "last_modified", "redirect_to", "redirect_hops", "canonical_url", "noindex",
     "rendered", "render_error", "raw_storage_key", "discovered_at", "last_fetched_at",
     "next_crawl_at", "fail_count", "last_error")

@@ -6,6 +6,9 @@
   is to be fetched is queued.
 - `requeue`: known rows going back (re-crawl, unblock, rebuild, lost batches, copies handed
   back), queued with their stored depth and priority.
+
+A URL found is scored by core/priority.py: its host's authority (one HMGET per batch for
+the batch's hosts), neutral freshness and the link context; the row keeps all three.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
-from crawlapp.core.priority import depth_priority
+from crawlapp.core.priority import NEW_FRESHNESS, depth_priority
 from crawlapp.core.records import QueuedURL, Status
 from crawlapp.core.traps import PatternBudget, url_pattern
 from crawlapp.core.urls import dedup_key, host_of, url_hash
@@ -44,12 +47,25 @@ class Known(Protocol):
 
 
 def url_row(url: str, depth: int, max_depth: int, now: datetime,
-            priority: float | None = None, hops: int = 0, host: str | None = None
+            link_context: float | None = None, hops: int = 0, host: str | None = None
             ) -> dict[str, Any]:
+    """A URL found, to be admitted (its priority is set on admission: `_score`)."""
     return {"url_hash": url_hash(url), "url": url, "host": host_of(url) if host is None else host,
-            "depth": depth, "priority": depth_priority(depth) if priority is None else priority,
+            "depth": depth,
+            "link_context": depth_priority(depth) if link_context is None else link_context,
             "discovered_at": now, "hops": hops,
             "status": Status.QUEUED if depth <= max_depth else Status.TOO_DEEP}
+
+
+def _score(ctx: Context, rows: Rows) -> None:
+    """Give each row its host's authority and its priority (a new URL's freshness is neutral;
+    a row without a link context gets its depth's)."""
+    authority = ctx.authority.read(row["host"] for row in rows.values())
+    weights = ctx.settings.priority_weights
+    for row in rows.values():
+        context = row.setdefault("link_context", depth_priority(row["depth"]))
+        row["authority"] = score = authority[row["host"]]
+        row["priority"] = weights.priority(score, NEW_FRESHNESS, context)
 
 
 def add_row(rows: Rows, row: dict[str, Any]) -> None:
@@ -110,6 +126,7 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime, insert: b
     Bloom false positive) are inserted too, so a false positive never loses a URL.
     """
     max_depth = ctx.settings.max_depth
+    _score(ctx, rows)
     new: set[str] = set()
     if insert:
         maybe_seen = ctx.url_seen.check_and_add([bytes.fromhex(h) for h in rows])
@@ -143,13 +160,17 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime, insert: b
     return len(new), wave
 
 
-def admit(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None) -> int:
-    """Record the rows and edges and queue what is new; commit after the frontier has them."""
+def admit(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None,
+          host_links: set[tuple[str, str]] | None = None) -> int:
+    """Record the rows, edges and host graph edges (`host_links`: source host, target
+    host) and queue what is new; commit after the frontier has them."""
     now = datetime.now(UTC)
     added = 0
     with ctx.sessions.begin() as session:
         if edges:
             repository.add_links(session, edges)
+        if host_links:
+            repository.add_host_links(session, host_links)
         insert = True
         while rows:
             new, rows = _settle(ctx, session, rows, now, insert)

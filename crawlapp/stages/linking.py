@@ -53,6 +53,18 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
     return rows, list(edges.values()), refused
 
 
+def host_links(pages: list[Page], rows: Rows, edges: list[dict[str, Any]]
+               ) -> set[tuple[str, str]]:
+    """The host graph's edges of these pages: (source host, target host) of each followed
+    link (not nofollow, not a robots.txt's sitemap, to a URL admitted: `rows`) between two
+    different hosts. Reads the hosts `plan_links` found, per link only dict lookups. Pure."""
+    sources = {page.url_hash: host_of(page.url) for page in pages
+               if page.status != Status.ROBOTS and page.links}
+    return {(source, target) for edge in edges
+            if not edge["nofollow"] and (source := sources.get(edge["source_hash"]))
+            and (row := rows.get(edge["target_hash"])) and (target := row["host"]) != source}
+
+
 def _blocked_by_robots(ctx: Context, rows: Rows) -> None:
     """Record queued rows whose origin's robots.txt is known and disallows them as blocked,
     with the rule; the others are checked again just before their fetch."""
@@ -95,6 +107,6 @@ def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
                                       settings.traps, denied_reply(replies), scope)
     _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
-    added = admit(ctx, rows, edges)
+    added = admit(ctx, rows, edges, host_links(pages, rows, edges))
     blocked = sum(1 for row in rows.values() if row["status"] == Status.BLOCKED and row.get("new"))
     return Extracted(added, max(0, len(rows) - added), refused, blocked)

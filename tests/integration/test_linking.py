@@ -120,12 +120,16 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
     rows, edges, _ = plan_links([home], ctx.settings.max_depth, NOW, ctx.settings.traps)
     admit(ctx, rows, edges)
     with ctx.sessions() as s:
-        stored = {u: repository.get_url(s, url_hash(u)).priority  # type: ignore[union-attr]
-                  for u in ("http://a.com/content", "http://a.com/nav")}
+        rows_of = {u: repository.get_url(s, url_hash(u))
+                   for u in ("http://a.com/content", "http://a.com/nav")}
+    stored = {u: r.link_context for u, r in rows_of.items()}  # type: ignore[union-attr]
     assert stored == {"http://a.com/content": link_priority(2, False, "Read the story"),
                       "http://a.com/nav": link_priority(2, True, "")}
+    weights = ctx.settings.priority_weights  # a host not scored yet: authority 0, new: 0.5
+    assert {u: r.priority for u, r in rows_of.items()} == {  # type: ignore[union-attr]
+        u: weights.priority(0.0, 0.5, context) for u, context in stored.items()}
     pages = []
-    for url in stored:  # both fetched: the store stage schedules them by the row's priority
+    for url in stored:  # both fetched: the store stage schedules them by the link context
         page = page_for(Lease(0, "a.com", "t", url, 2))
         page.status, page.http_status, page.fetched_at = Status.FETCHED, 200, NOW.timestamp()
         page.content_type = "text/html"
@@ -143,7 +147,8 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
     admit(ctx, rows, edges)
     with ctx.sessions() as s:
         row = repository.get_url(s, url_hash("http://a.com/nav"))
-        assert row is not None and (row.depth, row.priority) == (1, link_priority(1, False, "N"))
+        assert row is not None and (row.depth, row.link_context) == (1, link_priority(1, False, "N"))
+        assert row.priority == weights.priority(0.0, 0.5, row.link_context)
 
 
 def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_url: str) -> None:

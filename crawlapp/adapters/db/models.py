@@ -39,7 +39,9 @@ class Url(Base):
     # off-scope links in a row that led to it (crawlapp.core.scope), 0 in scope
     hops: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
     status: Mapped[str] = mapped_column(String(16), index=True, default=Status.QUEUED)
-    priority: Mapped[float] = mapped_column(Float, default=0.0)
+    priority: Mapped[float] = mapped_column(Float, default=0.0)  # core/priority.py
+    authority: Mapped[float | None] = mapped_column(Float)  # its host's, when last scored
+    link_context: Mapped[float | None] = mapped_column(Float)  # depth and the link that found it
     discovered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     last_fetched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     next_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -107,3 +109,22 @@ class Deny(Base):
     pattern: Mapped[str] = mapped_column(String(512), primary_key=True)
     reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class HostLink(Base):
+    """An edge of the host graph: some page of `source_host` links to `target_host`."""
+
+    __tablename__ = "host_links"
+
+    source_host: Mapped[str] = mapped_column(String(255), primary_key=True)
+    target_host: Mapped[str] = mapped_column(String(255), primary_key=True)
+
+
+class HostAuthority(Base):
+    """A host's authority in [0, 1], from the host graph (crawlapp/ops/authority.py)."""
+
+    __tablename__ = "host_authority"
+
+    host: Mapped[str] = mapped_column(String(255), primary_key=True)
+    score: Mapped[float] = mapped_column(Float)
+    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Insert, bindparam, func, select, update
+from sqlalchemy import Insert, bindparam, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from crawlapp.adapters.db.models import Deny, Host, Link, SeedScope, Url
+from crawlapp.adapters.db.models import Deny, Host, HostAuthority, HostLink, Link, SeedScope, Url
 from crawlapp.core.records import Status
 
 CHUNK = 500
@@ -63,27 +63,37 @@ class Lowered:
 def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
                  ) -> tuple[set[str], list[Lowered]]:
     """Give known URLs the smaller depth of `rows` where it is smaller, and the row's
-    priority where that is higher (a closer link weighs more).
+    priority (with its authority and link context) where that is higher (a closer link
+    weighs more).
 
     Returns the url_hash of every row that is known, and the rows whose depth changed.
     """
     wanted = {row["url_hash"]: row for row in rows}
     known: set[str] = set()
     lowered: list[Lowered] = []
+    scores: list[dict[str, Any]] = []
     for chunk in _chunks(list(wanted)):
         found = session.execute(select(Url.url_hash, Url.url, Url.status, Url.depth, Url.priority,
-                                       Url.hops).where(Url.url_hash.in_(chunk))).all()
+                                       Url.authority, Url.link_context, Url.hops)
+                                .where(Url.url_hash.in_(chunk))).all()
         known.update(h for h, *_ in found)
-        lowered += [Lowered(h, url, status, depth, wanted[h]["depth"],
-                            max(priority or 0.0, wanted[h]["priority"]), hops or 0)
-                    for h, url, status, depth, priority, hops in found
-                    if depth > wanted[h]["depth"]]
-    if lowered:
+        for h, url, status, depth, *kept, hops in found:
+            row = wanted[h]
+            if depth <= row["depth"]:
+                continue
+            better = row["priority"] > (kept[0] or 0.0)
+            priority, authority, link_context = (
+                (row["priority"], row.get("authority"), row.get("link_context")) if better
+                else kept)
+            lowered.append(Lowered(h, url, status, depth, row["depth"], priority, hops or 0))
+            scores.append({"v_hash": h, "v_depth": row["depth"], "v_priority": priority,
+                           "v_authority": authority, "v_link_context": link_context})
+    if scores:
         session.connection().execute(
             update(Url).where(Url.url_hash == bindparam("v_hash")).values(
-                depth=bindparam("v_depth"), priority=bindparam("v_priority")),
-            [{"v_hash": item.url_hash, "v_depth": item.new_depth, "v_priority": item.priority}
-             for item in lowered])
+                depth=bindparam("v_depth"), priority=bindparam("v_priority"),
+                authority=bindparam("v_authority"), link_context=bindparam("v_link_context")),
+            scores)
     return known, lowered
 
 
@@ -145,7 +155,7 @@ class Previous:
     content_hash: str | None
     last_fetched_at: datetime | None
     next_crawl_at: datetime | None
-    priority: float  # the row's: the link context and depth it was found at
+    priority: float  # the row's link context: the depth and link it was found at
 
     @property
     def interval(self) -> float | None:
@@ -159,7 +169,7 @@ def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previ
     for chunk in _chunks(hashes):
         for h, content, last, nxt, priority in session.execute(
                 select(Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at,
-                       Url.priority)
+                       func.coalesce(Url.link_context, Url.priority))
                 .where(Url.url_hash.in_(chunk))):
             found[h] = Previous(content, last, nxt, priority or 0.0)
     return found
@@ -176,6 +186,64 @@ def add_links(session: Session, edges: Sequence[dict[str, Any]]) -> None:
     if edges:
         session.connection().execute(_insert(session, Link).on_conflict_do_nothing(),
                                      _uniform(edges))
+
+
+def set_scores(session: Session, scores: Sequence[tuple[str, float, float]]) -> None:
+    """(url_hash, priority, authority) of rows scored again (a re-crawl's freshness)."""
+    if scores:
+        session.connection().execute(
+            update(Url).where(Url.url_hash == bindparam("v_hash")).values(
+                priority=bindparam("v_priority"), authority=bindparam("v_authority")),
+            [{"v_hash": h, "v_priority": p, "v_authority": a} for h, p, a in scores])
+
+
+HOST_LINKS_PER_STATEMENT = 5000  # 10,000 parameters, within SQLite's and Postgres' limits
+
+
+def add_host_links(session: Session, pairs: Iterable[tuple[str, str]]) -> None:
+    """Record host graph edges (source host, target host); known ones are left as they are.
+    One multi-row INSERT for a batch's pairs, deduplicated and sorted (concurrent batches
+    lock shared rows in the same order)."""
+    unique = sorted(set(pairs))
+    for chunk in _chunks(unique, HOST_LINKS_PER_STATEMENT):
+        session.execute(_insert(session, HostLink).values(
+            [{"source_host": s, "target_host": t} for s, t in chunk]).on_conflict_do_nothing())
+
+
+def host_link_chunks(session: Session, size: int) -> Iterable[list[tuple[str, str]]]:
+    """Every host graph edge, `size` at a time in key order (keyset pagination: each chunk
+    is one indexed range read, however large the table)."""
+    after: tuple[str, str] | None = None
+    while True:
+        query = select(HostLink.source_host, HostLink.target_host)
+        if after is not None:
+            query = query.where(tuple_(HostLink.source_host, HostLink.target_host) > after)
+        chunk = [(s, t) for s, t in session.execute(
+            query.order_by(HostLink.source_host, HostLink.target_host).limit(size))]
+        if not chunk:
+            return
+        yield chunk
+        after = chunk[-1]
+
+
+def save_authority(session: Session, scores: Sequence[tuple[str, float]],
+                   computed_at: datetime) -> None:
+    """Store each host's authority (replacing the last computation's)."""
+    stmt = _insert(session, HostAuthority)
+    stmt = stmt.on_conflict_do_update(index_elements=["host"], set_={
+        "score": stmt.excluded.score, "computed_at": stmt.excluded.computed_at})
+    for chunk in _chunks(scores, 5000):
+        session.connection().execute(stmt, [{"host": h, "score": s, "computed_at": computed_at}
+                                            for h, s in chunk])
+
+
+def authority_of(session: Session, hosts: Sequence[str]) -> dict[str, float]:
+    """The stored authority of these hosts (hosts not scored are left out)."""
+    found: dict[str, float] = {}
+    for chunk in _chunks(hosts):
+        found.update(session.execute(select(HostAuthority.host, HostAuthority.score)
+                                     .where(HostAuthority.host.in_(chunk))).all())
+    return found
 
 
 def save_robots(session: Session, origin: str, status: int, body: str,

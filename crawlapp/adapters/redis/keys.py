@@ -62,7 +62,9 @@ FAILS = Key("{P:f:<shard>}:fails", "hash", "host -> failures in a row (absent af
 QUEUED = Key("{P:f:<shard>}:queued", "string", "number of URLs in the shard's host queues")
 QUEUE = Key("{P:f:<shard>}:q:<host>", "zset", "a host's URLs: \"depth[.hops]<TAB><h|s>path?query\" "
             "-> score, lowest first")
-FRONTIER = (READY, IDLE, LEASES, TOKEN, LEASED, PARKED, WHY, PAUSED, FAILS, QUEUED, QUEUE)
+BOOST = Key("{P:f:<shard>}:boost", "hash", "host -> authority: the first hosts leased when more "
+            "are due than a dispatch takes")
+FRONTIER = (READY, IDLE, LEASES, TOKEN, LEASED, PARKED, WHY, PAUSED, FAILS, QUEUED, QUEUE, BOOST)
 
 # The frontier, global.
 ALIVE = Key("P:alive", "string", "time of the last rebuild (the first start's included): Redis "
@@ -121,6 +123,10 @@ COUNTERS = Key("P:counters", "hash", "counter name -> value, summed over every w
 REFUSED = Key("P:refused:<reason>", "hash", "host -> links refused for that reason")
 STAGE_CPU = Key("P:stage_cpu", "hash", "stage -> CPU seconds, <stage>:batches -> batches")
 
+# Host authority (authority.py).
+AUTHORITY = Key("P:authority", "hash", "host -> authority in [0, 1] from the host graph, read "
+                "by the links stage")
+
 # Operations.
 DENYLIST = Key("P:denylist", "set", "host patterns never fetched, a copy of the denylist "
                "table (denylist.py)")
@@ -135,7 +141,7 @@ ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATC
                         ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS, RETRIES, THROTTLE,
                         RECRAWL_TIER,
                         RECRAWL_CLAIMED, HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
-                        DENYLIST, SCOPE, WORKERS, VERIFY)
+                        AUTHORITY, DENYLIST, SCOPE, WORKERS, VERIFY)
 
 
 def key_of(prefix: str, key: str) -> Key | None:

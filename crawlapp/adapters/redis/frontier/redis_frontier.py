@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import redis
@@ -15,6 +15,7 @@ from crawlapp.core.priority import queue_score
 from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
 from crawlapp.core.urls import host_of, shard_of
 
+BOOST_CHUNK = 10_000  # fields per HSET
 _SCHEMES = {"http": "h", "https": "s"}
 _SCHEME_OF = {v: k for k, v in _SCHEMES.items()}
 
@@ -51,6 +52,7 @@ class ShardKeys:
     fails: str
     queued: str
     queues: str  # a host's queue is this prefix followed by the host
+    boost: str
 
     @classmethod
     def of(cls, prefix: str, shard: int) -> ShardKeys:
@@ -60,7 +62,8 @@ class ShardKeys:
         return cls(ready=key(keys.READY), idle=key(keys.IDLE), leases=key(keys.LEASES),
                    token=key(keys.TOKEN), leased=key(keys.LEASED), parked=key(keys.PARKED),
                    why=key(keys.WHY), paused=key(keys.PAUSED), fails=key(keys.FAILS),
-                   queued=key(keys.QUEUED), queues=keys.QUEUE.of(prefix, shard=shard, host=""))
+                   queued=key(keys.QUEUED), queues=keys.QUEUE.of(prefix, shard=shard, host=""),
+                   boost=key(keys.BOOST))
 
     def queue(self, host: str) -> str:
         return self.queues + host
@@ -116,7 +119,7 @@ class RedisFrontier:
         for shard in shards:
             k = self._keys[shard]
             scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
-                                    k.queued, k.queues],
+                                    k.queued, k.queues, k.boost],
                              [now, max_hosts, lease_seconds, max_leased, f"{token}.{shard}",
                               lookahead, due_by])
         leases: dict[int, list[Lease]] = {}
@@ -133,6 +136,19 @@ class RedisFrontier:
             if got:
                 leases[shard] = got
         return leases, next_ready
+
+    def boost(self, scores: Mapping[str, float]) -> None:
+        """Set the boost of these hosts (their authority): the first leased of the hosts
+        due when more are due than a dispatch takes. Their queued URLs stay as they are."""
+        by_shard: dict[int, dict[str, float]] = defaultdict(dict)
+        for host, score in scores.items():
+            by_shard[shard_of(host, self.shards)][host] = score
+        pipe = self.client.pipeline(transaction=False)
+        for shard, mapping in by_shard.items():
+            items = list(mapping.items())
+            for start in range(0, len(items), BOOST_CHUNK):
+                pipe.hset(self._keys[shard].boost, mapping=dict(items[start:start + BOOST_CHUNK]))
+        pipe.execute()
 
     def renew(self, leases: list[Lease], now: float, lease_seconds: float) -> list[int | None]:
         """Extend each lease still held and return its host's failures in a row; None for a

@@ -14,6 +14,8 @@ cluster slot):
   {P:f:s}:fails   HASH host -> failures in a row (absent after a success)
   {P:f:s}:q:HOST  ZSET member -> score, the host's URLs; lowest score pops first
   {P:f:s}:queued  STRING number of URLs waiting in the shard's host queues
+  {P:f:s}:boost   HASH host -> authority (ops/authority.py): which due hosts go first when
+                  more are due than a dispatch takes
 A member is "depth\\t<h|s>path?query", "depth.hops\\t..." off scope (see encode_member).
 
 A host with URLs queued is in exactly one of ready, leases, parked:
@@ -88,18 +90,22 @@ redis.call('INCRBY', queued, added)
 return added
 """)
 
-# KEYS: ready, idle, leases, token, leased, parked, why, queued, host queue prefix
+# KEYS: ready, idle, leases, token, leased, parked, why, queued, host queue prefix, boost
 # ARGV: now, max_hosts, lease_seconds, max_leased, token_prefix, lookahead, due_by
 # First returns the URLs of expired leases to their queues, brings back parked hosts whose
 # time has come and forgets idle times that have passed. Then leases up to max_hosts hosts
 # whose next time is at most now + lookahead, while fewer than max_leased hosts are leased,
 # popping each host's best URL; but only once the batch is full or its earliest host is due
-# by `due_by`, so batches grow without making any host late. A lease carries its host's
-# next time: the fetch must not start before it.
+# by `due_by`, so batches grow without making any host late. When more hosts are ready than
+# there is room for, the earliest BOOST_WINDOW x max_hosts of them are candidates (not x room:
+# a slot freed alone must not shrink the choice to the hosts that waited longest), and
+# those with the highest boost go first (ties: the earliest, then by name). A lease carries
+# its host's next time: the fetch must not start before it.
 # Returns {next_ready_time or -1, host1, token1, member1, not_before1, ...}.
 DISPATCH = Lua("""
+local BOOST_WINDOW = 4
 local ready, idle, leases, token, leased = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local parked, why, queued, q = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local parked, why, queued, q, boost = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local now = tonumber(ARGV[1])
 local max_hosts, lease, max_leased = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_prefix, horizon, due_by = ARGV[5], now + tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -127,9 +133,31 @@ if #passed > 0 then redis.call('ZREM', idle, unpack(passed)) end
 local out = {-1}
 local room = math.min(max_hosts, max_leased - redis.call('ZCARD', leases))
 if room > 0 then
-  local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', horizon, 'WITHSCORES',
-                           'LIMIT', 0, room)
-  if #hosts > 0 and #hosts < 2 * max_hosts and tonumber(hosts[2]) > due_by then
+  local window = redis.call('ZRANGEBYSCORE', ready, '-inf', horizon, 'WITHSCORES',
+                            'LIMIT', 0, BOOST_WINDOW * max_hosts)
+  local hosts = {}
+  if #window > 2 * room then
+    local names = {}
+    for i = 1, #window, 2 do table.insert(names, window[i]) end
+    local boosts = redis.call('HMGET', boost, unpack(names))
+    local order = {}
+    for n, host in ipairs(names) do
+      table.insert(order, {host, tonumber(window[2 * n]), tonumber(boosts[n] or '0'),
+                           window[2 * n]})
+    end
+    table.sort(order, function(a, b)
+      if a[3] ~= b[3] then return a[3] > b[3] end
+      if a[2] ~= b[2] then return a[2] < b[2] end
+      return a[1] < b[1]
+    end)
+    for n = 1, room do
+      table.insert(hosts, order[n][1])
+      table.insert(hosts, order[n][4])  -- the time as Redis wrote it: no precision lost
+    end
+  else
+    hosts = window
+  end
+  if #hosts > 0 and #hosts < 2 * max_hosts and tonumber(window[2]) > due_by then
     hosts = {}  -- not full and nothing due yet: let the batch grow until the next tick
   end
   for i = 1, #hosts, 2 do

@@ -1,0 +1,50 @@
+"""Host authority: PageRank over the host graph (crawlapp/core/authority.py), computed every
+CRAWL_AUTHORITY_INTERVAL seconds by beat and stored three ways: the host_authority table
+(`crawlctl hosts`), the authority hash the links stage scores new URLs by, and the
+frontier's boost (hosts competing for fetch slots), so a host that becomes important is
+preferred without rewriting its queued URLs."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+import numpy as np
+
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db import repository
+from crawlapp.core.authority import Ids, authority
+
+LOAD_CHUNK = 100_000  # edges read per query
+log = logging.getLogger(__name__)
+
+
+def load_graph(ctx: Context) -> tuple[list[str], Ids, Ids]:
+    """The host names (by id) and the edges as two id arrays, read in chunks."""
+    ids: dict[str, int] = {}
+    sources: list[Ids] = []
+    targets: list[Ids] = []
+    with ctx.sessions() as session:
+        for chunk in repository.host_link_chunks(session, LOAD_CHUNK):
+            sources.append(np.fromiter((ids.setdefault(s, len(ids)) for s, _ in chunk),
+                                       np.int64, len(chunk)))
+            targets.append(np.fromiter((ids.setdefault(t, len(ids)) for _, t in chunk),
+                                       np.int64, len(chunk)))
+    empty = np.zeros(0, np.int64)
+    return (list(ids), np.concatenate(sources) if sources else empty,
+            np.concatenate(targets) if targets else empty)
+
+
+def compute(ctx: Context) -> int:
+    """Score every host of the host graph and store the scores; returns how many hosts."""
+    hosts, sources, targets = load_graph(ctx)
+    if not hosts:
+        return 0
+    scores = dict(zip(hosts, np.round(authority(sources, targets, len(hosts)), 4).tolist(),
+                      strict=True))
+    with ctx.sessions.begin() as session:
+        repository.save_authority(session, list(scores.items()), datetime.now(UTC))
+    ctx.authority.store(scores)
+    ctx.frontier.boost(scores)
+    log.info("host authority: %d hosts, %d edges", len(hosts), len(sources))
+    return len(hosts)
