@@ -23,14 +23,15 @@ from crawlapp.adapters.redis.canonicals import CanonicalPointers
 from crawlapp.adapters.redis.counters import Counters
 from crawlapp.adapters.redis.dedup_index import DedupIndex
 from crawlapp.adapters.redis.denylist import Denylist
-from crawlapp.adapters.redis.dnscache import DnsCache
+from crawlapp.adapters.redis.dnscache import DnsCache, with_names
 from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.adapters.redis.recrawl_sets import RecrawlSets
 from crawlapp.adapters.redis.redirect_hops import RedirectHops
 from crawlapp.adapters.redis.retries import FetchRetries
-from crawlapp.adapters.redis.throttles import Throttles
 from crawlapp.adapters.redis.robots_cache import RobotsCache
 from crawlapp.adapters.redis.scope import SeedScopes
+from crawlapp.adapters.redis.slots import PolitenessSlots
+from crawlapp.adapters.redis.throttles import Throttles
 from crawlapp.adapters.redis.urlseen import RedisBloom
 from crawlapp.adapters.redis.validators import Validators
 from crawlapp.adapters.redis.verify_report import VerifyReport
@@ -105,6 +106,10 @@ class Context:
         return FetchRetries(self.redis, self._prefix)
 
     @cached_property
+    def slots(self) -> PolitenessSlots:
+        return PolitenessSlots(self.redis, self._prefix)
+
+    @cached_property
     def throttles(self) -> Throttles:
         return Throttles(self.redis, self._prefix)
 
@@ -151,6 +156,9 @@ class Context:
     def dns_cache(self) -> DnsCache:
         """A resolver on the fleet's shared DNS cache (one per fetcher: it keeps a local copy)."""
         s = self.settings
+        if s.resolve:
+            return DnsCache(self.redis, s.redis_prefix, s.dns_ttl, s.dns_negative_ttl,
+                            lookup=with_names(s.resolve))
         return DnsCache(self.redis, s.redis_prefix, s.dns_ttl, s.dns_negative_ttl)
 
 

@@ -35,6 +35,7 @@ from email.utils import parsedate_to_datetime
 from typing import NamedTuple
 
 from crawlapp.core.records import FetchError
+from crawlapp.core.scope import hostname, registrable_domain
 
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 TRANSIENT_ERRORS = frozenset({FetchError.TIMEOUT, FetchError.CONNECT, FetchError.PROTOCOL,
@@ -175,3 +176,17 @@ def host_next(end: float, delay: float, status: int | None, error: str | None,
         reason = f"{failures} failures in a row, last: {error or status}"
         return HostNext(end + max(wait, policy.park_seconds), failures, reason)
     return HostNext(end + wait, failures)
+
+
+POLITENESS_KEYS = ("host", "domain", "ip")
+
+
+def politeness_key(kind: str, host: str, address: str | None = None) -> str:
+    """What one request at a time is counted by (CRAWL_POLITENESS_KEY): the host name
+    (`host`, the frontier's own unit), its registrable domain (`domain`), or the address
+    it resolves to (`ip`; the name itself while it has none). robots.txt stays per origin."""
+    if kind == "domain":
+        return f"domain:{registrable_domain(host)}"
+    if kind == "ip":
+        return f"ip:{address or hostname(host)}"
+    return host

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from crawlapp.core.errors import InputError
 from crawlapp.core.hostpatterns import normalize
-from crawlapp.core.politeness import Backoff
+from crawlapp.core.politeness import POLITENESS_KEYS, Backoff
 from crawlapp.core.priority import Weights
 from crawlapp.core.scope import SCOPES, Patterns
 from crawlapp.core.traps import TrapRules
@@ -148,6 +148,16 @@ class Settings:
         "CRAWL_FETCH_BINARIES", "fetch links to images, media, archives and executables too")
     dns_ttl: float = _doc("CRAWL_DNS_TTL", "seconds a host name's addresses are cached (Redis)")
     dns_negative_ttl: float = _doc("CRAWL_DNS_NEGATIVE_TTL", "seconds a failed lookup is cached")
+    resolve: Mapping[str, tuple[str, ...]] = _doc(
+        "CRAWL_RESOLVE",
+        "names answered without DNS, `name=address` separated by commas or spaces (a name "
+        "given twice has both addresses), as curl's --resolve: several names on one test "
+        "server", default="none")
+    politeness_key: str = _doc(
+        "CRAWL_POLITENESS_KEY",
+        "one request at a time, the delay between them, per `host` name, per registrable "
+        "`domain` (Public Suffix List), or per server address (`ip`); robots.txt stays per "
+        "origin")
     task_events: bool = _doc(
         "CRAWL_TASK_EVENTS",
         "workers send Celery task events from the start (Flower turns them on when it runs)")
@@ -247,6 +257,21 @@ def _networks(raw: str) -> tuple[IPNetwork, ...]:
         except ValueError:
             raise ValueError(f"{part!r} is not a CIDR network such as 127.0.0.0/8") from None
     return tuple(out)
+
+
+def _names(raw: str) -> dict[str, tuple[str, ...]]:
+    """"a.test=127.0.0.2, b.test=127.0.0.2" -> {"a.test": ("127.0.0.2",), ...}"""
+    out: dict[str, tuple[str, ...]] = {}
+    for part in raw.replace(",", " ").split():
+        name, sep, address = part.partition("=")
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            raise ValueError(f"{part!r} is not name=address, such as a.test=127.0.0.2") from None
+        if not sep or not name:
+            raise ValueError(f"{part!r} is not name=address, such as a.test=127.0.0.2")
+        out[name.lower().rstrip(".")] = (*out.get(name.lower().rstrip("."), ()), address)
+    return out
 
 
 def _boolean(raw: str) -> bool:
@@ -363,6 +388,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         fetch_binaries=_parse(env, "CRAWL_FETCH_BINARIES", False, _boolean),
         dns_ttl=_parse(env, "CRAWL_DNS_TTL", 300.0, _bounded(float, 1, 86400)),
         dns_negative_ttl=_parse(env, "CRAWL_DNS_NEGATIVE_TTL", 30.0, _bounded(float, 1, 86400)),
+        resolve=_parse(env, "CRAWL_RESOLVE", {}, _names),
+        politeness_key=_parse(env, "CRAWL_POLITENESS_KEY", "host", _choice(POLITENESS_KEYS)),
         task_events=_parse(env, "CRAWL_TASK_EVENTS", False, _boolean),
         quorum_queues=_parse(env, "CRAWL_QUORUM_QUEUES", False, _boolean),
         metrics_port=_parse(env, "CRAWL_METRICS_PORT", None, _bounded(int, 1, 65535)),

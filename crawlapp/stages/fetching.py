@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import random
 import time
+import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -22,11 +24,13 @@ from crawlapp.core.politeness import (
     host_next,
     is_retryable,
     is_unreachable,
+    politeness_key,
     unreachable_sentence,
 )
 from crawlapp.core.records import Fetched, Handover, Lease, Page, Release
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer, robots_url
+from crawlapp.core.scope import hostname
 from crawlapp.core.sitemaps import default_sitemap
 from crawlapp.core.urls import origin_of, request_urls
 from crawlapp.stages.pages import apply_fetch, blocked, page_for, robots_page
@@ -146,6 +150,78 @@ def _known(ctx: Context, leases: list[Lease]) -> _Known:
                   throttles(replies))
 
 
+@dataclass
+class _Slots:
+    """The politeness slots a batch took (CRAWL_POLITENESS_KEY domain or ip): the host that
+    asks under each key taken, and the leases turned away because their key was busy."""
+
+    holder: str
+    taken: dict[str, str]  # key -> host
+    busy: list[Lease]
+
+
+async def _addresses(fetcher: Fetcher, hosts: set[str]) -> dict[str, str]:
+    """The address each host name resolves to (first one), for the `ip` politeness key."""
+    names = [host for host in hosts if not _is_address(hostname(host))]
+    if fetcher.dns is None or not names:
+        return {}
+    answers = await asyncio.gather(*(fetcher.dns.resolve(hostname(h)) for h in names))
+    return {host: answer.addresses[0] for host, answer in zip(names, answers, strict=True)
+            if answer.addresses}
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _take_slots(ctx: Context, plan: Plan) -> _Slots:
+    """Take the politeness slot of each key the batch asks (one host per key; the others
+    are turned away and their URLs go back); a request waits for its key's next time."""
+    settings = ctx.settings
+    asking = plan.robots + plan.pages
+    addresses: dict[str, str] = {}
+    if settings.politeness_key == "ip":
+        hosts = {lease.host for lease in asking}
+        addresses = run_on_fetch_loop(settings, ctx.dns_cache, lambda f: _addresses(f, hosts))
+    key_of = {lease.host: politeness_key(settings.politeness_key, lease.host,
+                                         addresses.get(lease.host)) for lease in asking}
+    first: dict[str, str] = {}
+    for lease in asking:
+        first.setdefault(key_of[lease.host], lease.host)
+    now = time.time()
+    slots = _Slots(uuid.uuid4().hex[:16], {}, [])
+    got = ctx.slots.take(list(first), slots.holder, now, now + settings.lease_seconds)
+    for key, next_time in got.items():
+        if next_time is not None:
+            slots.taken[key] = first[key]
+    allowed = {host: got[key] or 0.0 for key, host in slots.taken.items()}
+    slots.busy = [lease for lease in asking if lease.host not in allowed]
+
+    def waiting(leases: list[Lease]) -> list[Lease]:
+        return [replace(lease, not_before=max(lease.not_before, allowed[lease.host]))
+                for lease in leases if lease.host in allowed]
+    plan.robots, plan.pages = waiting(plan.robots), waiting(plan.pages)
+    if slots.busy:
+        ctx.counters.bump({"politeness:key_busy": len(slots.busy)})
+    return slots
+
+
+def _give_back_slots(ctx: Context, slots: _Slots, releases: list[Release],
+                     handovers: list[Handover]) -> list[Release]:
+    """Give the batch's slots back, each free from its host's next allowed time; the leases
+    turned away end with their URL back in the queue, to be asked a delay later."""
+    next_of = {r.lease.host: r.next_time for r in releases}
+    next_of |= {h.lease.host: h.next_time for h in handovers}
+    ctx.slots.give_back({key: next_of.get(host, time.time())
+                         for key, host in slots.taken.items()}, slots.holder)
+    later = time.time() + ctx.settings.default_delay
+    return [Release(lease, max(later, lease.not_before), requeue=True) for lease in slots.busy]
+
+
 def fetch_batch(ctx: Context, leases: list[Lease]
                 ) -> tuple[list[Page], int, list[Handover]]:
     """Fetch one batch; every held lease is released with the host's next allowed time,
@@ -164,6 +240,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
                     len(leases) - len(held))
     policies, denied, hops, validators, throttles = _known(ctx, held)
     plan = plan_batch(held, policies, ua, denied)
+    slots = _take_slots(ctx, plan) if settings.politeness_key != "host" else None
     robots, fetched = run_on_fetch_loop(
         settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators))
 
@@ -244,6 +321,8 @@ def fetch_batch(ctx: Context, leases: list[Lease]
         else:
             releases.append(ended)
             pages.append(page)
+    if slots is not None:
+        releases += _give_back_slots(ctx, slots, releases, handovers)
     ctx.frontier.release(releases)
     ctx.throttles.update(raised, [host for host, t in throttles.items() if t.level_at(now) == 0])
     _report_given_up(ctx, [r for r in releases if _given_up(r)])

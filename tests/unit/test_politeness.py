@@ -7,6 +7,7 @@ from crawlapp.core.politeness import (
     is_retryable,
     is_transient,
     parse_retry_after,
+    politeness_key,
 )
 
 POLICY = Backoff(max_backoff=60, max_retry_after=120, park_after=3, park_seconds=600)
@@ -100,3 +101,12 @@ def test_a_failing_robots_txt_defers_its_host_for_minutes() -> None:
     assert host_next(0.0, 1.0, 429, None, "900", 1, policy, robots=True).next_time == 900.0
     assert host_next(0.0, 1.0, None, "connect", None, 0, policy, robots=True).next_time == 60.0
     assert host_next(0.0, 1.0, 200, None, None, 2, policy, robots=True).failures == 0
+
+
+def test_the_politeness_key_by_host_domain_or_address() -> None:
+    assert politeness_key("host", "docs.example.co.uk:8080") == "docs.example.co.uk:8080"
+    assert politeness_key("domain", "docs.example.co.uk:8080") == "domain:example.co.uk"
+    assert politeness_key("domain", "WWW.Example.COM.") == "domain:example.com"
+    assert politeness_key("domain", "127.0.0.1:80") == "domain:127.0.0.1"
+    assert politeness_key("ip", "a.test:80", "10.0.0.7") == "ip:10.0.0.7"
+    assert politeness_key("ip", "[::1]:8080") == "ip:::1"  # an address is its own key

@@ -15,7 +15,7 @@ from crawlapp.adapters.redis.lua import Lua
 SIZING = Path(__file__).parents[2] / "docs" / "sizing.md"
 PARTS = {"shard": 3, "host": "a.com:8080", "batch": "ab12.render", "part": 7, "sha256": "f" * 64,
          "band": "3a2b", "url_hash": "0" * 32, "origin": "https://a.com", "tier": "daily",
-         "reason": "pattern_cap", "stage": "fetch"}
+         "reason": "pattern_cap", "stage": "fetch", "key": "ip:127.0.0.1"}
 
 
 def build(key: keys.Key, prefix: str = "crawl") -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import redis
@@ -50,6 +50,14 @@ async def system_lookup(host: str) -> Resolution:
         return Resolution(error="dns")
     addresses = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
     return Resolution(addresses) if addresses else Resolution(error="dns")
+
+
+def with_names(names: Mapping[str, tuple[str, ...]], fallback: Lookup = system_lookup) -> Lookup:
+    """`fallback`, except for the `names` given their addresses (CRAWL_RESOLVE)."""
+    async def lookup(host: str) -> Resolution:
+        addresses = names.get(host.lower().rstrip("."))
+        return Resolution(addresses) if addresses else await fallback(host)
+    return lookup
 
 
 class DnsCache:

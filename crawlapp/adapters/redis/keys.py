@@ -104,6 +104,9 @@ HOPS = Key("P:hops:<url_hash>", "string", "redirects that led to a URL waiting t
 VALIDATORS = Key("P:validators", "hash", "url -> ETag and Last-Modified a re-crawl sends "
                  "(validators.py)")
 RETRIES = Key("P:retries", "hash", "url -> transient failures so far (retries.py)")
+SLOT = Key("P:slot:<key>", "string", "\"<holder> <time>\" of a politeness key (a domain or "
+           "an address, CRAWL_POLITENESS_KEY): held by a batch, or free from that time "
+           "(slots.py)")
 THROTTLE = Key("P:throttle", "hash", "host -> \"level forgive_at\" of a host throttled by "
                "429/503 without Retry-After (throttles.py)")
 
@@ -137,11 +140,11 @@ WORKERS = Key("P:workers", "hash", "host:pid -> \"rss peak time\" of a worker pr
 VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify "
              "(verify_report.py)")
 
-ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM, CLAIM, BAND, CANONICAL,
-                        ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS, RETRIES, THROTTLE,
-                        RECRAWL_TIER,
-                        RECRAWL_CLAIMED, HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
-                        AUTHORITY, DENYLIST, SCOPE, WORKERS, VERIFY)
+ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM,
+                        CLAIM, BAND, CANONICAL, ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS,
+                        RETRIES, THROTTLE, SLOT, RECRAWL_TIER, RECRAWL_CLAIMED, HOSTCOUNT,
+                        PATTERNS, COUNTERS, REFUSED, STAGE_CPU, AUTHORITY, DENYLIST, SCOPE,
+                        WORKERS, VERIFY)
 
 
 def key_of(prefix: str, key: str) -> Key | None:
