@@ -63,6 +63,27 @@ class Url(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
 
 
+class Fetch(Base):
+    """One row per fetch whose answer is kept: a page whose body as fetched is stored, a 304
+    to a conditional GET, a robots.txt answer. The history the WARC export writes, oldest
+    first; header blocks are "Name: value" lines joined by CRLF, as sent and received."""
+
+    __tablename__ = "fetches"
+
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    url_hash: Mapped[str] = mapped_column(String(32), index=True)
+    url: Mapped[str] = mapped_column(Text)
+    host: Mapped[str] = mapped_column(String(255), index=True)
+    fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    http_status: Mapped[int] = mapped_column(SmallInteger)
+    ip_address: Mapped[str | None] = mapped_column(String(45))
+    request_headers: Mapped[str | None] = mapped_column(Text)  # None: fetched before 0007
+    response_headers: Mapped[str | None] = mapped_column(Text)
+    storage_key: Mapped[str | None] = mapped_column(String(128))  # None for a 304
+    payload_digest: Mapped[str | None] = mapped_column(String(64))  # sha1:<base32>
+    not_modified: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
 class Host(Base):
     """Per-origin state: the robots.txt answer and its crawl delay."""
 

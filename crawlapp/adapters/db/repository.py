@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Insert, bindparam, func, select, update
+from sqlalchemy import Insert, bindparam, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from crawlapp.adapters.db.models import Deny, Host, Link, Url
+from crawlapp.adapters.db.models import Deny, Fetch, Host, Link, Url
 from crawlapp.core.records import Status
 
 CHUNK = 500
@@ -134,6 +134,12 @@ def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
               | {f"v_{col}": bool(row.get(col)) for col in flags}
               | {"v_failed": int(row.get("status") == Status.FAILED)} for row in rows]
     session.connection().execute(stmt, params)
+
+
+def add_fetch_history(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Append a batch's kept fetches to the fetch history (one executemany INSERT)."""
+    if rows:
+        session.connection().execute(insert(Fetch), rows)
 
 
 @dataclass(frozen=True)
