@@ -33,8 +33,8 @@ def upgrade() -> None:
         sa.Column('storage_key', sa.String(128), nullable=True),
         sa.Column('payload_digest', sa.String(64), nullable=True),
         sa.Column('not_modified', sa.Boolean(), nullable=False),
+        sa.UniqueConstraint('url_hash', 'fetched_at', name='uq_fetches_url_hash_fetched_at'),
     )
-    op.create_index('ix_fetches_url_hash', 'fetches', ['url_hash'])
     op.create_index('ix_fetches_host', 'fetches', ['host'])
     _backfill(fetches)
 
@@ -72,5 +72,4 @@ def _backfill(fetches: sa.Table) -> None:
 
 def downgrade() -> None:
     op.drop_index('ix_fetches_host', table_name='fetches')
-    op.drop_index('ix_fetches_url_hash', table_name='fetches')
     op.drop_table('fetches')

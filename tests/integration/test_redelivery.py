@@ -41,7 +41,7 @@ def twice(stage: Callable[[Any], Any], message: Any) -> Any:
 def counts(ctx: Context) -> dict[str, int]:
     with ctx.sessions() as session:
         db = {table: int(session.scalar(sa.text(f"SELECT count(*) FROM {table}")) or 0)
-              for table in ("urls", "links", "hosts")}
+              for table in ("urls", "links", "hosts", "fetches")}
     frontier = sum(s.urls_queued for s in ctx.frontier.stats(time.time()))
     bodies = len(list(ctx.settings.blob_dir.rglob("*.gz")))
     return db | {"frontier": frontier, "bodies": bodies}

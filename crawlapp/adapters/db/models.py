@@ -13,6 +13,7 @@ from sqlalchemy import (
     SmallInteger,
     String,
     Text,
+    UniqueConstraint,
     false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -69,9 +70,12 @@ class Fetch(Base):
     first; header blocks are "Name: value" lines joined by CRLF, as sent and received."""
 
     __tablename__ = "fetches"
+    # One fetch of a URL is one row, however often its batch is stored.
+    __table_args__ = (UniqueConstraint("url_hash", "fetched_at",
+                                       name="uq_fetches_url_hash_fetched_at"),)
 
     id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
-    url_hash: Mapped[str] = mapped_column(String(32), index=True)
+    url_hash: Mapped[str] = mapped_column(String(32))
     url: Mapped[str] = mapped_column(Text)
     host: Mapped[str] = mapped_column(String(255), index=True)
     fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Insert, bindparam, func, insert, select, update
+from sqlalchemy import Insert, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -137,9 +137,11 @@ def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
 
 
 def add_fetch_history(session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Append a batch's kept fetches to the fetch history (one executemany INSERT)."""
+    """Append a batch's kept fetches to the fetch history (one executemany INSERT); a fetch
+    recorded already (its batch stored again) is left as it is."""
     if rows:
-        session.connection().execute(insert(Fetch), rows)
+        session.connection().execute(_insert(session, Fetch).on_conflict_do_nothing(
+            index_elements=["url_hash", "fetched_at"]), rows)
 
 
 @dataclass(frozen=True)
