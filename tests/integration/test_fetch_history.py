@@ -22,6 +22,7 @@ from crawlapp.core.records import Fetched, Lease, RobotsAnswer
 from crawlapp.core.settings import load_settings
 from crawlapp.ops.exporting import export_warc
 from crawlapp.ops.seeding import add_seeds
+from crawlapp.ops.takedown import delete
 from crawlapp.stages.dedup import dedup_pages
 from crawlapp.stages.pages import apply_fetch, page_for, robots_page
 from crawlapp.stages.storing import store_pages
@@ -110,6 +111,13 @@ def test_every_kept_fetch_is_recorded_once_and_exported(ctx: Context, tmp_path: 
         refers = [r.rec_headers.get_header("WARC-Refers-To-Date") for r in ArchiveIterator(stream)
                   if r.rec_type == "revisit"]
     assert refers == ["2023-11-14T22:13:21Z"] * 2  # T0 + 1
+
+    # A takedown forgets the URL's history and every body it names.
+    counts = delete(ctx, url=page)
+    assert (counts["fetches_forgotten"], counts["bodies_removed"]) == (4, 2)
+    assert [url for url, *_ in history(ctx)] == [f"http://{A}/robots.txt", other]
+    after = export_warc(ctx, tmp_path / "after.warc.gz")
+    assert (after.written, after.robots, after.skipped) == (1, 1, {})
 
 
 def test_migration_0007_keeps_the_last_stored_fetch_of_each_url(ctx: Context,
