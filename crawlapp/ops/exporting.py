@@ -147,7 +147,8 @@ def _write_history(ctx: Context, exported: Exported, since: datetime | None, hos
                 last[row.url_hash] = Original(row.url, warc_date(fetched_at), row.payload_digest)
             continue
         body = _body(ctx, row, exported)
-        if body is None:
+        if body is None:  # a later 304 is not of an earlier response: skipped too
+            last.pop(row.url_hash, None)
             continue
         digest = row.payload_digest or payload_digest(body)
         if original is not None and original.digest == digest:

@@ -153,3 +153,18 @@ def test_migration_0007_keeps_the_last_stored_fetch_of_each_url(ctx: Context,
     with exported.paths[0].open("rb") as stream:
         sent = [r.http_headers.headers for r in ArchiveIterator(stream) if r.rec_type == "request"]
     assert sent[0] == [("Host", "a.test"), ("User-Agent", "test-bot/1.0")]  # as exports had it
+
+
+def test_a_304_after_a_lost_body_is_skipped_not_pointed_at_an_older_one(ctx: Context,
+                                                                       tmp_path: Path) -> None:
+    upgrade(ctx.settings)
+    page = f"http://{A}/p"
+    add_seeds(ctx, [page])
+    store(ctx, fetched(page, 200, b"<p>one</p>", T0))
+    store(ctx, fetched(page, 200, b"<p>two</p>", T0 + 100, etag='"v2"'))
+    store(ctx, fetched(page, 304, b"", T0 + 200, etag='"v2"'))
+    ctx.blobs.delete(body_key(hashlib.sha256(b"<p>two</p>").hexdigest()))
+    exported = export_warc(ctx, tmp_path / "lost.warc.gz")
+    assert exported.written == 1 and exported.skipped == {
+        "body missing from the store": 1, "304 with no earlier response kept": 1}
+    assert "304 with no earlier response kept: http://a.test/p" in exported.describe()
