@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,6 +38,9 @@ from crawlapp.stages.pages import payload_digest
 CHUNK = 500
 EXAMPLES = 20  # skipped pages named in the summary, per reason
 MAX_SIZE = 1_000_000_000  # bytes of one WARC file, by default
+# URLs whose last response an export keeps in memory (~500 B each), for their revisits: past
+# them, a 304 asks the database and an unchanged 200 is written whole.
+REMEMBERED = 1_000_000
 ROBOTS_PATH = "/robots.txt"
 
 
@@ -124,40 +128,82 @@ def _request_headers(ctx: Context, row: Fetch) -> list[tuple[str, str]]:
     return [("Host", urlsplit(row.url).netloc), ("User-Agent", ctx.settings.user_agent)]
 
 
+class _Originals:
+    """The response each URL's revisits refer to: its last one written (or before `since`,
+    that would have been), for the REMEMBERED URLs seen last; for the others a 304 asks the
+    fetch history for the URL's fetch before it."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.known: OrderedDict[str, Original] = OrderedDict()
+        self.lost: set[str] = set()  # URLs whose last body could not be read
+
+    def get(self, url_hash: str) -> Original | None:
+        found = self.known.get(url_hash)
+        if found is not None:
+            self.known.move_to_end(url_hash)
+        return found
+
+    def put(self, url_hash: str, original: Original) -> None:
+        self.lost.discard(url_hash)
+        self.known[url_hash] = original
+        self.known.move_to_end(url_hash)
+        if len(self.known) > REMEMBERED:
+            self.known.popitem(last=False)
+
+    def lose(self, url_hash: str) -> None:
+        self.known.pop(url_hash, None)
+        self.lost.add(url_hash)
+
+    def of_304(self, row: Fetch) -> Original | None:
+        """What a 304 revisits: the URL's last response, from memory or the history."""
+        found = self.get(row.url_hash)
+        if found is not None or row.url_hash in self.lost:
+            return found
+        with self.ctx.sessions() as session:
+            prior = session.scalars(select(Fetch).where(
+                Fetch.url_hash == row.url_hash, Fetch.id < row.id,
+                Fetch.storage_key.is_not(None)).order_by(Fetch.id.desc()).limit(1)).first()
+        if prior is None or not prior.payload_digest:
+            return None
+        return Original(prior.url, warc_date(_utc(prior.fetched_at)), prior.payload_digest)
+
+
 def _write_history(ctx: Context, exported: Exported, since: datetime | None, host: str | None,
                    write: Callable[[FetchRecord], Original | None]) -> None:
     """Hand every fetch (from `since`) to `write`, oldest first: a response, or a revisit of
     the URL's last response (`write` returns the one it wrote). Fetches before `since` are
     not written, but a revisit may refer to them."""
-    last: dict[str, Original] = {}
+    last = _Originals(ctx)
     for row in _history(ctx, host):
         fetched_at = _utc(row.fetched_at)
         wanted = since is None or fetched_at >= _utc(since)
-        original = last.get(row.url_hash)
         if row.not_modified:
             if not wanted:
                 continue
-            if original is None:
+            if (original := last.of_304(row)) is None:
                 exported.skip("304 with no earlier response kept", row.url)
             else:
                 write(_record(ctx, row, b"", original))
             continue
+        original = last.get(row.url_hash)
         if not wanted and row.payload_digest:  # known without reading the body
             if original is None or original.digest != row.payload_digest:
-                last[row.url_hash] = Original(row.url, warc_date(fetched_at), row.payload_digest)
+                last.put(row.url_hash, Original(row.url, warc_date(fetched_at),
+                                                row.payload_digest))
             continue
         body = _body(ctx, row, exported)
         if body is None:  # a later 304 is not of an earlier response: skipped too
-            last.pop(row.url_hash, None)
+            last.lose(row.url_hash)
             continue
         digest = row.payload_digest or payload_digest(body)
         if original is not None and original.digest == digest:
             if wanted:
                 write(_record(ctx, row, body, original))
         elif not wanted:
-            last[row.url_hash] = Original(row.url, warc_date(fetched_at), digest)
+            last.put(row.url_hash, Original(row.url, warc_date(fetched_at), digest))
         elif (written := write(_record(ctx, row, body, None))) is not None:
-            last[row.url_hash] = written
+            last.put(row.url_hash, written)
 
 
 def _record(ctx: Context, row: Fetch, body: bytes, original: Original | None) -> FetchRecord:

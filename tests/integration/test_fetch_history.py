@@ -20,9 +20,11 @@ from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Fetch
 from crawlapp.core.records import Fetched, Lease, RobotsAnswer
 from crawlapp.core.settings import load_settings
+from crawlapp.ops import exporting
 from crawlapp.ops.exporting import export_warc
 from crawlapp.ops.seeding import add_seeds
 from crawlapp.ops.takedown import delete
+from crawlapp.ops.warc import IDENTICAL_PAYLOAD, SERVER_NOT_MODIFIED
 from crawlapp.stages.dedup import dedup_pages
 from crawlapp.stages.pages import apply_fetch, page_for, robots_page
 from crawlapp.stages.storing import store_pages
@@ -100,8 +102,7 @@ def test_every_kept_fetch_is_recorded_once_and_exported(ctx: Context, tmp_path: 
     assert records(everything.paths) == [
         ("response", f"http://{A}/robots.txt", None), ("response", page, None),
         ("response", other, None),
-        ("revisit", page, "http://netpreserve.org/warc/1.1/revisit/server-not-modified"),
-        ("revisit", page, "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"),
+        ("revisit", page, SERVER_NOT_MODIFIED), ("revisit", page, IDENTICAL_PAYLOAD),
         ("response", page, None)]
     # From a later date, of one host: the revisits still refer to the first response.
     later = export_warc(ctx, tmp_path / "later.warc.gz", host=A,
@@ -168,3 +169,25 @@ def test_a_304_after_a_lost_body_is_skipped_not_pointed_at_an_older_one(ctx: Con
     assert exported.written == 1 and exported.skipped == {
         "body missing from the store": 1, "304 with no earlier response kept": 1}
     assert "304 with no earlier response kept: http://a.test/p" in exported.describe()
+
+
+def test_revisits_of_urls_past_the_export_memory(ctx: Context, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(exporting, "REMEMBERED", 1)
+    upgrade(ctx.settings)
+    one, two = f"http://{A}/1", f"http://{A}/2"
+    add_seeds(ctx, [one, two])
+    store(ctx, fetched(one, 200, b"<p>1</p>", T0), fetched(two, 200, b"<p>2</p>", T0))
+    store(ctx, fetched(one, 304, b"", T0 + 100), fetched(two, 304, b"", T0 + 100))
+    store(ctx, fetched(one, 200, b"<p>1</p>", T0 + 200), fetched(two, 200, b"<p>2</p>", T0 + 200))
+    exported = export_warc(ctx, tmp_path / "small.warc.gz")
+    assert (exported.written, exported.revisits, exported.skipped) == (6, 2, {})
+    # `one` is forgotten when `two` comes: its 304 asks the history; unchanged 200s of
+    # forgotten URLs are written whole (valid, only not deduplicated).
+    assert records(exported.paths)[2:] == [
+        ("revisit", one, SERVER_NOT_MODIFIED), ("revisit", two, SERVER_NOT_MODIFIED),
+        ("response", one, None), ("response", two, None)]
+    with exported.paths[0].open("rb") as stream:
+        refers = [r.rec_headers.get_header("WARC-Refers-To-Date") for r in ArchiveIterator(stream)
+                  if r.rec_type == "revisit"]
+    assert refers == ["2023-11-14T22:13:20Z"] * 2  # T0, from the history and from memory
