@@ -41,7 +41,6 @@ MAX_SIZE = 1_000_000_000  # bytes of one WARC file, by default
 # URLs whose last response an export keeps in memory (~500 B each), for their revisits: past
 # them, a 304 asks the database and an unchanged 200 is written whole.
 REMEMBERED = 1_000_000
-ROBOTS_PATH = "/robots.txt"
 
 
 @dataclass
@@ -170,9 +169,10 @@ class _Originals:
 
 
 def _write_history(ctx: Context, exported: Exported, since: datetime | None, host: str | None,
-                   write: Callable[[FetchRecord], Original | None]) -> None:
-    """Hand every fetch (from `since`) to `write`, oldest first: a response, or a revisit of
-    the URL's last response (`write` returns the one it wrote). Fetches before `since` are
+                   write: Callable[[FetchRecord, bool], Original | None]) -> None:
+    """Hand every fetch (from `since`) to `write`, oldest first, with whether it is a
+    robots.txt answer: a response, or a revisit of the URL's last response (`write` returns
+    the one it wrote). Fetches before `since` are
     not written, but a revisit may refer to them."""
     last = _Originals(ctx)
     for row in _history(ctx, host):
@@ -184,7 +184,7 @@ def _write_history(ctx: Context, exported: Exported, since: datetime | None, hos
             if (original := last.of_304(row)) is None:
                 exported.skip("304 with no earlier response kept", row.url)
             else:
-                write(_record(ctx, row, b"", original))
+                write(_record(ctx, row, b"", original), row.robots)
             continue
         original = last.get(row.url_hash)
         if not wanted and row.payload_digest:  # known without reading the body
@@ -199,10 +199,10 @@ def _write_history(ctx: Context, exported: Exported, since: datetime | None, hos
         digest = row.payload_digest or payload_digest(body)
         if original is not None and original.digest == digest:
             if wanted:
-                write(_record(ctx, row, body, original))
+                write(_record(ctx, row, body, original), row.robots)
         elif not wanted:
             last.put(row.url_hash, Original(row.url, warc_date(fetched_at), digest))
-        elif (written := write(_record(ctx, row, body, None))) is not None:
+        elif (written := write(_record(ctx, row, body, None), row.robots)) is not None:
             last.put(row.url_hash, written)
 
 
@@ -220,9 +220,9 @@ def export_warc(ctx: Context, out: Path, since: datetime | None = None,
     exported = Exported()
     files = WarcFiles(out, warcinfo(ctx.settings), max_size)
 
-    def write(fetch: FetchRecord) -> Original | None:
+    def write(fetch: FetchRecord, robots: bool) -> Original | None:
         written = files.write(fetch)
-        if urlsplit(fetch.url).path == ROBOTS_PATH:
+        if robots:
             exported.robots += 1
         else:
             exported.written += 1

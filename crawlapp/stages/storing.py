@@ -104,7 +104,7 @@ def _history_row(page: Page) -> dict[str, object] | None:
         "http_status": page.http_status, "ip_address": page.ip_address,
         "request_headers": page.request_headers, "response_headers": page.response_headers,
         "storage_key": key, "payload_digest": page.payload_digest,
-        "not_modified": page.not_modified,
+        "not_modified": page.not_modified, "robots": page.status == Status.ROBOTS,
     }
 
 

@@ -33,6 +33,7 @@ def upgrade() -> None:
         sa.Column('storage_key', sa.String(128), nullable=True),
         sa.Column('payload_digest', sa.String(64), nullable=True),
         sa.Column('not_modified', sa.Boolean(), nullable=False),
+        sa.Column('robots', sa.Boolean(), nullable=False),
         sa.UniqueConstraint('url_hash', 'fetched_at', name='uq_fetches_url_hash_fetched_at'),
     )
     op.create_index('ix_fetches_host', 'fetches', ['host'])
@@ -66,7 +67,7 @@ def _backfill(fetches: sa.Table) -> None:
                 ('Content-Type', row.content_type), ('ETag', row.etag),
                 ('Last-Modified', row.last_modified)) if value),
             'storage_key': row.raw_storage_key if row.rendered else row.storage_key,
-            'not_modified': False,
+            'not_modified': False, 'robots': False,
         } for row in rows])
 
 

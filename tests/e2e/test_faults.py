@@ -39,7 +39,10 @@ def _judge(tmp_path: Path, env: dict[str, str], web: Web, requests: list[Request
     assert stats["queued"] == 0
     if bodies:  # (a flushed Redis forgets which bodies it claimed: copies may be stored again)
         stored = list((tmp_path / "var" / "blobs").rglob("*.gz"))
-        assert len(stored) == stats["stored"]  # no body stored twice
+        robots = sqlite3.connect(tmp_path / "var" / "crawl.db").execute(  # kept too
+            "select count(distinct storage_key) from fetches where robots"
+        ).fetchone()[0]
+        assert len(stored) == stats["stored"] + robots  # no body stored twice
 
 
 def test_fetch_worker_killed_mid_batch_loses_nothing(tmp_path: Path, redis_url: str) -> None:

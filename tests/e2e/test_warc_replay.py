@@ -113,7 +113,7 @@ def test_export_of_a_recrawl_replays_every_fetch_in_pywb(tmp_path: Path, redis_u
     assert again.stdout == index.read_text()  # the CLI's index and the library's agree
 
     history = sqlite3.connect(tmp_path / "var" / "crawl.db").execute(
-        "select url, fetched_at, http_status, not_modified from fetches "
+        "select url, fetched_at, http_status, not_modified, robots from fetches "
         "order by id").fetchall()
     kinds: Counter[str] = Counter()
     records: Counter[str] = Counter()
@@ -124,10 +124,10 @@ def test_export_of_a_recrawl_replays_every_fetch_in_pywb(tmp_path: Path, redis_u
     root.mkdir()
     wayback, base = _wayback(root, warcs, index)
     try:
-        for url, fetched_at, status, not_modified in history:
+        for url, fetched_at, status, not_modified, robots in history:
             when = datetime.fromisoformat(fetched_at).replace(tzinfo=UTC)
             web = webs[when >= switched]
-            kinds["robots" if url.endswith("/robots.txt") else
+            kinds["robots" if robots else
                   "304" if not_modified else f"gen{when >= switched:d}"] += 1
             stamp = when.strftime("%Y%m%d%H%M%S")
             got_status, body = _get(f"{base}/{stamp}id_/{url}")

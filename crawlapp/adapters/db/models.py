@@ -86,6 +86,7 @@ class Fetch(Base):
     storage_key: Mapped[str | None] = mapped_column(String(128))  # None for a 304
     payload_digest: Mapped[str | None] = mapped_column(String(64))  # sha1:<base32>
     not_modified: Mapped[bool] = mapped_column(Boolean, default=False)
+    robots: Mapped[bool] = mapped_column(Boolean, default=False)  # its origin's robots.txt
 
 
 class Host(Base):
