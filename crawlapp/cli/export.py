@@ -35,6 +35,8 @@ def export_warc(out: Path, since: datetime | None, host: str | None, max_size: i
     from crawlapp.ops.exporting import cdxj_path, write_cdxj
     from crawlapp.ops.exporting import export_warc as export_pages
 
+    if not out.parent.is_dir():
+        raise click.BadParameter(f"no folder {out.parent}", param_hint="--out")
     ctx = context()
     name = host_arg(host) if host else None
     exported = export_pages(ctx, out, since=since, host=name, max_size=max_size,

@@ -7,8 +7,8 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import CursorResult, or_, select, update
 from sqlalchemy import delete as delete_rows
-from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from crawlapp.adapters.context import Context
@@ -124,7 +124,9 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
                 shared.update(session.scalars(select(column).where(column.in_(chunk), ~where)))
             shared.update(session.scalars(select(Fetch.storage_key).where(
                 Fetch.storage_key.in_(chunk), ~in_history)))
-        history = session.execute(delete_rows(Fetch).where(in_history)).rowcount
+        forgotten: CursorResult[Any] = session.execute(  # type: ignore[assignment]
+            delete_rows(Fetch).where(in_history))
+        history = forgotten.rowcount
         for start in range(0, len(hashes), 500):
             session.execute(update(Url).where(Url.url_hash.in_(hashes[start:start + 500])).values(
                 status=Status.DELETED, storage_key=None, raw_storage_key=None, content_hash=None,

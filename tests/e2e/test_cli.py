@@ -222,10 +222,16 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     before = state(ctx)
     refused(run("recrawl"), ctx, before, "give URLs, or --host HOST, or --all")
     warc = tmp_path / "a.warc.gz"
-    ok(run("export", "warc", "--host", A, "--out", str(warc)), "3 pages written")
+    ok(run("export", "warc", "--host", A, "--out", str(warc), "--cdxj"), "3 pages written")
+    index = (tmp_path / "a.cdxj").read_text().splitlines()
+    assert len(index) == 3 and all('"filename": "a.warc.gz"' in line for line in index)
     refused(run("export", "warc", "--out", str(tmp_path / "x.warc.gz"), "--since", "soon"), ctx,
             before, "--since")
     assert not (tmp_path / "x.warc.gz").exists()
+    refused(run("export", "warc", "--out", str(tmp_path / "none" / "x.warc.gz")), ctx, before,
+            "no folder")
+    refused(run("export", "warc", "--out", str(tmp_path / "x.warc.gz"), "--max-size", "0"), ctx,
+            before, "--max-size")
     before = state(ctx)
 
     # block: drops the queued URLs, marks the rows, stops re-crawls; enforced when linking
