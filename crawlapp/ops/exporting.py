@@ -172,8 +172,8 @@ def _write_history(ctx: Context, exported: Exported, since: datetime | None, hos
                    write: Callable[[FetchRecord, bool], Original | None]) -> None:
     """Hand every fetch (from `since`) to `write`, oldest first, with whether it is a
     robots.txt answer: a response, or a revisit of the URL's last response (`write` returns
-    the one it wrote). Fetches before `since` are
-    not written, but a revisit may refer to them."""
+    the one it wrote). Fetches before `since` are not written, but a revisit may refer to
+    them."""
     last = _Originals(ctx)
     for row in _history(ctx, host):
         fetched_at = _utc(row.fetched_at)

@@ -1,5 +1,6 @@
-"""Stage 4, store: bodies to the blob store first, then the batch's URL rows and robots.txt
-answers, in one transaction. Every row naming a body is written after that body: the invariant
+"""Stage 4, store: bodies to the blob store first, then the batch's URL rows, robots.txt
+answers and fetch history (each fetch whose answer is kept, for the WARC export), in one
+transaction. Every row naming a body is written after that body: the invariant
 `crawlctl verify` checks."""
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ def _history_row(page: Page) -> dict[str, object] | None:
 
 
 def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
-    """Write the bodies the batch names (missing ones only), then commit every page's row and
-    robots.txt answer in one transaction, then schedule the next fetch of each page (the
+    """Write the bodies the batch names (missing ones only), then commit every page's row,
+    robots.txt answer and fetch history row in one transaction, then schedule the next fetch of each page (the
     database keeps next_crawl_at too); bodies leave the batch. Pages taken down meanwhile are
     not written. Pages that stop being stored originals give up their content claims, and
     their copies go to another original (or back to the frontier). Running it twice on a
