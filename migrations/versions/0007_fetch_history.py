@@ -14,8 +14,6 @@ down_revision = '0006'
 branch_labels = None
 depends_on = None
 
-CHUNK = 1000
-
 
 def upgrade() -> None:
     fetches = op.create_table(
@@ -41,34 +39,33 @@ def upgrade() -> None:
 
 
 def _backfill(fetches: sa.Table) -> None:
-    """Each URL row's stored body, as the one fetch known of it: a 304's row names the body
-    of the 200 before it; the response headers are the ones the row kept."""
-    when = sa.DateTime(timezone=True)
-    urls = sa.table('urls', *(sa.column(name) for name in (
-        'id', 'url_hash', 'url', 'host', 'http_status', 'content_type', 'etag',
-        'last_modified', 'storage_key', 'raw_storage_key')),
-        sa.column('last_fetched_at', when), sa.column('discovered_at', when),
-        sa.column('rendered', sa.Boolean()))
-    bind = op.get_bind()
-    last_id = 0
-    while True:
-        rows = bind.execute(sa.select(urls).where(
-            urls.c.id > last_id, urls.c.http_status.is_not(None),
-            sa.or_(sa.and_(sa.not_(urls.c.rendered), urls.c.storage_key.is_not(None)),
-                   urls.c.raw_storage_key.is_not(None))).order_by(urls.c.id).limit(CHUNK)).all()
-        if not rows:
-            return
-        last_id = rows[-1].id
-        op.bulk_insert(fetches, [{
-            'url_hash': row.url_hash, 'url': row.url, 'host': row.host,
-            'fetched_at': row.last_fetched_at or row.discovered_at,
-            'http_status': 200 if row.http_status == 304 else row.http_status,
-            'response_headers': '\r\n'.join(f'{name}: {value}' for name, value in (
-                ('Content-Type', row.content_type), ('ETag', row.etag),
-                ('Last-Modified', row.last_modified)) if value),
-            'storage_key': row.raw_storage_key if row.rendered else row.storage_key,
-            'not_modified': False, 'robots': False,
-        } for row in rows])
+    """Each URL row's stored body, as the one fetch known of it (one INSERT ... SELECT): a
+    304's row names the body of the 200 before it; the response headers are the ones the
+    row kept, "Name: value" lines joined by CRLF."""
+    c = sa.table('urls', *(sa.column(name, sa.Text()) for name in (
+        'url_hash', 'url', 'host', 'content_type', 'etag', 'last_modified', 'storage_key',
+        'raw_storage_key')), sa.column('id', sa.Integer()), sa.column('http_status', sa.Integer()),
+        sa.column('last_fetched_at', sa.DateTime(timezone=True)),
+        sa.column('discovered_at', sa.DateTime(timezone=True)),
+        sa.column('rendered', sa.Boolean())).c
+    crlf = sa.literal('\r\n', sa.Text())
+    # Each present header as CRLF + line (NULL || text is NULL), then the first CRLF cut.
+    lines = [sa.func.coalesce(crlf + sa.literal(f'{name}: ', sa.Text()) + column,
+                              sa.literal('', sa.Text()))
+             for name, column in (('Content-Type', c.content_type), ('ETag', c.etag),
+                                  ('Last-Modified', c.last_modified))]
+    op.execute(fetches.insert().from_select(
+        ['url_hash', 'url', 'host', 'fetched_at', 'http_status', 'response_headers',
+         'storage_key', 'not_modified', 'robots'],
+        sa.select(c.url_hash, c.url, c.host, sa.func.coalesce(c.last_fetched_at, c.discovered_at),
+                  sa.case((c.http_status == 304, 200), else_=c.http_status),
+                  sa.func.substr(lines[0] + lines[1] + lines[2], 3),
+                  sa.case((c.rendered, c.raw_storage_key), else_=c.storage_key),
+                  sa.false(), sa.false())
+        .where(c.http_status.is_not(None),
+               sa.or_(sa.and_(sa.not_(c.rendered), c.storage_key.is_not(None)),
+                      c.raw_storage_key.is_not(None)))
+        .order_by(c.id)))
 
 
 def downgrade() -> None:
