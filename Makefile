@@ -5,7 +5,7 @@ export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
 .PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick lint \
         lock clean compose-config compose-schema docs audit soak install-render test-render \
-        bench-render docsites bench-authority
+        bench-render docsites bench-authority install-pywb
 
 # The Docker Compose v2 plugin, for `make compose-config` only (an extra check where a docker
 # client exists; `make test` validates the compose file offline against the vendored schema).
@@ -24,6 +24,18 @@ URLTESTDATA        := .venv/testdata/urltestdata.json
 
 
 install: $(VENV)
+
+# pywb, which tests/e2e/test_warc_replay.py replays the WARC export with, in a virtualenv of
+# its own (it pins redis==2.10.6); pinned in tests/pywb-constraints.txt.
+PYWB := .venv-pywb/.installed
+
+install-pywb: $(PYWB)
+
+$(PYWB): tests/pywb-constraints.txt
+	python3 -m venv .venv-pywb
+	.venv-pywb/bin/pip install -q --upgrade pip
+	.venv-pywb/bin/pip install -q -c tests/pywb-constraints.txt pywb
+	touch $(PYWB)
 
 $(VENV): pyproject.toml constraints.txt
 	python3 -m venv .venv
@@ -48,7 +60,7 @@ services:
 
 # Unit, integration and end-to-end tests, on a redis-server and a Postgres database of their
 # own (Postgres cases are skipped, with the reason, when no server answers).
-test: install $(URLTESTDATA)
+test: install $(PYWB) $(URLTESTDATA)
 	$(PY) -m pytest -q -rs tests
 
 test-unit: install $(URLTESTDATA)
@@ -57,7 +69,7 @@ test-unit: install $(URLTESTDATA)
 test-integration: install
 	$(PY) -m pytest -q -rs tests/integration
 
-test-e2e: install
+test-e2e: install $(PYWB)
 	$(PY) -m pytest -q -rs tests/e2e
 
 $(COMPOSE_PLUGIN): | $(VENV)
@@ -165,4 +177,4 @@ lock:
 	rm -rf .venv-lock
 
 clean:
-	rm -rf .venv var .pytest_cache bench/.venv-scrapy bench/out bench/results.json
+	rm -rf .venv .venv-pywb var .pytest_cache bench/.venv-scrapy bench/out bench/results.json

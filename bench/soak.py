@@ -171,7 +171,8 @@ def main() -> int:
         stats = json.loads(crawlctl(env, "stats", "--json").stdout or "{}")
         db = data_dir / "crawl.db"
         keys = ({k for (k,) in sqlite3.connect(db).execute(
-            "SELECT DISTINCT storage_key FROM urls WHERE storage_key IS NOT NULL")}
+            "SELECT storage_key FROM urls WHERE storage_key IS NOT NULL "
+            "UNION SELECT storage_key FROM fetches WHERE storage_key IS NOT NULL")}
             if db.exists() else set())
         bodies = list((data_dir / "blobs").rglob("*.gz"))
         report = {

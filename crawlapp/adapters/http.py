@@ -184,6 +184,9 @@ class Fetcher:
         try:
             result.status = response.status_code
             result.headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
+            result.request_headers = header_block(request.headers.raw)
+            result.response_headers = header_block(response.headers.raw)
+            result.ip_address = _server_ip(response)
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > cap and not truncate:
                 result.error = FetchError.TOO_LARGE
@@ -199,6 +202,18 @@ class Fetcher:
                 result.body = decoder.body()
         finally:
             await response.aclose()
+
+
+def header_block(raw: list[tuple[bytes, bytes]]) -> str:
+    """Headers as on the wire, "Name: value" lines joined by CRLF (latin-1: any byte kept)."""
+    return b"\r\n".join(b"%s: %s" % pair for pair in raw).decode("latin-1")
+
+
+def _server_ip(response: httpx.Response) -> str | None:
+    """The address of the server the response came from (None from a mock transport)."""
+    stream = response.extensions.get("network_stream")
+    address = stream.get_extra_info("server_addr") if stream is not None else None
+    return str(address[0]) if address else None
 
 
 @dataclass

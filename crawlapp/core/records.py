@@ -156,6 +156,9 @@ class Fetched:
     error: str | None = None
     started: float = 0.0
     ended: float = 0.0
+    request_headers: str = ""   # header blocks as sent and received (see `Page`)
+    response_headers: str = ""
+    ip_address: str | None = None
 
 
 class Link(NamedTuple):
@@ -221,6 +224,14 @@ class Page:
     raw_storage_key: str | None = None
     robots: RobotsAnswer | None = None  # on a ROBOTS record only
     hops: int = 0                       # off-scope links in a row that led to it
+    # What the fetch history keeps for the WARC export: the request and response header
+    # blocks as sent and received ("Name: value" lines joined by CRLF, order and case kept;
+    # one string is cheaper to carry than a list of pairs), the server's address, and the
+    # WARC payload digest ("sha1:<base32>") of the body as fetched.
+    request_headers: str = ""
+    response_headers: str = ""
+    ip_address: str | None = None
+    payload_digest: str | None = None
 
     def to_wire(self) -> list[Any]:
         """The fields in declaration order (links and robots as arrays)."""

@@ -1,34 +1,57 @@
-"""Exporting stored pages: database rows and stored bodies, written as WARC.
+"""Exporting the fetch history as WARC: every kept fetch, oldest first, with its stored body.
 
-A page whose body cannot be read (missing from the store, or not gzip) is skipped, counted and
-named in the summary; the rest is exported (`crawlctl verify --repair` queues such pages again).
+A 304 becomes a server-not-modified revisit of the URL's last response, a 200 with the same
+payload as that response an identical-payload-digest revisit; robots.txt answers are
+fetches of their own. A fetch whose body cannot be read (missing from the store, or not
+gzip) is skipped, counted and named in the summary; the rest is exported (`crawlctl verify
+--repair` queues such pages again).
 """
 
 from __future__ import annotations
 
 import gzip
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import BinaryIO
+from importlib.metadata import version
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from sqlalchemy import select
 
 from crawlapp.adapters.blobstore import BodyMissing
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db.models import Url
-from crawlapp.ops.warc import PageRecord, write_records
+from crawlapp.adapters.db.models import Fetch
+from crawlapp.core.settings import Settings
+from crawlapp.ops.warc import (
+    FORMAT,
+    FetchRecord,
+    Original,
+    WarcFiles,
+    parse_header_block,
+    warc_date,
+)
+from crawlapp.stages.pages import payload_digest
 
 CHUNK = 500
 EXAMPLES = 20  # skipped pages named in the summary, per reason
+MAX_SIZE = 1_000_000_000  # bytes of one WARC file, by default
+# URLs whose last response an export keeps in memory (~500 B each), for their revisits: past
+# them, a 304 asks the database and an unchanged 200 is written whole.
+REMEMBERED = 1_000_000
 
 
 @dataclass
 class Exported:
-    """What an export wrote, and what it skipped by reason, with the first few URLs of each."""
+    """What an export wrote (pages, of which revisits; robots.txt answers; the files), and
+    what it skipped by reason, with the first few URLs of each."""
 
     written: int = 0
+    revisits: int = 0
+    robots: int = 0
+    paths: list[Path] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[str]] = field(default_factory=dict)
 
@@ -46,8 +69,28 @@ class Exported:
             for reason, n in self.skipped.items())
 
 
-def _body(ctx: Context, row: Url, exported: Exported) -> bytes | None:
-    """The page's stored body, decompressed; None (counted as skipped) if it cannot be read."""
+def warcinfo(settings: Settings) -> dict[str, str]:
+    """The warcinfo fields: the crawler, its version and the settings that shape a crawl
+    (no URL of a service: they may carry passwords)."""
+    return {
+        "software": f"crawlapp/{version('crawlapp')}",
+        **FORMAT,
+        "http-header-user-agent": settings.user_agent,
+        **({"http-header-from": settings.from_address} if settings.from_address else {}),
+        "robots": "obey",
+        "crawl-default-delay": str(settings.default_delay),
+        "crawl-max-crawl-delay": str(settings.max_crawl_delay),
+        "crawl-max-depth": str(settings.max_depth),
+        "crawl-max-pages-per-host": str(settings.max_pages_per_host),
+        "crawl-max-redirects": str(settings.max_redirects),
+        "crawl-max-body-bytes": str(settings.max_body_bytes),
+        "crawl-fetch-binaries": str(settings.fetch_binaries).lower(),
+        "crawl-render": str(settings.render).lower(),
+    }
+
+
+def _body(ctx: Context, row: Fetch, exported: Exported) -> bytes | None:
+    """The fetch's stored body, decompressed; None (counted as skipped) if it cannot be read."""
     try:
         return gzip.decompress(ctx.blobs.get(row.storage_key or ""))
     except BodyMissing:
@@ -57,44 +100,156 @@ def _body(ctx: Context, row: Url, exported: Exported) -> bytes | None:
     return None
 
 
-def stored_pages(ctx: Context, exported: Exported, since: datetime | None = None,
-                 host: str | None = None) -> Iterator[PageRecord]:
-    """Every page with a stored body, oldest first, with the headers kept for it."""
-    query = select(Url).where(Url.storage_key.is_not(None), Url.http_status.is_not(None))
-    if since is not None:
-        query = query.where(Url.last_fetched_at >= since)
+def _history(ctx: Context, host: str | None) -> Iterator[Fetch]:
+    """The fetch history (of one host), oldest first."""
+    query = select(Fetch)
     if host is not None:
-        query = query.where(Url.host == host)
+        query = query.where(Fetch.host == host)
     last_id = 0
     while True:
         with ctx.sessions() as session:
-            rows = session.scalars(query.where(Url.id > last_id).order_by(Url.id).limit(CHUNK)).all()
+            rows = session.scalars(query.where(Fetch.id > last_id).order_by(Fetch.id)
+                                   .limit(CHUNK)).all()
         if not rows:
             return
         last_id = rows[-1].id
-        for row in rows:
-            body = _body(ctx, row, exported)
-            if body is None:
+        yield from rows
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _request_headers(ctx: Context, row: Fetch) -> list[tuple[str, str]]:
+    """The headers sent; for a fetch from before the history kept them, Host and User-Agent."""
+    if row.request_headers is not None:
+        return parse_header_block(row.request_headers)
+    return [("Host", urlsplit(row.url).netloc), ("User-Agent", ctx.settings.user_agent)]
+
+
+class _Originals:
+    """The response each URL's revisits refer to: its last one written (or before `since`,
+    that would have been), for the REMEMBERED URLs seen last; for the others a 304 asks the
+    fetch history for the URL's fetch before it."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.known: OrderedDict[str, Original] = OrderedDict()
+        self.lost: set[str] = set()  # URLs whose last body could not be read
+
+    def get(self, url_hash: str) -> Original | None:
+        found = self.known.get(url_hash)
+        if found is not None:
+            self.known.move_to_end(url_hash)
+        return found
+
+    def put(self, url_hash: str, original: Original) -> None:
+        self.lost.discard(url_hash)
+        self.known[url_hash] = original
+        self.known.move_to_end(url_hash)
+        if len(self.known) > REMEMBERED:
+            self.known.popitem(last=False)
+
+    def lose(self, url_hash: str) -> None:
+        self.known.pop(url_hash, None)
+        self.lost.add(url_hash)
+
+    def of_304(self, row: Fetch) -> Original | None:
+        """What a 304 revisits: the URL's last response, from memory or the history."""
+        found = self.get(row.url_hash)
+        if found is not None or row.url_hash in self.lost:
+            return found
+        with self.ctx.sessions() as session:
+            prior = session.scalars(select(Fetch).where(
+                Fetch.url_hash == row.url_hash, Fetch.id < row.id,
+                Fetch.storage_key.is_not(None)).order_by(Fetch.id.desc()).limit(1)).first()
+        if prior is None or not prior.payload_digest:
+            return None
+        return Original(prior.url, warc_date(_utc(prior.fetched_at)), prior.payload_digest)
+
+
+def _write_history(ctx: Context, exported: Exported, since: datetime | None, host: str | None,
+                   write: Callable[[FetchRecord, bool], Original | None]) -> None:
+    """Hand every fetch (from `since`) to `write`, oldest first, with whether it is a
+    robots.txt answer: a response, or a revisit of the URL's last response (`write` returns
+    the one it wrote). Fetches before `since` are not written, but a revisit may refer to
+    them."""
+    last = _Originals(ctx)
+    for row in _history(ctx, host):
+        fetched_at = _utc(row.fetched_at)
+        wanted = since is None or fetched_at >= _utc(since)
+        if row.not_modified:
+            if not wanted:
                 continue
-            headers = {name: value for name, value in (
-                ("Content-Type", row.content_type), ("ETag", row.etag),
-                ("Last-Modified", row.last_modified)) if value}
-            fetched = row.last_fetched_at or row.discovered_at
-            yield PageRecord(row.url, fetched.replace(tzinfo=fetched.tzinfo or UTC),
-                             int(row.http_status or 0), headers, body, ctx.settings.user_agent)
+            if (original := last.of_304(row)) is None:
+                exported.skip("304 with no earlier response kept", row.url)
+            else:
+                write(_record(ctx, row, b"", original), row.robots)
+            continue
+        original = last.get(row.url_hash)
+        if not wanted and row.payload_digest:  # known without reading the body
+            if original is None or original.digest != row.payload_digest:
+                last.put(row.url_hash, Original(row.url, warc_date(fetched_at),
+                                                row.payload_digest))
+            continue
+        body = _body(ctx, row, exported)
+        if body is None:  # a later 304 is not of an earlier response: skipped too
+            last.lose(row.url_hash)
+            continue
+        digest = row.payload_digest or payload_digest(body)
+        if original is not None and original.digest == digest:
+            if wanted:
+                write(_record(ctx, row, body, original), row.robots)
+        elif not wanted:
+            last.put(row.url_hash, Original(row.url, warc_date(fetched_at), digest))
+        elif (written := write(_record(ctx, row, body, None), row.robots)) is not None:
+            last.put(row.url_hash, written)
 
 
-def export_warc(ctx: Context, out: BinaryIO, since: datetime | None = None,
-                host: str | None = None, progress: Callable[[int], None] = lambda n: None
-                ) -> Exported:
-    """Write the selected pages to `out`; returns what was written and skipped."""
+def _record(ctx: Context, row: Fetch, body: bytes, original: Original | None) -> FetchRecord:
+    return FetchRecord(row.url, _utc(row.fetched_at), row.http_status,
+                       _request_headers(ctx, row), parse_header_block(row.response_headers),
+                       body, row.ip_address, original)
+
+
+def export_warc(ctx: Context, out: Path, since: datetime | None = None,
+                host: str | None = None, max_size: int = MAX_SIZE,
+                progress: Callable[[int], None] = lambda n: None) -> Exported:
+    """Write the fetch history (from `since`, of `host`) to `out`, split past `max_size`
+    bytes; returns what was written and skipped."""
     exported = Exported()
+    files = WarcFiles(out, warcinfo(ctx.settings), max_size)
 
-    def counted() -> Iterator[PageRecord]:
-        for n, record in enumerate(stored_pages(ctx, exported, since, host), start=1):
-            if n % 1000 == 0:
-                progress(n)
-            yield record
+    def write(fetch: FetchRecord, robots: bool) -> Original | None:
+        written = files.write(fetch)
+        if robots:
+            exported.robots += 1
+        else:
+            exported.written += 1
+            exported.revisits += fetch.revisit_of is not None
+            if exported.written % 1000 == 0:
+                progress(exported.written)
+        return written
 
-    exported.written = write_records(out, counted())
+    try:
+        _write_history(ctx, exported, since, host, write)
+    finally:
+        files.close()
+    exported.paths = files.paths
     return exported
+
+
+def cdxj_path(out: Path) -> Path:
+    """Where the CDXJ index of an export to `out` goes: beside it, <stem>.cdxj."""
+    name = out.name
+    stem = name.removesuffix(".warc.gz") if name.endswith(".warc.gz") else out.stem
+    return out.with_name(f"{stem}.cdxj")
+
+
+def write_cdxj(paths: list[Path], index: Path) -> None:
+    """A sorted CDXJ index of the WARC files (cdxj-indexer, as pywb reads it; file names
+    relative to the index's folder)."""
+    from cdxj_indexer.main import write_cdx_index
+
+    write_cdx_index(str(index), [str(p) for p in paths],
+                    {"sort": True, "dir_root": str(index.parent)})

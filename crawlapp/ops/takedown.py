@@ -7,12 +7,13 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import CursorResult, or_, select, update
+from sqlalchemy import delete as delete_rows
 from sqlalchemy.orm import Session
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
-from crawlapp.adapters.db.models import Deny, Url
+from crawlapp.adapters.db.models import Deny, Fetch, Url
 from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core import hostpatterns
 from crawlapp.core.records import Status
@@ -110,13 +111,22 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
             _tombstone(session, url)
         live = [r for r in rows if r.status != Status.DELETED]
         hashes = [r.url_hash for r in live]
-        # A rendered page may keep its body as fetched too (raw_storage_key).
-        keys = sorted({k for r in rows for k in (r.storage_key, r.raw_storage_key) if k})
+        # A rendered page may keep its body as fetched too (raw_storage_key), and the fetch
+        # history names the bodies of earlier fetches (and, of a host, its robots.txt).
+        in_history = Fetch.url_hash == url_hash(url) if url else Fetch.host == host
+        keys = sorted({k for r in rows for k in (r.storage_key, r.raw_storage_key) if k}
+                      | {k for k in session.scalars(select(Fetch.storage_key).where(in_history))
+                         if k})
         shared: set[str] = set()
         for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
             for column in (Url.storage_key, Url.raw_storage_key):
-                shared.update(session.scalars(select(column).where(
-                    column.in_(keys[start:start + 500]), ~where)))
+                shared.update(session.scalars(select(column).where(column.in_(chunk), ~where)))
+            shared.update(session.scalars(select(Fetch.storage_key).where(
+                Fetch.storage_key.in_(chunk), ~in_history)))
+        forgotten: CursorResult[Any] = session.execute(  # type: ignore[assignment]
+            delete_rows(Fetch).where(in_history))
+        history = forgotten.rowcount
         for start in range(0, len(hashes), 500):
             session.execute(update(Url).where(Url.url_hash.in_(hashes[start:start + 500])).values(
                 status=Status.DELETED, storage_key=None, raw_storage_key=None, content_hash=None,
@@ -146,6 +156,7 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
               "bodies_kept_shared": len(shared),
               "urls_dropped": dropped,
               "recrawls_stopped": ctx.recrawls.forget(hashes),
-              "copies_requeued": len(orphans)}
+              "copies_requeued": len(orphans),
+              "fetches_forgotten": history}
     audit(ctx, "delete", url or f"host {host}", counts)
     return counts

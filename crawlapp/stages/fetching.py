@@ -286,9 +286,8 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     pages: list[Page] = []
     for lease, result, ended in zip(plan.robots, robots, releases, strict=True):
         origin = origin_of(lease.url)
-        pages.append(robots_page(result.url, lease.host, sitemap_links(origin, learned[origin]),
-                                 result.ended, robots_cache.record(origin, learned[origin], ua),
-                                 lease.hops))
+        pages.append(robots_page(result, lease.host, sitemap_links(origin, learned[origin]),
+                                 robots_cache.record(origin, learned[origin], ua), lease.hops))
         if _given_up(ended):
             page = apply_fetch(page_for(lease), result)
             page.error = ended.park_reason

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+from base64 import b32encode
 
 from crawlapp.core.records import Fetched, Lease, Link, Page, RobotsAnswer, Status
 from crawlapp.core.urls import url_hash
@@ -39,24 +40,47 @@ def apply_fetch(page: Page, fetched: Fetched) -> Page:
     page.last_modified = headers.get("last-modified")
     page.location = headers.get("location")
     page.x_robots = headers.get("x-robots-tag")
+    _keep_exchange(page, fetched)
     if fetched.status == 304:
         page.not_modified = True  # a conditional GET: nothing changed, nothing to store
     elif page.status == Status.FETCHED:
         page.content_hash = hashlib.sha256(fetched.body).hexdigest()
         page.content_length = len(fetched.body)
         page.body_gz = gzip.compress(fetched.body, compresslevel=GZIP_LEVEL, mtime=0)
+        page.payload_digest = payload_digest(fetched.body)
     return page
 
 
-def robots_page(robots_url: str, host: str, sitemaps: list[str], when: float,
-                robots: RobotsAnswer, hops: int = 0) -> Page:
+def payload_digest(body: bytes) -> str:
+    """The WARC payload digest of a body as Heritrix and Common Crawl write it."""
+    return "sha1:" + b32encode(hashlib.sha1(body).digest()).decode("ascii")
+
+
+def _keep_exchange(page: Page, fetched: Fetched) -> None:
+    """The request and response headers and server address, for the fetch history."""
+    page.request_headers = fetched.request_headers
+    page.response_headers = fetched.response_headers
+    page.ip_address = fetched.ip_address
+
+
+def robots_page(fetched: Fetched, host: str, sitemaps: list[str], robots: RobotsAnswer,
+                hops: int = 0) -> Page:
     """A record of a robots.txt answer: `robots` for its hosts row (written by the store
     stage), and its sitemaps as links, so they are queued (at depth 0, like seeds) by
-    extract_links. It has no URL row of its own; `hops` are those of the URL it was fetched
-    for (its sitemaps are one off-scope hop further when out of scope)."""
-    return Page(url=robots_url, url_hash=url_hash(robots_url), host=host, depth=-1,
-                status=Status.ROBOTS, fetched_at=when, robots=robots,
+    extract_links. It has no URL row of its own; an HTTP answer's body travels as `raw_gz`,
+    stored for the fetch history. `hops` are those of the URL it was fetched for (its
+    sitemaps are one off-scope hop further when out of scope)."""
+    page = Page(url=fetched.url, url_hash=url_hash(fetched.url), host=host, depth=-1,
+                status=Status.ROBOTS, fetched_at=fetched.ended, robots=robots,
                 links=[Link(u) for u in sitemaps], hops=hops)
+    if fetched.status is not None and not fetched.error:
+        page.http_status = fetched.status
+        page.content_type = fetched.headers.get("content-type")
+        page.raw_hash = hashlib.sha256(fetched.body).hexdigest()
+        page.raw_gz = gzip.compress(fetched.body, compresslevel=GZIP_LEVEL, mtime=0)
+        page.payload_digest = payload_digest(fetched.body)
+        _keep_exchange(page, fetched)
+    return page
 
 
 def body_of(page: Page) -> bytes:

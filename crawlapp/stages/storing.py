@@ -1,5 +1,6 @@
-"""Stage 4, store: bodies to the blob store first, then the batch's URL rows and robots.txt
-answers, in one transaction. Every row naming a body is written after that body: the invariant
+"""Stage 4, store: bodies to the blob store first, then the batch's URL rows, robots.txt
+answers and fetch history (each fetch whose answer is kept, for the WARC export), in one
+transaction. Every row naming a body is written after that body: the invariant
 `crawlctl verify` checks."""
 
 from __future__ import annotations
@@ -76,21 +77,41 @@ def _bodies(pages: list[Page], dropped: set[str]) -> list[tuple[str, bytes, str 
     for page in pages:
         body, copy, raw = page.body_gz, page.copy_gz, page.raw_gz
         page.body_gz = page.copy_gz = page.raw_gz = None
-        if (page.url_hash in dropped or not page.content_hash or page.near_duplicate
-                or page.unstored):
-            continue
-        page.storage_key = body_key(page.content_hash)
-        if (content := body if body is not None else copy) is not None:
-            uploads.append((page.storage_key, content, page.content_type))
-        if raw is not None and page.raw_hash:  # a rendered page's body as fetched
+        stored = not (page.url_hash in dropped or not page.content_hash or page.near_duplicate
+                      or page.unstored)
+        if stored and page.content_hash:
+            page.storage_key = body_key(page.content_hash)
+            if (content := body if body is not None else copy) is not None:
+                uploads.append((page.storage_key, content, page.content_type))
+        # The body as fetched of a rendered page, or of a robots.txt answer.
+        if raw is not None and page.raw_hash and (stored or page.status == Status.ROBOTS):
             page.raw_storage_key = body_key(page.raw_hash)
-            uploads.append((page.raw_storage_key, raw, "text/html"))
+            uploads.append((page.raw_storage_key, raw,
+                            "text/html" if page.rendered else page.content_type))
     return uploads
 
 
+def _history_row(page: Page) -> dict[str, object] | None:
+    """The fetch history's row of a page whose answer is kept (its body as fetched stored,
+    a 304, a robots.txt answer); None for the others."""
+    key = page.raw_storage_key if page.rendered or page.status == Status.ROBOTS \
+        else page.storage_key
+    if page.http_status is None or not (key or page.not_modified) or page.status not in (
+            Status.FETCHED, Status.ROBOTS):
+        return None
+    return {
+        "url_hash": page.url_hash, "url": page.url, "host": page.host,
+        "fetched_at": datetime.fromtimestamp(page.fetched_at, UTC),
+        "http_status": page.http_status, "ip_address": page.ip_address,
+        "request_headers": page.request_headers, "response_headers": page.response_headers,
+        "storage_key": key, "payload_digest": page.payload_digest,
+        "not_modified": page.not_modified, "robots": page.status == Status.ROBOTS,
+    }
+
+
 def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
-    """Write the bodies the batch names (missing ones only), then commit every page's row and
-    robots.txt answer in one transaction, then schedule the next fetch of each page (the
+    """Write the bodies the batch names (missing ones only), then commit every page's row,
+    robots.txt answer and fetch history row in one transaction, then schedule the next fetch of each page (the
     database keeps next_crawl_at too); bodies leave the batch. Pages taken down meanwhile are
     not written. Pages that stop being stored originals give up their content claims, and
     their copies go to another original (or back to the frontier). Running it twice on a
@@ -98,8 +119,9 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     # Work on copies: the batch as received stays whole (bodies included), so a task retried
     # after a failure below uploads the same bodies again.
     pages = [replace(page) for page in pages]
-    robots = [p.robots for p in pages if p.robots is not None]
-    robots_at = [p.fetched_at for p in pages if p.robots is not None]
+    robots_pages = [p for p in pages if p.robots is not None]
+    robots = [p.robots for p in robots_pages if p.robots is not None]
+    robots_at = [p.fetched_at for p in robots_pages]
     urls = [p for p in pages if p.status != Status.ROBOTS]
     with ctx.sessions() as session:
         rows = dedup.rows_by_hash(session, [p.url_hash for p in urls] + [
@@ -123,6 +145,8 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
                                             if p.not_modified],
                                   repository.NOT_MODIFIED_COLUMNS)
+        repository.add_fetch_history(session, [entry for page in [*kept, *robots_pages]
+                                               if (entry := _history_row(page)) is not None])
         queued = mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
                          "requeued: its original is no longer stored")
     ctx.recrawls.schedule(planned)

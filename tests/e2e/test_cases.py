@@ -122,8 +122,9 @@ def test_one_stored_body_per_group_of_copies(crawled) -> None:  # type: ignore[n
             row = conn.execute("select canonical_url, duplicate_of, storage_key from urls "
                                "where url_hash = ?", (url_hash(canonical_url(variant)),)).fetchone()
             assert row == (canonical_url(article), url_hash(canonical_url(article)), None)
-    keys = [k for (k,) in conn.execute("select distinct storage_key from urls "
-                                       "where storage_key is not null")]
+    keys = [k for (k,) in conn.execute(  # the pages' bodies, and the robots.txt answers'
+        "select storage_key from urls where storage_key is not null "
+        "union select storage_key from fetches where storage_key is not null")]
     bodies = list((db.parent / "blobs").rglob("*.gz"))
     assert len(bodies) == len(keys)
 

@@ -95,9 +95,16 @@ def seed_state(ctx: Context) -> None:
     with ctx.sessions.begin() as session:
         repository.add_urls(session, [_row(u, "queued", depth=0 if u == f"{a}/" else 1)
                                       for u in fetched + queued])
-        repository.record_fetches(session, [
-            _fetched(ctx, f"{a}/", b"<p>home</p>"), _fetched(ctx, f"{a}/copy", b"<p>home</p>", f"{a}/"),
-            _fetched(ctx, f"{a}/solo", b"<p>solo</p>"), _fetched(ctx, f"http://{B}/f", b"<p>b</p>")])
+        stored = [(f"{a}/", _fetched(ctx, f"{a}/", b"<p>home</p>")),
+                  (f"{a}/copy", _fetched(ctx, f"{a}/copy", b"<p>home</p>", f"{a}/")),
+                  (f"{a}/solo", _fetched(ctx, f"{a}/solo", b"<p>solo</p>")),
+                  (f"http://{B}/f", _fetched(ctx, f"http://{B}/f", b"<p>b</p>"))]
+        repository.record_fetches(session, [row for _, row in stored])
+        repository.add_fetch_history(session, [
+            {"url_hash": row["url_hash"], "url": url, "host": url.split("/")[2],
+             "fetched_at": NOW, "http_status": 200, "request_headers": f"Host: {A}",
+             "response_headers": "Content-Type: text/html", "storage_key": row["storage_key"],
+             "not_modified": False} for url, row in stored])
         repository.add_links(session, [
             {"source_hash": url_hash(f"{a}/"), "target_hash": url_hash(t), "anchor": anchor,
              "nofollow": nofollow}
@@ -215,10 +222,16 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     before = state(ctx)
     refused(run("recrawl"), ctx, before, "give URLs, or --host HOST, or --all")
     warc = tmp_path / "a.warc.gz"
-    ok(run("export", "warc", "--host", A, "--out", str(warc)), "3 pages written")
+    ok(run("export", "warc", "--host", A, "--out", str(warc), "--cdxj"), "3 pages written")
+    index = (tmp_path / "a.cdxj").read_text().splitlines()
+    assert len(index) == 3 and all('"filename": "a.warc.gz"' in line for line in index)
     refused(run("export", "warc", "--out", str(tmp_path / "x.warc.gz"), "--since", "soon"), ctx,
             before, "--since")
     assert not (tmp_path / "x.warc.gz").exists()
+    refused(run("export", "warc", "--out", str(tmp_path / "none" / "x.warc.gz")), ctx, before,
+            "no folder")
+    refused(run("export", "warc", "--out", str(tmp_path / "x.warc.gz"), "--max-size", "0"), ctx,
+            before, "--max-size")
     before = state(ctx)
 
     # block: drops the queued URLs, marks the rows, stops re-crawls; enforced when linking

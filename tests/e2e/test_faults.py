@@ -14,7 +14,8 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from crawlapp.adapters.db.engine import normalize_url
+from crawlapp.adapters.db.engine import get_engine, normalize_url
+from crawlapp.core.settings import load_settings
 from tests.conftest import crawl_env
 from tests.e2e.helpers import crawl_web, crawlctl, kill, wait_for_child
 from tests.faults import FaultProxy
@@ -39,7 +40,11 @@ def _judge(tmp_path: Path, env: dict[str, str], web: Web, requests: list[Request
     assert stats["queued"] == 0
     if bodies:  # (a flushed Redis forgets which bodies it claimed: copies may be stored again)
         stored = list((tmp_path / "var" / "blobs").rglob("*.gz"))
-        assert len(stored) == stats["stored"]  # no body stored twice
+        engine = get_engine(load_settings(env))
+        with engine.connect() as conn:  # robots.txt answers are kept too
+            robots = conn.scalar(sa.text(
+                "SELECT count(DISTINCT storage_key) FROM fetches WHERE robots"))
+        assert len(stored) == stats["stored"] + robots  # no body stored twice
 
 
 def test_fetch_worker_killed_mid_batch_loses_nothing(tmp_path: Path, redis_url: str) -> None:

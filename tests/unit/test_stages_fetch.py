@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import hashlib
 import time
 import zlib
+from base64 import b32encode
 from collections.abc import Callable
 
 import httpx
@@ -15,7 +17,7 @@ import pytest
 
 from crawlapp.adapters.http import Fetched, Fetcher
 from crawlapp.adapters.memory_frontier import MemoryFrontier
-from crawlapp.core.records import QueuedURL, Release
+from crawlapp.core.records import Lease, QueuedURL, Release
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.fetching import _fetch_all, _robots_policy, plan_batch, sitemap_links
@@ -25,6 +27,9 @@ from tests.mock_web import Handler, answer, mock_fetcher, site
 UA = load_settings({}).product_token
 DISALLOW_PRIVATE = robots_answer("http://a.test/robots.txt", 200, None,
                                  b"User-agent: *\nDisallow: /private\n", None, 0)
+
+
+LEASE = Lease(0, "a.test", "token", "http://a.test/p", 0)
 
 
 def get(handler: Handler, **env: str) -> Fetched:
@@ -54,6 +59,28 @@ def test_the_request_carries_the_crawlers_headers_and_the_answer_is_kept() -> No
     assert (result.status, result.body, result.error) == (200, b"<p>hi</p>", None)
     assert result.headers == {"content-type": "text/html", "etag": '"v1"'}  # the kept ones
     assert 0 < result.started <= result.ended
+
+
+def test_the_exchange_is_kept_whole_for_the_fetch_history() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=[("Content-Type", "text/html"),
+                                            ("Set-Cookie", "a=1"), ("set-cookie", "b=2"),
+                                            ("Content-Encoding", "gzip"), (b"X-Odd", b"\xe9")],
+                              stream=httpx.ByteStream(gzip.compress(b"<p>hi</p>")))
+
+    result = asyncio.run(mock_fetcher(handler).get("http://a.test/p", {"If-None-Match": '"v0"'}))
+    sent = [line.partition(": ")[0] for line in result.request_headers.split("\r\n")]
+    assert sent[:4] == ["Host", "User-Agent", "Accept", "Accept-Encoding"]
+    assert "If-None-Match: \"v0\"" in result.request_headers.split("\r\n")
+    assert result.response_headers.split("\r\n") == [  # order, case and repeats as received
+        "Content-Type: text/html", "Set-Cookie: a=1", "set-cookie: b=2",
+        "Content-Encoding: gzip", "X-Odd: \xe9"]
+    assert result.ip_address is None  # no network stream under a mock transport
+    page = apply_fetch(page_for(LEASE), result)
+    assert (page.request_headers, page.response_headers) == (result.request_headers,
+                                                             result.response_headers)
+    digest = "sha1:" + b32encode(hashlib.sha1(b"<p>hi</p>").digest()).decode()
+    assert page.payload_digest == digest  # of the decoded body, as stored
 
 
 @pytest.mark.parametrize("encoding, encode", [

@@ -8,7 +8,7 @@ import asyncio
 import dataclasses
 from collections import Counter
 
-from crawlapp.core.records import Lease, Link, RobotsAnswer
+from crawlapp.core.records import Fetched, Lease, Link, RobotsAnswer
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import host_of
 from crawlapp.stages.pages import Page, apply_fetch, page_for, robots_page
@@ -93,7 +93,7 @@ def test_pages_without_links_to_read() -> None:
 
 
 def test_a_robots_record_keeps_its_sitemaps() -> None:
-    record = robots_page("http://a.test/robots.txt", "a.test", ["http://a.test/map.xml"], 1.0,
-                         RobotsAnswer("http://a.test", 200, "", None))
+    record = robots_page(Fetched("http://a.test/robots.txt", 200, ended=1.0), "a.test",
+                         ["http://a.test/map.xml"], RobotsAnswer("http://a.test", 200, "", None))
     (parsed,), counts = parse_pages([dataclasses.replace(record)], SETTINGS)
     assert parsed == record and counts == Counter()

@@ -13,6 +13,7 @@ from sqlalchemy import (
     SmallInteger,
     String,
     Text,
+    UniqueConstraint,
     false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -65,6 +66,31 @@ class Url(Base):
     raw_storage_key: Mapped[str | None] = mapped_column(String(128))  # body as fetched
     fail_count: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
+
+
+class Fetch(Base):
+    """One row per fetch whose answer is kept: a page whose body as fetched is stored, a 304
+    to a conditional GET, a robots.txt answer. The history the WARC export writes, oldest
+    first; header blocks are "Name: value" lines joined by CRLF, as sent and received."""
+
+    __tablename__ = "fetches"
+    # One fetch of a URL is one row, however often its batch is stored.
+    __table_args__ = (UniqueConstraint("url_hash", "fetched_at",
+                                       name="uq_fetches_url_hash_fetched_at"),)
+
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    url_hash: Mapped[str] = mapped_column(String(32))
+    url: Mapped[str] = mapped_column(Text)
+    host: Mapped[str] = mapped_column(String(255), index=True)
+    fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    http_status: Mapped[int] = mapped_column(SmallInteger)
+    ip_address: Mapped[str | None] = mapped_column(String(45))
+    request_headers: Mapped[str | None] = mapped_column(Text)  # None: fetched before 0009
+    response_headers: Mapped[str | None] = mapped_column(Text)
+    storage_key: Mapped[str | None] = mapped_column(String(128))  # None for a 304
+    payload_digest: Mapped[str | None] = mapped_column(String(64))  # sha1:<base32>
+    not_modified: Mapped[bool] = mapped_column(Boolean, default=False)
+    robots: Mapped[bool] = mapped_column(Boolean, default=False)  # its origin's robots.txt
 
 
 class Host(Base):

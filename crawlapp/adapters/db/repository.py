@@ -11,7 +11,16 @@ from sqlalchemy import Insert, bindparam, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from crawlapp.adapters.db.models import Deny, Host, HostAuthority, HostLink, Link, SeedScope, Url
+from crawlapp.adapters.db.models import (
+    Deny,
+    Fetch,
+    Host,
+    HostAuthority,
+    HostLink,
+    Link,
+    SeedScope,
+    Url,
+)
 from crawlapp.core.records import Status
 
 CHUNK = 500
@@ -146,6 +155,14 @@ def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
               | {f"v_{col}": bool(row.get(col)) for col in flags}
               | {"v_failed": int(row.get("status") == Status.FAILED)} for row in rows]
     session.connection().execute(stmt, params)
+
+
+def add_fetch_history(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Append a batch's kept fetches to the fetch history (one executemany INSERT); a fetch
+    recorded already (its batch stored again) is left as it is."""
+    if rows:
+        session.connection().execute(_insert(session, Fetch).on_conflict_do_nothing(
+            index_elements=["url_hash", "fetched_at"]), rows)
 
 
 @dataclass(frozen=True)
