@@ -60,4 +60,5 @@ def test_a_lease_carries_its_off_scope_hops_and_one_sent_before_them_has_none() 
     assert Lease.from_wire(lease.to_wire()[:6]).hops == 0
     page = Page(url="http://b.com/", hops=1)
     assert Page.from_wire(over_the_wire(page.to_wire())).hops == 1
-    assert Page.from_wire(page.to_wire()[:-1]).hops == 0
+    before_hops = [f.name for f in fields(Page)].index("hops")
+    assert Page.from_wire(page.to_wire()[:before_hops]).hops == 0
