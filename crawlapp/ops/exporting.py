@@ -86,6 +86,9 @@ def warcinfo(settings: Settings) -> dict[str, str]:
         "crawl-max-body-bytes": str(settings.max_body_bytes),
         "crawl-fetch-binaries": str(settings.fetch_binaries).lower(),
         "crawl-render": str(settings.render).lower(),
+        "crawl-scope": settings.scope,
+        "crawl-scope-hops": str(settings.scope_hops),
+        "crawl-politeness-key": settings.politeness_key,
     }
 
 
