@@ -58,7 +58,8 @@ def hostname(host: str) -> str:
     return host.rpartition(":")[0].rstrip(".") if ":" in host else host.rstrip(".")
 
 
-def _is_ip(host: str) -> bool:
+def is_address(host: str) -> bool:
+    """Whether a host name is an IP address (without brackets or port)."""
     try:
         ipaddress.ip_address(host)
     except ValueError:
@@ -72,7 +73,7 @@ def registrable_domain(host: str) -> str:
     `example.co.uk`, `a.b.github.io` -> `b.github.io`). An IP address, a single label such
     as `localhost`, and a public suffix itself (`co.uk`) are their own domain."""
     name = hostname(host)
-    if "." not in name or _is_ip(name):
+    if "." not in name or is_address(name):
         return name
     return _psl().privatesuffix(name) or name
 
@@ -88,7 +89,7 @@ def surt(url: str) -> str:
     else:
         host, _, port = netloc.partition(":")
     host = host.lower().rstrip(".")
-    labels = host if _is_ip(host) else ",".join(reversed(host.split(".")))
+    labels = host if is_address(host) else ",".join(reversed(host.split(".")))
     path = parts.path or "/"
     query = f"?{parts.query}" if parts.query else ""
     return f"{parts.scheme.lower()}://({labels},{':' + port if port else ''}){path}{query}"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import random
 import time
@@ -30,7 +29,7 @@ from crawlapp.core.politeness import (
 from crawlapp.core.records import Fetched, Handover, Lease, Page, Release
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer, robots_url
-from crawlapp.core.scope import hostname
+from crawlapp.core.scope import hostname, is_address
 from crawlapp.core.sitemaps import default_sitemap
 from crawlapp.core.urls import origin_of, request_urls
 from crawlapp.stages.pages import apply_fetch, blocked, page_for, robots_page
@@ -162,20 +161,12 @@ class _Slots:
 
 async def _addresses(fetcher: Fetcher, hosts: set[str]) -> dict[str, str]:
     """The address each host name resolves to (first one), for the `ip` politeness key."""
-    names = [host for host in hosts if not _is_address(hostname(host))]
+    names = [host for host in hosts if not is_address(hostname(host))]
     if fetcher.dns is None or not names:
         return {}
     answers = await asyncio.gather(*(fetcher.dns.resolve(hostname(h)) for h in names))
     return {host: answer.addresses[0] for host, answer in zip(names, answers, strict=True)
             if answer.addresses}
-
-
-def _is_address(name: str) -> bool:
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
 
 
 def _take_slots(ctx: Context, plan: Plan) -> _Slots:

@@ -6,8 +6,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from testweb.server import start_in_background
@@ -15,6 +17,40 @@ from testweb.serverlog import Request, load
 from testweb.site import Web, WebSpec
 
 CRAWLCTL = [sys.executable, "-m", "crawlapp.cli"]
+Answer = tuple[int, dict[str, str], bytes]  # status, headers, body
+
+
+class LoggedSite:
+    """A small hand-written site for http.server: `answer(path)` says what each GET gets, and
+    every request is logged as (path, start, end, status)."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, float, float, int]] = []
+        self.lock = threading.Lock()
+
+    def answer(self, path: str) -> Answer:
+        raise NotImplementedError
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                start = time.time()
+                status, headers, body = site.answer(self.path)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                with site.lock:
+                    site.log.append((self.path, start, time.time(), status))
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        return Handler
 
 
 def crawlctl(env: dict[str, str], *args: str, timeout: float = 240

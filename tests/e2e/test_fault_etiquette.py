@@ -6,57 +6,35 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import crawl_env
-from tests.e2e.helpers import crawlctl
+from tests.e2e.helpers import Answer, LoggedSite, crawlctl
 
 pytestmark = pytest.mark.e2e
-Answer = tuple[int, dict[str, str], bytes]
 HTML = {"Content-Type": "text/html"}
 DELAY = 0.5
 PAGES = 40
 
 
-class _Host:
-    """One loopback host whose answers come from `answer(path, asked_before)`; every
-    request is logged as (path, start, end, status)."""
+class _Host(LoggedSite):
+    """One loopback host whose answers come from `answer_nth(path, asked_before)`."""
 
-    def __init__(self, answer: Callable[[str, int], Answer]) -> None:
-        self.answer = answer
-        self.log: list[tuple[str, float, float, int]] = []
+    def __init__(self, answer_nth: Callable[[str, int], Answer]) -> None:
+        super().__init__()
+        self.answer_nth = answer_nth
         self.asked: dict[str, int] = {}
-        self.lock = threading.Lock()
 
-    def handler(self) -> type[BaseHTTPRequestHandler]:
-        host = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the http.server API
-                start = time.time()
-                with host.lock:
-                    before = host.asked.get(self.path, 0)
-                    host.asked[self.path] = before + 1
-                status, headers, body = host.answer(self.path, before)
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                with host.lock:
-                    host.log.append((self.path, start, time.time(), status))
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        return Handler
+    def answer(self, path: str) -> Answer:
+        with self.lock:
+            before = self.asked.get(path, 0)
+            self.asked[path] = before + 1
+        return self.answer_nth(path, before)
 
 
 @contextmanager

@@ -7,13 +7,13 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import crawl_env
-from tests.e2e.helpers import crawlctl
+from tests.e2e.helpers import LoggedSite, crawlctl
 from testweb.server import start_in_background
 from testweb.serverlog import fetched_urls, load, summary
 from testweb.site import Web, WebSpec
@@ -46,34 +46,12 @@ def test_no_gap_shorter_than_the_delay_while_the_cpu_is_busy(tmp_path: Path,
     assert server.web.expected_pages(5) <= set(fetched_urls(requests))
 
 
-class _Site:
+class _Site(LoggedSite):
     """A one-host site: robots.txt asks for Crawl-delay 100, /busy answers 429 once."""
 
     def __init__(self) -> None:
-        self.log: list[tuple[str, float, float, int]] = []
-        self.lock = threading.Lock()
+        super().__init__()
         self.busy_once = True
-
-    def handler(self) -> type[BaseHTTPRequestHandler]:
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the http.server API
-                start = time.time()
-                status, headers, body = site.answer(self.path)
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                with site.lock:
-                    site.log.append((self.path, start, time.time(), status))
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        return Handler
 
     def answer(self, path: str) -> tuple[int, dict[str, str], bytes]:
         html = {"Content-Type": "text/html"}
