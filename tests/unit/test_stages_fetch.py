@@ -99,7 +99,7 @@ def test_bodies_are_decoded(encoding: str, encode: Callable[[bytes], bytes]) -> 
     ({"Content-Encoding": "gzip"}, b"not gzip at all", "protocol"),
     ({"Content-Length": str(10**9)}, b"", "too_large"),  # refused before reading
     ({}, b"x" * 2048, "too_large"),
-    ({"Content-Encoding": "gzip"}, gzip.compress(b"\0" * 4096), "too_large"),  # inflated
+    ({"Content-Encoding": "gzip"}, gzip.compress(b"\0" * 4096, mtime=0), "too_large"),  # inflated
 ])
 def test_bodies_past_the_limits_or_unreadable_are_errors(headers: dict[str, str], body: bytes,
                                                           error: str) -> None:
