@@ -125,8 +125,9 @@ def test_s3_server_down_for_10s_loses_no_body(tmp_path: Path, redis_url: str,
         _judge(tmp_path, env, web, requests, delay, bodies=False, once=True)
     db = tmp_path / "var" / "crawl.db"
     keys = {k for (k,) in sqlite3.connect(db).execute(
-        "SELECT storage_key FROM urls WHERE storage_key IS NOT NULL")}
+        "SELECT storage_key FROM urls WHERE storage_key IS NOT NULL UNION "
+        "SELECT storage_key FROM fetches WHERE storage_key IS NOT NULL")}
     s3 = boto3.client("s3", endpoint_url=s3_endpoint)
     stored = {o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
               for o in page.get("Contents", [])}
-    assert keys and keys == stored  # every body a row names is there, and no other
+    assert keys and keys == stored  # every body a row or the history names, and no other
