@@ -59,9 +59,12 @@ services:
 		 pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start) || true
 
 # Unit, integration and end-to-end tests, on a redis-server and a Postgres database of their
-# own (Postgres cases are skipped, with the reason, when no server answers).
+# own (Postgres cases are skipped, with the reason, when no server answers). Three test
+# processes, a test file each at a time (each starts its own redis-server, Postgres
+# database and S3 server): the end-to-end crawls mostly wait out politeness delays.
+TEST_PROCESSES ?= 3
 test: install $(PYWB) $(URLTESTDATA)
-	$(PY) -m pytest -q -rs tests
+	$(PY) -m pytest -q -rs -n $(TEST_PROCESSES) --dist loadfile tests
 
 test-unit: install $(URLTESTDATA)
 	$(PY) -m pytest -q tests/unit

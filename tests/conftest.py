@@ -100,8 +100,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def own_redis_url() -> str:
     """The tests' Redis database: database 0 of a redis-server of their own, or
-    `TEST_REDIS_URL`/`TEST_REDIS_DB` (checked empty first)."""
+    `TEST_REDIS_URL`/`TEST_REDIS_DB` (checked empty first, and for one test process only)."""
     if EXTERNAL_REDIS:
+        if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+            pytest.exit("TEST_REDIS_URL is one database for one test process: run "
+                        "`make test TEST_PROCESSES=1` with it", returncode=4)
         return _Redis.external(f"{REDIS_BASE}/{TEST_REDIS_DB}", "TEST_REDIS_URL")
     return f"{_Redis.base()}/{OWN_TEST_DB}"
 

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -344,8 +345,17 @@ def test_crawl_watch_dispatcher_and_metrics(env: dict[str, str], tmp_path: Path)
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(2)
         if args[0] == "metrics":
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-                assert b"crawl_pages" in resp.read()
+            deadline = time.monotonic() + 30  # a loaded machine starts the process slowly
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                                timeout=10) as resp:
+                        assert b"crawl_pages" in resp.read()
+                    break
+                except urllib.error.URLError:
+                    assert time.monotonic() < deadline and proc.poll() is None, \
+                        proc.communicate()
+                    time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0, proc.communicate()
     for args, text in ((["dispatcher", "now"], "unexpected extra argument"),

@@ -18,8 +18,8 @@ from tests.e2e.helpers import Answer, LoggedSite, crawlctl
 
 pytestmark = pytest.mark.e2e
 HTML = {"Content-Type": "text/html"}
-DELAY = 0.5
-PAGES = 40
+DELAY = 0.8  # the 0.05 s CRAWL_DELAY_MARGIN is 6 % of it
+PAGES = 30
 
 
 class _Host(LoggedSite):
@@ -56,7 +56,7 @@ def _robots(path: str) -> Answer | None:
 
 
 def _broken_pages(path: str, before: int) -> Answer:
-    """The busiest host: 40 pages, one always 500, one 503 with Retry-After: 1 once."""
+    """The busiest host: PAGES pages, one always 500, one 503 with Retry-After: 1 once."""
     if (robots := _robots(path)) is not None:
         return robots
     if path == "/":
