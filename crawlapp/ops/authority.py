@@ -46,5 +46,6 @@ def compute(ctx: Context) -> int:
         repository.save_authority(session, list(scores.items()), datetime.now(UTC))
     ctx.authority.store(scores)
     ctx.frontier.boost(scores)
+    ctx.counters.bump({"authority:runs": 1, "authority:hosts_scored": len(hosts)})
     log.info("host authority: %d hosts, %d edges", len(hosts), len(sources))
     return len(hosts)
