@@ -55,7 +55,8 @@ class Settings:
     redis_cluster: bool = _doc(
         "CRAWL_REDIS_CLUSTER",
         "`true`: CRAWL_REDIS_URL names any node of a Redis Cluster (redis-py's RedisCluster finds "
-        "the others and follows failovers); the Celery broker stays a plain Redis or RabbitMQ (a "
+        "the others and follows failovers), or several, comma-separated (a process started while "
+        "the first is down asks the next); the Celery broker stays a plain Redis or RabbitMQ (a "
         "cluster cannot be a kombu broker), so CELERY_BROKER_URL must then be set apart")
     dedup_redis_cluster: bool = _doc(
         "CRAWL_DEDUP_CLUSTER",
@@ -427,6 +428,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             and settings.dedup_redis_url == settings.redis_url):
         raise SettingsError("CRAWL_DEDUP_CLUSTER: differs from CRAWL_REDIS_CLUSTER, but both "
                             "roles are on CRAWL_REDIS_URL (set CRAWL_DEDUP_REDIS_URL)")
+    for url, cluster, variable in ((settings.redis_url, settings.redis_cluster, "CRAWL_REDIS_URL"),
+                                   (settings.dedup_redis_url, settings.dedup_redis_cluster,
+                                    "CRAWL_DEDUP_REDIS_URL")):
+        if "," in url and not cluster:
+            raise SettingsError(f"{variable}: several nodes, comma-separated, name a Redis "
+                                "Cluster: set CRAWL_REDIS_CLUSTER (CRAWL_DEDUP_CLUSTER)=true")
     if settings.redis_cluster and settings.broker_url == settings.redis_url:
         raise SettingsError("CRAWL_REDIS_CLUSTER: a Redis Cluster cannot be the Celery "
                             "broker; set CELERY_BROKER_URL to a plain Redis or RabbitMQ")

@@ -8,10 +8,14 @@ part), SCAN walks every master (RedisCluster.scan_iter).
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+from urllib.parse import urlsplit
+
 import redis
 from redis.backoff import ExponentialBackoff
 from redis.client import Pipeline as ServerPipeline
-from redis.cluster import ClusterPipeline, RedisCluster
+from redis.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.retry import Retry
 
 Client = redis.Redis | RedisCluster
@@ -23,11 +27,38 @@ Pipeline = ServerPipeline | ClusterPipeline
 CLUSTER_RETRIES = 10
 
 
+class RefreshingPipeline(ClusterPipeline):
+    """A cluster pipeline that, when a node does not answer, asks the cluster for its slots
+    again before it raises. redis-py's ClusterPipeline (8.1) keeps sending a dead master's
+    slots to it after its replica took over; single commands find the new master."""
+
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        try:
+            return super().execute(raise_on_error)
+        except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ClusterError):
+            with contextlib.suppress(redis.RedisError, redis.exceptions.RedisClusterException):
+                self.nodes_manager.initialize()  # no master elected yet: the next call will
+            raise
+
+
+class Cluster(RedisCluster):
+    """RedisCluster whose pipelines are RefreshingPipelines."""
+
+    def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> ClusterPipeline:
+        pipe = super().pipeline(transaction, shard_hint)
+        pipe.__class__ = RefreshingPipeline  # same state, one method more
+        return pipe
+
+
 def connect(url: str, cluster: bool) -> Client:
-    """A client of the server at `url`, or of the cluster one of whose nodes is at `url`."""
+    """A client of the server at `url`, or of the cluster one of whose nodes is at `url`
+    (several, comma-separated: a process started while the first is down finds another)."""
     if cluster:
-        return RedisCluster.from_url(
-            url, health_check_interval=30,
+        first, *others = url.split(",")
+        nodes = [ClusterNode(p.hostname or "127.0.0.1", p.port or 6379)
+                 for p in map(urlsplit, others)]
+        return Cluster.from_url(
+            first, startup_nodes=nodes, health_check_interval=30,
             retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), CLUSTER_RETRIES))
     return redis.Redis.from_url(url, health_check_interval=30)
 

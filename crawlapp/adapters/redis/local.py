@@ -153,9 +153,9 @@ class RedisClusterServers:
 
     @property
     def url(self) -> str:
-        """The URL of a live node."""
-        port = next(p for p, proc in self.nodes.items() if proc.poll() is None)
-        return f"redis://127.0.0.1:{port}"
+        """The URLs of the live nodes, comma-separated (CRAWL_REDIS_URL of a cluster)."""
+        return ",".join(f"redis://127.0.0.1:{port}" for port, proc in self.nodes.items()
+                        if proc.poll() is None)
 
     def start(self, timeout: float = 60.0) -> str:
         cli = shutil.which("redis-cli")
