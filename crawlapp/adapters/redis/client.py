@@ -45,7 +45,8 @@ class Cluster(RedisCluster):
     """RedisCluster whose pipelines are RefreshingPipelines."""
 
     def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> ClusterPipeline:
-        pipe = super().pipeline(transaction, shard_hint)
+        pipe: ClusterPipeline = super().pipeline(  # type: ignore[no-untyped-call]
+            transaction, shard_hint)
         pipe.__class__ = RefreshingPipeline  # same state, one method more
         return pipe
 
@@ -55,7 +56,7 @@ def connect(url: str, cluster: bool) -> Client:
     (several, comma-separated: a process started while the first is down finds another)."""
     if cluster:
         first, *others = url.split(",")
-        nodes = [ClusterNode(p.hostname or "127.0.0.1", p.port or 6379)
+        nodes = [ClusterNode(p.hostname or "127.0.0.1", p.port or 6379)  # type: ignore[no-untyped-call]
                  for p in map(urlsplit, others)]
         return Cluster.from_url(
             first, startup_nodes=nodes, health_check_interval=30,

@@ -277,3 +277,33 @@ def _answers(port: int, deadline: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+CLUSTER_PORTS = list(range(7100, 7106))
+
+
+def main(argv: list[str]) -> None:
+    """`cluster-up DIR` / `cluster-down DIR`: the Makefile's local cluster on CLUSTER_PORTS,
+    its nodes' files under DIR; the nodes outlive this process until cluster-down."""
+    command, directory = argv
+    if command == "cluster-up":
+        if os.path.exists(directory):
+            raise SystemExit(f"{directory} exists: is a cluster up? (make cluster-down)")
+        cluster = RedisClusterServers(ports=CLUSTER_PORTS, directory=directory)
+        try:
+            print(cluster.start())
+        except (RuntimeError, subprocess.CalledProcessError) as exc:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise SystemExit(f"the cluster did not start: {exc}") from None
+    elif command == "cluster-down":
+        for port in CLUSTER_PORTS:
+            _ask(port, b"SHUTDOWN NOSAVE")
+        shutil.rmtree(directory, ignore_errors=True)
+    else:
+        raise SystemExit("usage: python -m crawlapp.adapters.redis.local cluster-up|cluster-down DIR")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

@@ -27,4 +27,5 @@ class Lua:
                  args: Sequence[Any] = ()) -> Any:
         """Run it (on a client: its reply; on a pipeline: queued, the reply comes with the
         pipeline's)."""
-        return target.execute_command("EVAL", self.source, len(keys), *keys, *args)
+        send: Any = target.execute_command  # untyped on redis-py's cluster classes
+        return send("EVAL", self.source, len(keys), *keys, *args)
