@@ -76,19 +76,7 @@ class RedisServer:
 
     def _wait(self, timeout: float) -> bool:
         assert self.proc is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        return True
-            except OSError:
-                pass
-            time.sleep(0.05)
-        return False
+        return _answers(self.port, time.monotonic() + timeout, self.proc)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -271,8 +259,10 @@ def _complete(data: bytes) -> bool:
     return data.endswith(b"\r\n")
 
 
-def _answers(port: int, deadline: float) -> bool:
-    while time.monotonic() < deadline:
+def _answers(port: int, deadline: float, proc: subprocess.Popen[bytes] | None = None) -> bool:
+    """Whether 127.0.0.1:`port` answers PING before `deadline` (False at once if `proc`,
+    the server, exits)."""
+    while time.monotonic() < deadline and (proc is None or proc.poll() is None):
         if _ask(port, b"PING").startswith("+PONG"):
             return True
         time.sleep(0.05)
