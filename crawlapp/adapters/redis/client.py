@@ -22,8 +22,9 @@ Client = redis.Redis | RedisCluster
 Pipeline = ServerPipeline | ClusterPipeline
 
 # A master lost is replaced by its replica after cluster-node-timeout plus an election (a few
-# seconds): a command tries again for about as long before it fails, then the crawler's
-# TransientError (adapters/errors.py) lets the task retry.
+# seconds). A command is tried this many times (redis-py 8.1 takes the count from the Retry,
+# not yet its backoff) before it fails; then the crawler's TransientError
+# (adapters/errors.py) lets the task or the dispatcher try again.
 CLUSTER_RETRIES = 10
 
 
