@@ -5,7 +5,7 @@ export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
 .PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick lint \
         lock clean compose-config compose-schema docs audit soak install-render test-render \
-        bench-render docsites bench-authority install-pywb
+        bench-render docsites bench-authority install-pywb cluster-up cluster-down
 
 # The Docker Compose v2 plugin, for `make compose-config` only (an extra check where a docker
 # client exists; `make test` validates the compose file offline against the vendored schema).
@@ -57,6 +57,16 @@ services:
 	@pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null || \
 		(command -v pg_ctlcluster >/dev/null && \
 		 pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start) || true
+
+# A Redis Cluster for your own crawls (README, "Running a fleet"): 3 masters and 3 replicas on
+# 127.0.0.1:7100-7105 under $(CRAWL_DATA_DIR)/cluster, nothing saved; the tests start their own.
+CLUSTER_DIR := $(CRAWL_DATA_DIR)/cluster
+
+cluster-up: install
+	$(PY) -m crawlapp.adapters.redis.local cluster-up $(CLUSTER_DIR)
+
+cluster-down: install
+	$(PY) -m crawlapp.adapters.redis.local cluster-down $(CLUSTER_DIR)
 
 # Unit, integration and end-to-end tests, on a redis-server and a Postgres database of their
 # own (Postgres cases are skipped, with the reason, when no server answers). Three test

@@ -7,6 +7,9 @@ an S3 server of the tests' own, so that nothing of the user's is read, flushed o
   of the user's instead, and `TEST_BLOOM_REDIS_URL` (a database) the Bloom filter tests; each
   such database is emptied before every test, so the tests refuse one that holds keys unless
   `TEST_REDIS_FLUSH=1`, and empty it again at the end.
+- Redis Cluster: 3 masters and 3 replicas on free loopback ports (RedisClusterServers),
+  started the first time a test asks for `redis_cluster` and stopped at the end of the
+  session; skipped, with the reason, without redis-server and redis-cli.
 - Postgres: a database of the tests' own (`crawlapp_test_<pid>_<random>`), created on the
   server of `TEST_DATABASE_URL` (default `postgresql://postgres@127.0.0.1:5432/postgres`; the
   database it names is only connected to, for CREATE and DROP DATABASE) and dropped at the end.
@@ -29,7 +32,12 @@ from pathlib import Path
 
 import pytest
 
-from crawlapp.adapters.redis.local import NotEmpty, RedisServer, refuse_unless_empty
+from crawlapp.adapters.redis.local import (
+    NotEmpty,
+    RedisClusterServers,
+    RedisServer,
+    refuse_unless_empty,
+)
 
 PG_SERVER = os.environ.get("TEST_DATABASE_URL",
                            "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -127,6 +135,32 @@ def redis_url() -> str:
     url = own_redis_url()
     redis.Redis.from_url(url).flushdb()
     return url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisClusterServers]:
+    """The session's Redis Cluster of its own (3 masters, 3 replicas, cluster-node-timeout
+    2000 ms); a test that kills a node gets the cluster back whole at its end."""
+    cluster = RedisClusterServers()
+    try:
+        cluster.start()
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        cluster.stop()
+        pytest.skip(f"no Redis Cluster of the tests' own: {exc}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster: RedisClusterServers) -> str:
+    """A node of the tests' Redis Cluster, every master of it emptied before each test."""
+    from crawlapp.adapters.redis.client import connect, flush
+
+    redis_cluster.heal()
+    client = connect(redis_cluster.url, cluster=True)
+    flush(client)
+    client.close()
+    return redis_cluster.url
 
 
 def _pg_url(database: str) -> str:

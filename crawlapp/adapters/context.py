@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ParamSpec, TypeVar
 
-import redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from crawlapp.adapters.blobstore import BlobStore, open_blobstore
@@ -20,6 +19,7 @@ from crawlapp.adapters.redis.authority import HostAuthorities
 from crawlapp.adapters.redis.batches import BatchLedger
 from crawlapp.adapters.redis.budgets import TrapBudgets
 from crawlapp.adapters.redis.canonicals import CanonicalPointers
+from crawlapp.adapters.redis.client import Client, connect
 from crawlapp.adapters.redis.counters import Counters
 from crawlapp.adapters.redis.dedup_index import DedupIndex
 from crawlapp.adapters.redis.denylist import Denylist
@@ -50,16 +50,16 @@ class Context:
     frontier_override: Frontier | None = field(default=None, repr=False, kw_only=True)
 
     @cached_property
-    def redis(self) -> redis.Redis:
-        """The hot, bounded state (CRAWL_REDIS_URL)."""
-        return redis.Redis.from_url(self.settings.redis_url, health_check_interval=30)
+    def redis(self) -> Client:
+        """The hot, bounded state (CRAWL_REDIS_URL; a cluster with CRAWL_REDIS_CLUSTER)."""
+        return connect(self.settings.redis_url, self.settings.redis_cluster)
 
     @cached_property
-    def dedup_redis(self) -> redis.Redis:
+    def dedup_redis(self) -> Client:
         """What grows with the crawl (CRAWL_DEDUP_REDIS_URL; the same client by default)."""
         if self.settings.dedup_redis_url == self.settings.redis_url:
             return self.redis
-        return redis.Redis.from_url(self.settings.dedup_redis_url, health_check_interval=30)
+        return connect(self.settings.dedup_redis_url, self.settings.dedup_redis_cluster)
 
     @property
     def _prefix(self) -> str:

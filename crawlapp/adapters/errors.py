@@ -11,10 +11,16 @@ from contextlib import contextmanager
 from crawlapp.core.errors import TransientError
 
 # Each server's exceptions that a later try may not meet (a connection refused or lost, a
-# timeout, a Redis still loading its data set), by the module that defines them. A module
+# timeout, a Redis still loading its data set; a Redis Cluster failing over: slots without a
+# master, a slot moved or migrating, a write reaching a demoted master, no node answering
+# while the client asks for the slots again: RedisClusterException, which a command on keys
+# of several slots raises too, a mistake the tests on a cluster catch), by the module that
+# defines them. A module
 # not imported yet raised nothing: nothing is imported to ask.
 SERVERS = (
-    ("redis.exceptions", ("ConnectionError", "TimeoutError"), "Redis"),
+    ("redis.exceptions", ("ConnectionError", "TimeoutError", "ClusterDownError",
+                          "TryAgainError", "AskError", "RedisClusterException", "ReadOnlyError"),
+     "Redis"),
     ("sqlalchemy.exc", ("OperationalError", "InterfaceError"), "the database"),
     ("botocore.exceptions", ("BotoCoreError", "ClientError"), "the blob store"),
     ("kombu.exceptions", ("OperationalError",), "the broker"),

@@ -52,6 +52,16 @@ class Settings:
         "CRAWL_DEDUP_REDIS_URL",
         "what grows with the crawl: URL-seen filter, content claims and SimHash bands, canonical "
         "pointers, re-crawl sets", default="CRAWL_REDIS_URL")
+    redis_cluster: bool = _doc(
+        "CRAWL_REDIS_CLUSTER",
+        "`true`: CRAWL_REDIS_URL names any node of a Redis Cluster (redis-py's RedisCluster finds "
+        "the others and follows failovers), or several, comma-separated (a process started while "
+        "the first is down asks the next); the Celery broker stays a plain Redis or RabbitMQ (a "
+        "cluster cannot be a kombu broker), so CELERY_BROKER_URL must then be set apart")
+    dedup_redis_cluster: bool = _doc(
+        "CRAWL_DEDUP_CLUSTER",
+        "`true`: CRAWL_DEDUP_REDIS_URL names a node of a Redis Cluster; must equal "
+        "CRAWL_REDIS_CLUSTER when both roles share one URL", default="CRAWL_REDIS_CLUSTER")
     redis_prefix: str = _doc("CRAWL_REDIS_PREFIX", "namespace of the crawler's Redis keys")
     user_agent: str = _doc("CRAWL_USER_AGENT", "its product token picks the robots.txt group")
     from_address: str | None = _doc("CRAWL_FROM", "e-mail address sent in the `From` header",
@@ -321,6 +331,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                         _url(("redis", "rediss", "amqp", "amqps", "pyamqp")))
     redis_default = broker_url if broker_url.startswith("redis") else "redis://127.0.0.1:6379/0"
     redis_url = _parse(env, "CRAWL_REDIS_URL", redis_default, _url(("redis", "rediss", "unix")))
+    redis_cluster = _parse(env, "CRAWL_REDIS_CLUSTER", False, _boolean)
     batch_size = _parse(env, "CRAWL_BATCH_SIZE", 50, _bounded(int, 1, 1000))
     shards = _parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, 4096))
     fetch_timeout = _parse(env, "CRAWL_FETCH_TIMEOUT", 30.0, _bounded(float, 0.1, 600))
@@ -334,6 +345,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         redis_url=redis_url,
         dedup_redis_url=_parse(env, "CRAWL_DEDUP_REDIS_URL", redis_url,
                                _url(("redis", "rediss", "unix"))),
+        redis_cluster=redis_cluster,
+        dedup_redis_cluster=_parse(env, "CRAWL_DEDUP_CLUSTER", redis_cluster, _boolean),
         redis_prefix=_parse(env, "CRAWL_REDIS_PREFIX", "crawl", str),
         user_agent=_parse(env, "CRAWL_USER_AGENT", DEFAULT_USER_AGENT, str),
         from_address=_parse(env, "CRAWL_FROM", None, _email),
@@ -411,6 +424,19 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     )
     if settings.render and settings.render_timeout >= settings.lease_seconds:
         raise SettingsError("CRAWL_RENDER_TIMEOUT: must be shorter than CRAWL_LEASE_SECONDS")
+    if (settings.dedup_redis_cluster != settings.redis_cluster
+            and settings.dedup_redis_url == settings.redis_url):
+        raise SettingsError("CRAWL_DEDUP_CLUSTER: differs from CRAWL_REDIS_CLUSTER, but both "
+                            "roles are on CRAWL_REDIS_URL (set CRAWL_DEDUP_REDIS_URL)")
+    for url, cluster, variable in ((settings.redis_url, settings.redis_cluster, "CRAWL_REDIS_URL"),
+                                   (settings.dedup_redis_url, settings.dedup_redis_cluster,
+                                    "CRAWL_DEDUP_REDIS_URL")):
+        if "," in url and not cluster:
+            raise SettingsError(f"{variable}: several nodes, comma-separated, name a Redis "
+                                "Cluster: set CRAWL_REDIS_CLUSTER (CRAWL_DEDUP_CLUSTER)=true")
+    if settings.redis_cluster and settings.broker_url == settings.redis_url:
+        raise SettingsError("CRAWL_REDIS_CLUSTER: a Redis Cluster cannot be the Celery "
+                            "broker; set CELERY_BROKER_URL to a plain Redis or RabbitMQ")
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")
     return settings

@@ -1,17 +1,20 @@
 """Every key a crawl writes is one of the registry's (adapters/redis/keys.py), of its type,
 and the caches among them expire: a small crawl of the test web, stage by stage, on the real
-Redis, SCANned after every step."""
+Redis, SCANned after every step; on one server and on a Redis Cluster (SCAN walks every
+master; a command or script on keys of several slots fails there)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client, flush
 from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.core.records import Lease, QueuedURL, Release
 from crawlapp.core.settings import load_settings
@@ -40,7 +43,7 @@ class Seen:
     """The registry's keys found so far in `client` (the context's Redis by default),
     checked as they are found; with `only`, each must be one of those."""
 
-    def __init__(self, ctx: Context, client: redis.Redis | None = None,
+    def __init__(self, ctx: Context, client: Client | None = None,
                  only: set[keys.Key] | None = None) -> None:
         self.ctx = ctx
         self.client = client or ctx.redis
@@ -84,8 +87,19 @@ def crawl(ctx: Context, seen: Seen, deadline: float) -> None:
     assert ctx.frontier.is_idle(time.time()) and not ctx.batches.in_flight()
 
 
-def test_a_crawl_writes_only_keys_of_the_registry(tmp_path: Path, redis_url: str) -> None:
-    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+@pytest.fixture(params=["server", "cluster"])
+def state_redis(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The crawl state's Redis settings: one server, or a Redis Cluster."""
+    if request.param == "server":
+        return {"CRAWL_REDIS_URL": request.getfixturevalue("redis_url")}
+    return {"CRAWL_REDIS_URL": request.getfixturevalue("redis_cluster_url"),
+            "CRAWL_REDIS_CLUSTER": "true",
+            "CELERY_BROKER_URL": request.getfixturevalue("redis_url")}
+
+
+def test_a_crawl_writes_only_keys_of_the_registry(tmp_path: Path,
+                                                  state_redis: dict[str, str]) -> None:
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), **state_redis,
                               "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8", "CRAWL_SHARDS": "2",
                               "CRAWL_DEFAULT_DELAY": "0.01", "CRAWL_MAX_DEPTH": "3"})
     upgrade(settings)
@@ -133,18 +147,27 @@ def test_the_times_of_idle_hosts_are_forgotten_once_passed(redis_url: str) -> No
     assert client.zscore(keys.READY.of("t", shard=0), "a.com") == 112.0
 
 
+@pytest.fixture(params=["server", "cluster"])
+def dedup_redis(request: pytest.FixtureRequest, redis_url: str) -> dict[str, str]:
+    """The dedup role's Redis settings: another database of the server, or a Redis Cluster
+    (the hot state staying on one server)."""
+    if request.param == "server":
+        return {"CRAWL_DEDUP_REDIS_URL": redis_url.rsplit("/", 1)[0] + "/2"}
+    return {"CRAWL_DEDUP_REDIS_URL": request.getfixturevalue("redis_cluster_url"),
+            "CRAWL_DEDUP_CLUSTER": "true"}
+
+
 def test_each_role_on_its_own_redis_and_a_lost_one_rebuilt_alone(
-        tmp_path: Path, redis_url: str) -> None:
+        tmp_path: Path, redis_url: str, dedup_redis: dict[str, str]) -> None:
     """With CRAWL_DEDUP_REDIS_URL, the structures that grow with the crawl are all in that
     Redis and nothing else is; when it restarts empty, only it is rebuilt."""
-    dedup_url = redis_url.rsplit("/", 1)[0] + "/2"
     settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
-                              "CRAWL_DEDUP_REDIS_URL": dedup_url,
+                              **dedup_redis,
                               "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8", "CRAWL_SHARDS": "2",
                               "CRAWL_DEFAULT_DELAY": "0.01", "CRAWL_MAX_DEPTH": "3"})
     upgrade(settings)
     ctx = Context(settings)
-    ctx.dedup_redis.flushdb()
+    flush(ctx.dedup_redis)
     hot_role = set(keys.ALL) - DEDUP_ROLE
     hot, dedup = Seen(ctx, ctx.redis, hot_role), Seen(ctx, ctx.dedup_redis, DEDUP_ROLE)
 
@@ -164,7 +187,7 @@ def test_each_role_on_its_own_redis_and_a_lost_one_rebuilt_alone(
     assert hot.found >= {keys.READY, keys.QUEUE, keys.ALIVE, keys.ROBOTS, keys.COUNTERS}
     seen_before = ctx.url_seen.check([bytes.fromhex(url_hash(u)) for u in server.web.seeds()])
     alive_before = ctx.redis.get(keys.ALIVE.of(settings.redis_prefix))
-    ctx.dedup_redis.flushdb()  # the dedup Redis restarted empty
+    flush(ctx.dedup_redis)  # the dedup Redis restarted empty
     restored = rebuild.ensure_frontier(ctx)
     assert restored is not None and restored["urls_seen"] > 0 and restored["content_claims"] > 0
     assert "urls_queued" not in restored and "robots_cached" not in restored
@@ -173,4 +196,4 @@ def test_each_role_on_its_own_redis_and_a_lost_one_rebuilt_alone(
         == seen_before == [True] * len(seen_before)
     assert rebuild.ensure_frontier(ctx) is None
     dedup.scan()
-    ctx.dedup_redis.flushdb()
+    flush(ctx.dedup_redis)

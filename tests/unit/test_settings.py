@@ -41,3 +41,23 @@ def test_render_timeout_must_fit_in_a_lease_only_when_rendering() -> None:
     assert not load_settings(short_lease).render
     with pytest.raises(SettingsError, match="CRAWL_RENDER_TIMEOUT"):
         load_settings(short_lease | {"CRAWL_RENDER": "true"})
+
+
+def test_redis_cluster_settings() -> None:
+    nodes = "redis://10.0.0.1:7000,redis://10.0.0.2:7000"
+    broker = {"CELERY_BROKER_URL": "redis://10.0.0.9:6379/0"}
+    both = load_settings({**broker, "CRAWL_REDIS_URL": nodes, "CRAWL_REDIS_CLUSTER": "true"})
+    assert both.redis_cluster and both.dedup_redis_cluster and both.dedup_redis_url == nodes
+    apart = load_settings({**broker, "CRAWL_REDIS_URL": nodes, "CRAWL_REDIS_CLUSTER": "true",
+                           "CRAWL_DEDUP_REDIS_URL": "redis://10.0.0.3:6379/0",
+                           "CRAWL_DEDUP_CLUSTER": "false"})
+    assert apart.redis_cluster and not apart.dedup_redis_cluster
+    assert not load_settings(broker).redis_cluster
+    with pytest.raises(SettingsError, match="CRAWL_REDIS_URL: several nodes"):
+        load_settings({**broker, "CRAWL_REDIS_URL": nodes})
+    with pytest.raises(SettingsError, match="CRAWL_DEDUP_CLUSTER: differs"):
+        load_settings({**broker, "CRAWL_REDIS_URL": nodes, "CRAWL_REDIS_CLUSTER": "true",
+                       "CRAWL_DEDUP_CLUSTER": "false"})
+    with pytest.raises(SettingsError, match="cannot be the Celery broker"):
+        load_settings({"CELERY_BROKER_URL": "redis://10.0.0.1:7000",
+                       "CRAWL_REDIS_CLUSTER": "true"})

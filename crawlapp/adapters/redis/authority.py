@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-import redis
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 
 WRITE_CHUNK = 10_000
 
@@ -19,7 +18,7 @@ WRITE_CHUNK = 10_000
 class HostAuthorities:
     """The authority hash."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.key = keys.AUTHORITY.of(prefix)
 

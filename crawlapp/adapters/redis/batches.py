@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import msgpack
-import redis
 
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.lua import Lua
 from crawlapp.core.records import Lease
 
@@ -35,7 +35,7 @@ return 1
 class BatchLedger:
     """`{P:batches}:due` (batch id -> deadline) and each batch's URLs."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
         self.due = keys.BATCHES.of(prefix)

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import redis
 from redis.typing import EncodableT, FieldT
 
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 
 
 class TrapBudgets:
     """The two budget hashes."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.hosts = keys.HOSTCOUNT.of(prefix)
         self.patterns = keys.PATTERNS.of(prefix)

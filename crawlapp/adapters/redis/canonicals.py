@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-import redis
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 
 
 class CanonicalPointers:
     """One string key per page that defers to another URL: the target's url_hash. Each
     command touches one key (pipelined), so the keys may spread over a cluster's slots."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
 

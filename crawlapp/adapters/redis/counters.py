@@ -11,17 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import redis
-from redis.client import Pipeline
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.pipeline import joined
 
 
 class Counters:
     """The counters, refused links per host and CPU per stage."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
         self.counters = keys.COUNTERS.of(prefix)

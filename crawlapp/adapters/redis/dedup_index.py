@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-import redis
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.lua import Lua
 from crawlapp.core.simhash import bands
 
@@ -120,7 +119,7 @@ class BandEntry:
 class DedupIndex:
     """Content claims and SimHash bands under the `{P:dedup}` hash tag."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
         self._claim_prefix = keys.CLAIM.of(prefix, sha256="")

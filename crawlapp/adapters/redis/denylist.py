@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import redis
-from redis.client import Pipeline
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.pipeline import Reply
 from crawlapp.core.hostpatterns import candidates
 
@@ -21,7 +19,7 @@ from crawlapp.core.hostpatterns import candidates
 class Denylist:
     """The Redis copy of the denylist table: one set of patterns."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.key = keys.DENYLIST.of(prefix)
 

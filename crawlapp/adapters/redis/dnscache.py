@@ -14,9 +14,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-import redis
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 
 LOCK_SECONDS = 10.0
 WAIT_STEP = 0.05
@@ -63,7 +62,7 @@ def with_names(names: Mapping[str, tuple[str, ...]], fallback: Lookup = system_l
 class DnsCache:
     """Resolve names through Redis (shared, with TTLs) and a per-process copy."""
 
-    def __init__(self, client: redis.Redis | None, prefix: str, ttl: float, negative_ttl: float,
+    def __init__(self, client: Client | None, prefix: str, ttl: float, negative_ttl: float,
                  lookup: Lookup = system_lookup) -> None:
         self.redis = client
         self.prefix = prefix

@@ -4,7 +4,9 @@ built from one with the same hash tag) and its ARGV.
 
 Scripts go by EVAL, on a client or into a pipeline: Redis caches the compiled script by its
 SHA1, and a pipeline needs no extra round trip (redis-py's Script asks SCRIPT EXISTS before
-every pipeline that holds one) nor a retry after Redis lost its script cache.
+every pipeline that holds one) nor a retry after Redis lost its script cache. They are sent
+as commands (a cluster pipeline has no `eval` method): a cluster routes each by its KEYS,
+which must share a slot.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import redis
-from redis.client import Pipeline
+from crawlapp.adapters.redis.client import Client, Pipeline
 
 
 class Lua:
@@ -22,8 +23,9 @@ class Lua:
     def __init__(self, source: str) -> None:
         self.source = source
 
-    def __call__(self, target: redis.Redis | Pipeline, keys: Sequence[str],
+    def __call__(self, target: Client | Pipeline, keys: Sequence[str],
                  args: Sequence[Any] = ()) -> Any:
         """Run it (on a client: its reply; on a pipeline: queued, the reply comes with the
         pipeline's)."""
-        return target.eval(self.source, len(keys), *keys, *args)
+        send: Any = target.execute_command  # untyped on redis-py's cluster classes
+        return send("EVAL", self.source, len(keys), *keys, *args)

@@ -8,8 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import redis
-from redis.client import Pipeline
+from crawlapp.adapters.redis.client import Client, Pipeline
 
 __all__ = ["Pipeline", "Reply", "joined"]
 
@@ -18,7 +17,7 @@ Reply = Callable[[Sequence[Any]], T]
 
 
 @contextmanager
-def joined(client: redis.Redis, pipe: Pipeline | None) -> Iterator[Pipeline]:
+def joined(client: Client, pipe: Pipeline | None) -> Iterator[Pipeline]:
     """The caller's pipeline (sent by the caller), or one of our own sent at the end."""
     if pipe is not None:
         yield pipe

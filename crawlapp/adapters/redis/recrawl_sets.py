@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import redis
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.lua import Lua
 from crawlapp.core.recrawl import TIERS
 
@@ -52,7 +51,7 @@ return out
 class RecrawlSets:
     """The tiers and the claim set."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.tiers = {tier: keys.RECRAWL_TIER.of(prefix, tier=tier) for tier in TIER_NAMES}
         self.claimed = keys.RECRAWL_CLAIMED.of(prefix)

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import redis
-from redis.client import Pipeline
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.pipeline import Reply, joined
 from crawlapp.core.urls import url_hash
 
@@ -21,7 +19,7 @@ TTL = 7 * 86400
 class RedirectHops:
     """One expiring string per redirect target; each command on one key (pipelined)."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
 

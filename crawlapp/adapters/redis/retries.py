@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import redis
-from redis.client import Pipeline
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.pipeline import Reply, joined
 
 CHUNK = 1000  # URLs per HDEL
@@ -21,7 +19,7 @@ CHUNK = 1000  # URLs per HDEL
 class FetchRetries:
     """One hash, url -> transient failures so far."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.key = keys.RETRIES.of(prefix)
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import msgpack
 import redis
-from redis.client import Pipeline
 from sqlalchemy.orm import Session
 
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.pipeline import Reply
 from crawlapp.core.records import RobotsAnswer
 from crawlapp.core.robots import RobotsPolicy
@@ -25,7 +25,7 @@ class RobotsCache:
     """`P:robots:<origin>`: msgpack [status, body], expiring; one key per origin, each command
     on one key (pipelined)."""
 
-    def __init__(self, client: redis.Redis, prefix: str, ttl: int) -> None:
+    def __init__(self, client: Client, prefix: str, ttl: int) -> None:
         self.client = client
         self.prefix = prefix
         self.ttl = ttl

@@ -16,10 +16,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import redis
-from redis.client import Pipeline
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.pipeline import Reply
 from crawlapp.core.scope import ScopeRules, hostname, registrable_domain
 
@@ -46,7 +44,7 @@ def fields_of(rules: Iterable[tuple[str, str]]) -> dict[str, str]:
 class SeedScopes:
     """The Redis copy of the scope_rules table: one hash."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.key = keys.SCOPE.of(prefix)
 

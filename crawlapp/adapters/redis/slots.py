@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import redis
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.lua import Lua
 
 KEEP = 3600  # seconds an entry outlives its last use
@@ -49,7 +48,7 @@ return 0
 
 
 class PolitenessSlots:
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
 

@@ -9,16 +9,14 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-import redis
-from redis.client import Pipeline
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.pipeline import Reply
 from crawlapp.core.politeness import Throttle
 
 
 class Throttles:
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.key = keys.THROTTLE.of(prefix)
 

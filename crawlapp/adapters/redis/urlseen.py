@@ -27,9 +27,8 @@ import struct
 from collections import defaultdict
 from collections.abc import Sequence
 
-import redis
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.lua import Lua
 from crawlapp.core.bloom import BloomShape, probe
 
@@ -87,7 +86,7 @@ return seen
 class RedisBloom:
     """A Bloom filter of `shape` under `key_prefix`; True means maybe seen."""
 
-    def __init__(self, client: redis.Redis, key_prefix: str, shape: BloomShape,
+    def __init__(self, client: Client, key_prefix: str, shape: BloomShape,
                  items_per_call: int = 1000) -> None:
         """`items_per_call` bounds the work of one script call, so Redis is never blocked
         for long; a batch still takes one round trip."""

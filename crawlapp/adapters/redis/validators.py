@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import redis
-from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT
 
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.pipeline import Reply, joined
 
 CHUNK = 1000  # URLs per HDEL
@@ -23,7 +22,7 @@ CHUNK = 1000  # URLs per HDEL
 class Validators:
     """One hash, url -> packed validators."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.key = keys.VALIDATORS.of(prefix)
 

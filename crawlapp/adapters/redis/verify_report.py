@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import redis
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 
 
 class VerifyReport:
     """One string key."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.key = keys.VERIFY.of(prefix)
 

@@ -12,9 +12,8 @@ import socket
 import time
 from typing import Any
 
-import redis
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 
 FORGET_AFTER = 86400.0
 
@@ -31,7 +30,7 @@ def _rss_mib() -> tuple[float, float]:
 class WorkerReports:
     """The workers hash."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.key = keys.WORKERS.of(prefix)
 

@@ -7,9 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import redis
-
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.frontier import scripts
 from crawlapp.core.priority import queue_score
 from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
@@ -72,7 +71,7 @@ class ShardKeys:
 class RedisFrontier:
     """Mercator-style back queues in Redis; every operation touches one shard's keys."""
 
-    def __init__(self, client: redis.Redis, prefix: str, shards: int) -> None:
+    def __init__(self, client: Client, prefix: str, shards: int) -> None:
         self.client = client
         self.shards = shards
         self._keys = [ShardKeys.of(prefix, shard) for shard in range(shards)]

@@ -1,0 +1,72 @@
+"""A crawl whose state is in a Redis Cluster (CRAWL_REDIS_CLUSTER=true; the Celery broker a
+plain Redis): polite and complete, and still complete when a master dies mid-crawl and its
+replica takes over."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from crawlapp.adapters.redis.local import RedisClusterServers
+from tests.conftest import crawl_env
+from tests.e2e.helpers import crawl_web, crawlctl
+from testweb.serverlog import Request, fetched_urls, summary
+from testweb.site import Web, WebSpec
+
+pytestmark = pytest.mark.e2e
+SPEC = WebSpec(hosts=10, pages_per_host=8, port=0, crawl_delay_every=0)
+DELAY = 0.5
+
+
+def cluster_env(tmp_path: Path, redis_url: str, cluster_url: str) -> dict[str, str]:
+    return crawl_env(tmp_path, redis_url, CRAWL_REDIS_URL=cluster_url,
+                     CRAWL_REDIS_CLUSTER="true", CRAWL_DEFAULT_DELAY=str(DELAY),
+                     CRAWL_LEASE_SECONDS="4", CRAWL_SHARDS="8")
+
+
+def judge(env: dict[str, str], web: Web, requests: list[Request]) -> dict[str, int]:
+    """Every expected page fetched, none missing; the server log's verdict."""
+    verdict = summary(requests, web, DELAY)
+    assert web.expected_pages(5) - set(fetched_urls(requests)) == set()
+    stats = json.loads(crawlctl(env, "stats", "--json").stdout)
+    assert stats["fetched"] == len(web.expected_pages(5)) and stats["queued"] == 0, stats
+    return verdict
+
+
+def test_a_crawl_on_a_cluster_is_polite_and_fetches_each_page_once(
+        tmp_path: Path, redis_url: str, redis_cluster_url: str) -> None:
+    env = cluster_env(tmp_path, redis_url, redis_cluster_url)
+    web, requests, _ = crawl_web(tmp_path, env, SPEC)
+    verdict = judge(env, web, requests)
+    assert verdict["gap_violations"] == 0 and verdict["overlaps"] == 0, verdict
+    assert verdict["duplicate_fetches"] == 0, verdict
+
+
+def test_a_master_killed_mid_crawl_its_replica_takes_over(
+        tmp_path: Path, redis_url: str, redis_cluster_url: str,
+        redis_cluster: RedisClusterServers) -> None:
+    env = cluster_env(tmp_path, redis_url, redis_cluster_url)
+    killed: list[float] = []
+
+    def kill_a_master(crawl: subprocess.Popen[bytes]) -> None:
+        time.sleep(4)
+        assert crawl.poll() is None, "the crawl ended before a master was killed"
+        port, pid = next(iter(redis_cluster.master_pids().items()))
+        os.kill(pid, signal.SIGKILL)
+        killed.append(time.time())
+        redis_cluster.nodes[port].wait()
+
+    started = time.monotonic()
+    web, requests, _ = crawl_web(tmp_path, env, SPEC, kill_a_master)
+    took = time.monotonic() - started
+    verdict = judge(env, web, requests)
+    assert any(r.start > killed[0] for r in requests)  # the crawl went on after the kill
+    print(f"failover: {len(web.expected_pages(5))} pages expected, "
+          f"{len(fetched_urls(requests))} fetched, {verdict}, {took:.1f} s")
+    assert verdict["overlaps"] == 0, verdict
