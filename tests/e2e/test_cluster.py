@@ -55,7 +55,12 @@ def test_a_master_killed_mid_crawl_its_replica_takes_over(
     killed: list[float] = []
 
     def kill_a_master(crawl: subprocess.Popen[bytes]) -> None:
-        time.sleep(4)
+        """Partway: once the crawl has made a dozen requests (its start-up is behind it)."""
+        log = tmp_path / "requests.jsonl"
+        deadline = time.monotonic() + 60
+        while not (log.exists() and len(log.read_bytes().splitlines()) >= 12):
+            assert time.monotonic() < deadline and crawl.poll() is None, "the crawl did not start"
+            time.sleep(0.2)
         assert crawl.poll() is None, "the crawl ended before a master was killed"
         port, pid = next(iter(redis_cluster.master_pids().items()))
         os.kill(pid, signal.SIGKILL)
