@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Insert, bindparam, func, select, tuple_, update
+from sqlalchemy import Insert, bindparam, func, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -163,6 +163,17 @@ def add_fetch_history(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     if rows:
         session.connection().execute(_insert(session, Fetch).on_conflict_do_nothing(
             index_elements=["url_hash", "fetched_at"]), rows)
+
+
+def add_fetch_months(session: Session) -> list[str]:
+    """Make sure the fetch history has a partition for this month and the next (Postgres,
+    migration 0010; a fetch of a month without one waits in the default partition, which
+    this empties of that month). The partitions' names; none on SQLite."""
+    if session.get_bind().dialect.name != "postgresql":
+        return []
+    return list(session.execute(text(
+        "SELECT fetches_add_month(now()) UNION "
+        "SELECT fetches_add_month(now() + interval '1 month')")).scalars())
 
 
 @dataclass(frozen=True)
