@@ -5,7 +5,7 @@ export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
 .PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick lint \
         lock clean compose-config compose-schema docs audit soak install-render test-render \
-        bench-render docsites bench-authority install-pywb
+        bench-render docsites bench-authority bench-db install-pywb
 
 # The Docker Compose v2 plugin, for `make compose-config` only (an extra check where a docker
 # client exists; `make test` validates the compose file offline against the vendored schema).
@@ -135,6 +135,11 @@ audit: install
 # Host authority (PageRank) for 1,000,000 hosts and 10,000,000 edges; not part of `test`.
 bench-authority: install
 	$(PY) -m bench.authority_bench 1000000 10000000
+
+# Postgres at scale (bench/db_bench.py): a database of its own (crawl_bench_db), BENCH_DB_ROWS
+# (10,000,000) URL rows through the repository, hot queries timed; not part of `test`.
+bench-db: install services
+	$(PY) -m bench.db_bench
 
 # Long run, not part of `test`: SOAK_MINUTES (10), SOAK_HOSTS (1000), SOAK_PAGES (30).
 soak: install

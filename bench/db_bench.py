@@ -152,7 +152,7 @@ def queries(session: Session, web: Web) -> Iterator[tuple[str, Callable[[Session
     known = [h for h, in session.execute(sa.select(Url.url_hash).where(
         Url.id.in_(np.random.default_rng(1).integers(1, ROWS, 500).tolist())))]
     fresh = web.rows(500)
-    deeper = [dict(row, url_hash=h, depth=0, priority=2.0) for row, h in zip(fresh, known)]
+    deeper = [dict(row, url_hash=h, depth=0, priority=2.0) for row, h in zip(fresh, known, strict=False)]
     one = known[0]
     big_host, small_host = web.hosts[0], web.hosts[HOSTS // 2]
     mid_id = ROWS // 2
@@ -213,7 +213,7 @@ def main() -> None:
           f"(median of {RUNS}, warm):")
     with sessions() as session:
         hot = list(queries(session, web))
-    for name, work, stmt in hot:
+    for name, work, _ in hot:
         print(f"  {name:<42} {timed(sessions, work):>10.2f} ms", flush=True)
     if EXPLAIN:
         for name, _, stmt in hot:

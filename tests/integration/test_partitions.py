@@ -5,6 +5,7 @@ gives the plain tables back."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -44,7 +45,7 @@ def _fill_old_tables(engine: sa.Engine) -> None:
             [{"h": url_hash(u), "u": u, "host": u.split("/")[2], "now": NOW} for u in URLS])
         conn.execute(sa.text("INSERT INTO links (source_hash, target_hash, nofollow) "
                              "VALUES (:s, :t, false)"),
-                     [{"s": url_hash(a), "t": url_hash(b)} for a, b in zip(URLS, URLS[1:])])
+                     [{"s": url_hash(a), "t": url_hash(b)} for a, b in pairwise(URLS)])
         conn.execute(sa.text(
             "INSERT INTO fetches (url_hash, url, host, fetched_at, http_status, not_modified, "
             "robots) VALUES (:h, :u, 'h0.example.com', :at, 200, false, false)"),
