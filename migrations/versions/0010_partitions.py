@@ -17,7 +17,7 @@ keeps its plain tables)
   of a month nobody made a partition for lands there and is never refused. fetches_add_month()
   makes a month's partition and moves that month's rows out of the default (under a lock, so
   no row is lost or refused); this migration calls it for every month of the history and the
-  current and next months, the beat task `crawl.partitions` daily for the current and next
+  current and next months, the beat task `crawl.partitions` every 6 hours for the current and next
   month. The primary key becomes (id, fetched_at); the host index (host, id), the export's
   keyset per host. Old months can be detached and archived whole.
 
