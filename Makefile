@@ -5,7 +5,8 @@ export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
 .PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick lint \
         lock clean compose-config compose-schema docs audit soak install-render test-render \
-        bench-render docsites bench-authority install-pywb bench-redis-sizing cluster-up cluster-down
+        bench-render docsites bench-authority install-pywb bench-redis-sizing cluster-up cluster-down \
+        bench-db
 
 # The Docker Compose v2 plugin, for `make compose-config` only (an extra check where a docker
 # client exists; `make test` validates the compose file offline against the vendored schema).
@@ -152,6 +153,11 @@ bench-authority: install
 # Bytes per item of every Redis structure, from MEMORY USAGE during a crawl (not a test).
 bench-redis-sizing: install
 	$(PY) -m bench.redis_sizing
+
+# Postgres at scale (bench/db_bench.py): a database of its own (crawl_bench_db), BENCH_DB_ROWS
+# (10,000,000) URL rows through the repository, hot queries timed; not part of `test`.
+bench-db: install services
+	$(PY) -m bench.db_bench
 
 # Long run, not part of `test`: SOAK_MINUTES (10), SOAK_HOSTS (1000), SOAK_PAGES (30).
 soak: install

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from crawlapp.adapters.context import get_context
+from crawlapp.adapters.db import repository
 from crawlapp.app import app
 from crawlapp.app.chain import send_batch
 from crawlapp.ops import authority
@@ -27,3 +28,10 @@ def recrawl() -> int:
 def host_authority() -> int:
     """Score the hosts of the host graph again (PageRank); returns how many were scored."""
     return authority.compute(get_context())
+
+
+@app.task(name="crawl.partitions")
+def fetch_partitions() -> list[str]:
+    """Give the fetch history its partitions for this month and the next (Postgres)."""
+    with get_context().sessions.begin() as session:
+        return repository.add_fetch_months(session)

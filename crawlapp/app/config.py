@@ -48,6 +48,7 @@ task_routes = {
     "crawl.dispatch": {"queue": "control"},
     "crawl.recrawl": {"queue": "control"},
     "crawl.authority": {"queue": "control"},
+    "crawl.partitions": {"queue": "control"},
     # crawl.fetch goes to fetch.<mmh3(host) % CRAWL_SHARDS>, chosen when a batch is dispatched,
     # crawl.render to render.<the same shard>.
 }
@@ -61,5 +62,8 @@ beat_schedule = {
     # Host authority from the host graph: the links stage's scores and the frontier's boost.
     "host-authority": {"task": "crawl.authority", "schedule": _settings.authority_interval,
                        "options": {"expires": _settings.authority_interval}},
+    # The fetch history's partitions of this month and the next (Postgres, migration 0010).
+    "fetch-partitions": {"task": "crawl.partitions", "schedule": 6 * 3600.0,
+                         "options": {"expires": 3600}},
 }
 beat_schedule_filename = str(_settings.data_dir / "celerybeat-schedule")

@@ -28,7 +28,10 @@ class Base(DeclarativeBase):
 
 
 class Url(Base):
-    """One row per canonical URL: its place in the crawl and what its last fetch found."""
+    """One row per canonical URL: its place in the crawl and what its last fetch found.
+
+    On Postgres hash-partitioned by url_hash (migration 0010), its primary key (id, url_hash);
+    id, from one sequence, stays unique and the mapping's key."""
 
     __tablename__ = "urls"
 
@@ -71,7 +74,9 @@ class Url(Base):
 class Fetch(Base):
     """One row per fetch whose answer is kept: a page whose body as fetched is stored, a 304
     to a conditional GET, a robots.txt answer. The history the WARC export writes, oldest
-    first; header blocks are "Name: value" lines joined by CRLF, as sent and received."""
+    first; header blocks are "Name: value" lines joined by CRLF, as sent and received.
+    On Postgres a partition per month of fetched_at (migration 0010), primary key (id,
+    fetched_at)."""
 
     __tablename__ = "fetches"
     # One fetch of a URL is one row, however often its batch is stored.
@@ -106,7 +111,8 @@ class Host(Base):
 
 
 class Link(Base):
-    """A link edge from one page to another, by URL hash."""
+    """A link edge from one page to another, by URL hash (on Postgres hash-partitioned by
+    source_hash, migration 0010)."""
 
     __tablename__ = "links"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Insert, bindparam, func, select, tuple_, update
+from sqlalchemy import Insert, Select, String, bindparam, func, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -41,6 +41,17 @@ def _uniform(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows with the same keys each (missing ones None), as executemany needs."""
     keys = {key for row in rows for key in row}
     return [{key: row.get(key) for key in keys} for row in rows]
+
+
+def _of_hashes(session: Session, query: Select[Any], hashes: Sequence[str]) -> Select[Any]:
+    """`query` on urls kept to the rows of these url_hashes. On Postgres a join on
+    unnest(hashes): each one is looked up in its own partition, where an IN list would probe
+    every partition with all of them (migration 0010, docs/sizing.md)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return query.where(Url.url_hash.in_(hashes))
+    array = bindparam("hashes", list(dict.fromkeys(hashes)), type_=postgresql.ARRAY(String))
+    wanted = func.unnest(array).table_valued("v").render_derived()
+    return query.join(wanted, Url.url_hash == wanted.c.v)
 
 
 def add_urls(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
@@ -82,9 +93,9 @@ def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
     lowered: list[Lowered] = []
     scores: list[dict[str, Any]] = []
     for chunk in _chunks(list(wanted)):
-        found = session.execute(select(Url.url_hash, Url.url, Url.status, Url.depth, Url.priority,
-                                       Url.authority, Url.link_context, Url.hops)
-                                .where(Url.url_hash.in_(chunk))).all()
+        found = session.execute(_of_hashes(session, select(
+            Url.url_hash, Url.url, Url.status, Url.depth, Url.priority, Url.authority,
+            Url.link_context, Url.hops), chunk)).all()
         known.update(h for h, *_ in found)
         for h, url, status, depth, *kept, hops in found:
             row = wanted[h]
@@ -127,8 +138,8 @@ def priorities_with_status(session: Session, hashes: Sequence[str], status: str
     found: dict[str, tuple[float, int]] = {}
     for chunk in _chunks(hashes):
         found.update((h, (priority or 0.0, hops or 0)) for h, priority, hops in session.execute(
-            select(Url.url_hash, Url.priority, Url.hops).where(Url.url_hash.in_(chunk),
-                                                               Url.status == status)))
+            _of_hashes(session, select(Url.url_hash, Url.priority, Url.hops), chunk)
+            .where(Url.status == status)))
     return found
 
 
@@ -165,6 +176,17 @@ def add_fetch_history(session: Session, rows: Sequence[dict[str, Any]]) -> None:
             index_elements=["url_hash", "fetched_at"]), rows)
 
 
+def add_fetch_months(session: Session) -> list[str]:
+    """Make sure the fetch history has a partition for this month and the next (Postgres,
+    migration 0010; a fetch of a month without one waits in the default partition, which
+    this empties of that month). The partitions' names; none on SQLite."""
+    if session.get_bind().dialect.name != "postgresql":
+        return []
+    return list(session.execute(text(
+        "SELECT fetches_add_month(now()) UNION "
+        "SELECT fetches_add_month(now() + interval '1 month')")).scalars())
+
+
 @dataclass(frozen=True)
 class Previous:
     """What the last fetch of a URL found, for the re-crawl schedule."""
@@ -184,10 +206,9 @@ class Previous:
 def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previous]:
     found: dict[str, Previous] = {}
     for chunk in _chunks(hashes):
-        for h, content, last, nxt, priority in session.execute(
-                select(Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at,
-                       func.coalesce(Url.link_context, Url.priority))
-                .where(Url.url_hash.in_(chunk))):
+        for h, content, last, nxt, priority in session.execute(_of_hashes(session, select(
+                Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at,
+                func.coalesce(Url.link_context, Url.priority)), chunk)):
             found[h] = Previous(content, last, nxt, priority or 0.0)
     return found
 
@@ -195,7 +216,7 @@ def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previ
 def urls_by_hash(session: Session, hashes: Sequence[str]) -> list[Url]:
     rows: list[Url] = []
     for chunk in _chunks(hashes):
-        rows += session.scalars(select(Url).where(Url.url_hash.in_(chunk)))
+        rows += session.scalars(_of_hashes(session, select(Url), chunk))
     return rows
 
 
