@@ -203,6 +203,7 @@ class MemoryFrontier:
         self._shards = [_Shard() for _ in range(shards)]
         self._dispatches = itertools.count()
         self._lock = threading.Lock()  # each operation is atomic, as a Lua script is
+        self._alive = False
 
     def _shard_of(self, host: str) -> _Shard:
         return self._shards[shard_of(host, self.shards)]
@@ -249,6 +250,12 @@ class MemoryFrontier:
         with self._lock:
             return [self._shards[lease.shard].renew(now, lease_seconds, lease.host, lease.token)
                     for lease in leases]
+
+    def mark_alive(self, now: float) -> None:
+        self._alive = True
+
+    def alive(self) -> bool:
+        return self._alive
 
     def release(self, releases: Iterable[Release]) -> int:
         with self._lock:

@@ -58,6 +58,13 @@ class Frontier(Protocol):
     def stats(self, now: float) -> list[ShardStats]:
         ...
 
+    def mark_alive(self, now: float) -> None:
+        """Note that the frontier is whole (one restarted empty has no such note)."""
+        ...
+
+    def alive(self) -> bool:
+        ...
+
     def parked(self) -> dict[str, tuple[float, str]]:
         """Every parked or paused host: (time it comes back, reason)."""
         ...

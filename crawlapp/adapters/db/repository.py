@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Insert, Select, String, bindparam, func, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -43,7 +43,10 @@ def _uniform(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{key: row.get(key) for key in keys} for row in rows]
 
 
-def _of_hashes(session: Session, query: Select[Any], hashes: Sequence[str]) -> Select[Any]:
+AnySelect = TypeVar("AnySelect", bound=Select[*tuple[Any, ...]])
+
+
+def _of_hashes(session: Session, query: AnySelect, hashes: Sequence[str]) -> AnySelect:
     """`query` on urls kept to the rows of these url_hashes. On Postgres a join on
     unnest(hashes): each one is looked up in its own partition, where an IN list would probe
     every partition with all of them (migration 0010, docs/sizing.md)."""
@@ -105,6 +108,7 @@ def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
             priority, authority, link_context = (
                 (row["priority"], row.get("authority"), row.get("link_context")) if better
                 else kept)
+            priority = priority or 0.0
             lowered.append(Lowered(h, url, status, depth, row["depth"], priority, hops or 0))
             scores.append({"v_hash": h, "v_depth": row["depth"], "v_priority": priority,
                            "v_authority": authority, "v_link_context": link_context})
