@@ -206,6 +206,15 @@ def main() -> None:
     with sessions() as session, session.begin():
         session.execute(sa.text("ANALYZE"))
     print(f"loaded in {time.perf_counter() - started:,.0f} s\n")
+    print("bytes on disk per row (tables, their partitions, indexes and TOAST):")
+    with sessions() as session:
+        for table in ("urls", "fetches"):
+            rows, size = session.execute(sa.text(
+                f"SELECT (SELECT count(*) FROM {table}), (SELECT sum(pg_total_relation_size("
+                f"relid)) FROM pg_partition_tree('{table}'))")).one()
+            print(f"  {table:<8} {rows:>12,} rows  {size / 2**20:>9,.0f} MiB  "
+                  f"{size / max(rows, 1):>6,.0f} B/row")
+    print()
     print("insert rate through repository.add_urls (rows per call, one transaction each):")
     for size, rate in rates.items():
         print(f"  {size:>5} rows/call  {rate:>10,.0f} rows/s")
