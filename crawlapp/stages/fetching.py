@@ -202,7 +202,7 @@ def _take_slots(ctx: Context, plan: Plan) -> _Slots:
 
 
 def _give_back_slots(ctx: Context, slots: _Slots, releases: list[Release],
-                     handovers: list[Handover]) -> list[Release]:
+                     handovers: list[Handover], fails_of: Mapping[str, int]) -> list[Release]:
     """Give the batch's slots back, each free from its host's next allowed time; the leases
     turned away end with their URL back in the queue, to be asked a delay later."""
     next_of = {r.lease.host: r.next_time for r in releases}
@@ -210,7 +210,8 @@ def _give_back_slots(ctx: Context, slots: _Slots, releases: list[Release],
     ctx.slots.give_back({key: next_of.get(host, time.time())
                          for key, host in slots.taken.items()}, slots.holder)
     later = time.time() + ctx.settings.default_delay
-    return [Release(lease, max(later, lease.not_before), requeue=True) for lease in slots.busy]
+    return [Release(lease, max(later, lease.not_before), requeue=True,
+                    failures=fails_of[lease.host]) for lease in slots.busy]
 
 
 def fetch_batch(ctx: Context, leases: list[Lease]
@@ -312,7 +313,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
             releases.append(ended)
             pages.append(page)
     if slots is not None:
-        releases += _give_back_slots(ctx, slots, releases, handovers)
+        releases += _give_back_slots(ctx, slots, releases, handovers, fails_of)
     ctx.frontier.release(releases)
     ctx.throttles.update(raised, [host for host, t in throttles.items() if t.level_at(now) == 0])
     _report_given_up(ctx, [r for r in releases if _given_up(r)])
