@@ -7,15 +7,16 @@
 - `requeue`: known rows going back (re-crawl, unblock, rebuild, lost batches, copies handed
   back), queued with their stored depth and priority.
 
-A URL found is scored by core/priority.py: its host's authority (one HMGET per batch for
-the batch's hosts), neutral freshness and the link context; the row keeps all three.
+A URL found is scored by core/priority.py: its host's authority (read by the links stage in
+its one round trip for the batch's link hosts), neutral freshness and the link context; the
+row keeps all three.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -57,10 +58,11 @@ def url_row(url: str, depth: int, max_depth: int, now: datetime,
             "status": Status.QUEUED if depth <= max_depth else Status.TOO_DEEP}
 
 
-def _score(ctx: Context, rows: Rows) -> None:
-    """Give each row its host's authority and its priority (a new URL's freshness is neutral;
-    a row without a link context gets its depth's)."""
-    authority = ctx.authority.read(row["host"] for row in rows.values())
+def _score(ctx: Context, rows: Rows, known: Mapping[str, float]) -> None:
+    """Give each row its host's authority (from `known`, else read) and its priority (a new
+    URL's freshness is neutral; a row without a link context gets its depth's)."""
+    missing = {row["host"] for row in rows.values()} - known.keys()
+    authority = {**known, **ctx.authority.load(missing)} if missing else known
     weights = ctx.settings.priority_weights
     for row in rows.values():
         context = row.setdefault("link_context", depth_priority(row["depth"]))
@@ -113,8 +115,8 @@ def _within_budget(ctx: Context, session: Session, candidates: list[QueuedURL]
     return kept
 
 
-def _settle(ctx: Context, session: Session, rows: Rows, now: datetime, insert: bool = True
-            ) -> tuple[int, Rows]:
+def _settle(ctx: Context, session: Session, rows: Rows, now: datetime,
+            authority: Mapping[str, float], insert: bool = True) -> tuple[int, Rows]:
     """Insert new rows (with `insert`), lower known depths; queue what must be; return the
     next wave of rows: the recorded link targets of fetched pages whose depth went down,
     which only lower known rows (a link target without a row was refused: nofollow,
@@ -126,7 +128,7 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime, insert: b
     Bloom false positive) are inserted too, so a false positive never loses a URL.
     """
     max_depth = ctx.settings.max_depth
-    _score(ctx, rows)
+    _score(ctx, rows, authority)
     new: set[str] = set()
     if insert:
         maybe_seen = ctx.url_seen.check_and_add([bytes.fromhex(h) for h in rows])
@@ -161,9 +163,11 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime, insert: b
 
 
 def admit(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None,
-          host_links: set[tuple[str, str]] | None = None) -> int:
+          host_links: set[tuple[str, str]] | None = None,
+          authority: Mapping[str, float] | None = None) -> int:
     """Record the rows, edges and host graph edges (`host_links`: source host, target
-    host) and queue what is new; commit after the frontier has them."""
+    host) and queue what is new; commit after the frontier has them. `authority`: the
+    hosts' scores the caller has read already (the others are read here)."""
     now = datetime.now(UTC)
     added = 0
     with ctx.sessions.begin() as session:
@@ -173,7 +177,7 @@ def admit(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None,
             repository.add_host_links(session, host_links)
         insert = True
         while rows:
-            new, rows = _settle(ctx, session, rows, now, insert)
+            new, rows = _settle(ctx, session, rows, now, authority or {}, insert)
             added += new
             insert = False
     return added

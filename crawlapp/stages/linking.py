@@ -100,6 +100,7 @@ def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
     hosts = {host_of(link.url) for page in pages for link in page.links}
     pipe = ctx.redis.pipeline(transaction=False)
     denied_reply, rules_reply = ctx.denylist.read(hosts, pipe), ctx.scopes.read(hosts, pipe)
+    authority = ctx.authority.read(hosts, pipe)
     replies = pipe.execute()
     scope = Scope(rules_reply(replies), settings.scope_include, settings.scope_exclude,
                   settings.scope_hops)
@@ -107,6 +108,6 @@ def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
                                       settings.traps, denied_reply(replies), scope)
     _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
-    added = admit(ctx, rows, edges, host_links(pages, rows, edges))
+    added = admit(ctx, rows, edges, host_links(pages, rows, edges), authority(replies))
     blocked = sum(1 for row in rows.values() if row["status"] == Status.BLOCKED and row.get("new"))
     return Extracted(added, max(0, len(rows) - added), refused, blocked)

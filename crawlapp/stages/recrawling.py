@@ -45,7 +45,7 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
             ) -> list[tuple[str, QueuedURL, float]]:
     """(url_hash, the URL with its new priority, its host's authority) of each row: the
     freshness of a page is the time since its last fetch over its re-crawl interval."""
-    authority = ctx.authority.read(r.host for r in rows)
+    authority = ctx.authority.load(r.host for r in rows)
     weights = ctx.settings.priority_weights
     out = []
     for r in rows:

@@ -58,14 +58,14 @@ def test_the_host_graph_scores_the_hub_and_reaches_redis_and_the_rows(
         graph = set(session.execute(select(HostLink.source_host, HostLink.target_host)).all())
     # cross-host, followed links only, once per pair
     assert graph == {(leaf, "hub.com") for leaf in LEAVES} | {("hub.com", "leaf0.com")}
-    assert ctx.authority.read(["hub.com"]) == {"hub.com": 0.0}  # not scored yet
+    assert ctx.authority.load(["hub.com"]) == {"hub.com": 0.0}  # not scored yet
 
     assert authority.compute(ctx) == 6
     with ctx.sessions() as session:
         stored = dict(session.execute(select(HostAuthority.host, HostAuthority.score)).all())
     assert stored["hub.com"] == 1.0 and stored["leaf1.com"] == 0.0
     assert 0.0 < stored["leaf0.com"] < 1.0  # the hub links back to it
-    assert ctx.authority.read(stored) == stored
+    assert ctx.authority.load(stored) == stored
     boost = keys.BOOST.of(ctx.settings.redis_prefix, shard=shard_of("hub.com", 2))
     assert float(ctx.redis.hget(boost, "hub.com") or 0) == 1.0
 

@@ -7,10 +7,12 @@ The database's host_authority table holds the same scores; a computation rewrite
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.client import Client
+from crawlapp.adapters.redis.client import Client, Pipeline
+from crawlapp.adapters.redis.pipeline import Reply
 
 WRITE_CHUNK = 10_000
 
@@ -22,14 +24,27 @@ class HostAuthorities:
         self.client = client
         self.key = keys.AUTHORITY.of(prefix)
 
-    def read(self, hosts: Iterable[str]) -> dict[str, float]:
-        """Each host's authority, 0 for a host not scored (one HMGET)."""
+    def load(self, hosts: Iterable[str]) -> dict[str, float]:
+        """Each host's authority, 0 for a host not scored (one HMGET; none for no host)."""
         names = list(dict.fromkeys(hosts))
         if not names:
             return {}
-        values = self.client.hmget(self.key, names)
-        return {host: float(v) if v is not None else 0.0
-                for host, v in zip(names, values, strict=True)}
+        pipe = self.client.pipeline(transaction=False)
+        scores = self.read(names, pipe)
+        return scores(pipe.execute())
+
+    def read(self, hosts: Iterable[str], pipe: Pipeline) -> Reply[dict[str, float]]:
+        """`load`, in the caller's round trip."""
+        names = list(dict.fromkeys(hosts))
+        if not names:
+            return lambda replies: {}
+        at = len(pipe)
+        pipe.hmget(self.key, names)
+
+        def scores(replies: Sequence[Any]) -> dict[str, float]:
+            return {host: float(v) if v is not None else 0.0
+                    for host, v in zip(names, replies[at], strict=True)}
+        return scores
 
     def store(self, scores: Mapping[str, float]) -> None:
         """Write these hosts' scores (a pipeline of HSETs of WRITE_CHUNK fields)."""
