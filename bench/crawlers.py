@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import services
-from bench.procs import Group, ProcStat, Sampler, descendants
+from bench.procs import Group, ProcStat, Sampler, cmdline, descendants
 from bench.report import STAGES
 from testweb.cases import canonical_url
 from testweb.server import start_in_background
@@ -50,6 +50,21 @@ class Measured:
     cpu: float  # the command and all its descendants
     peak_rss: int
     services: dict[str, float]  # CPU seconds by service
+    processes: dict[str, float]  # CPU seconds of the tree by role (sampled: see Group)
+
+
+def role(pid: int) -> str:
+    """What a process of a measured crawl is, from its command line."""
+    command = cmdline(pid)
+    if " worker " in command:
+        queues = command.split(" -Q ", 1)[-1].split(" ", 1)[0]
+        return ("fetch" if "fetch." in queues else "render" if "render." in queues
+                else "pipeline") + " worker"
+    if " beat " in command:
+        return "beat"
+    if "crawlapp.cli crawl " in command:
+        return "crawlctl crawl"
+    return "other"
 
 
 Selector = Callable[[dict[int, ProcStat]], Iterable[int]]
@@ -64,7 +79,7 @@ def measure(command: list[str], env: dict[str, str], log: Path,
     with open(log, "wb") as out:
         proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT)
-    tree = Group(lambda stats: descendants(proc.pid, stats))
+    tree = Group(lambda stats: descendants(proc.pid, stats), role)
     groups = {"tree": tree, **{name: Group(pick) for name, pick in service_pids.items()}}
     with Sampler(groups):
         proc.wait()
@@ -72,7 +87,7 @@ def measure(command: list[str], env: dict[str, str], log: Path,
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Measured(proc.returncode, wall, cpu, tree.peak_rss,
-                    {name: groups[name].cpu for name in service_pids})
+                    {name: groups[name].cpu for name in service_pids}, tree.by_label())
 
 
 def judge(requests: list[Request], web: Web, delay: float) -> dict[str, Any]:
@@ -105,6 +120,8 @@ def figures(pages: int, measured: Measured, log: dict[str, Any], floor: float) -
                                      if measured.services else None),
         "services_cpu_ms_per_page_by": {name: round(cpu * per_page, 3)
                                         for name, cpu in measured.services.items()},
+        "process_cpu_ms_per_page": {name: round(cpu * per_page, 3)
+                                    for name, cpu in measured.processes.items()},
         "peak_rss_mb": round(measured.peak_rss / MB, 1),
         "floor_seconds": round(floor, 1),
         "wall_over_floor": round(measured.wall / floor, 3) if floor > 0 else None,

@@ -70,8 +70,10 @@ class Group:
     """
 
     select: Callable[[dict[int, ProcStat]], Iterable[int]]
+    label: Callable[[int], str] | None = None  # names a process when first seen (by_label)
     start: dict[int, float] = field(default_factory=dict)
     last: dict[int, float] = field(default_factory=dict)
+    labels: dict[int, str] = field(default_factory=dict)
     peak_rss: int = 0
 
     def sample(self, stats: dict[int, ProcStat], first: bool = False) -> None:
@@ -80,11 +82,21 @@ class Group:
             if first:
                 self.start[stat.pid] = stat.cpu
             self.last[stat.pid] = stat.cpu
+            if self.label is not None and stat.pid not in self.labels:
+                self.labels[stat.pid] = self.label(stat.pid)
         self.peak_rss = max(self.peak_rss, sum(stat.rss for stat in chosen))
 
     @property
     def cpu(self) -> float:
         return sum(cpu - self.start.get(pid, 0.0) for pid, cpu in self.last.items())
+
+    def by_label(self) -> dict[str, float]:
+        """CPU seconds summed by the processes' labels."""
+        out: dict[str, float] = {}
+        for pid, cpu in self.last.items():
+            name = self.labels.get(pid, "other")
+            out[name] = out.get(name, 0.0) + cpu - self.start.get(pid, 0.0)
+        return out
 
 
 class Sampler:

@@ -79,6 +79,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("dup fetch", "log.duplicate_fetches", "{:.0f}"),
 )
 STAGES = ("fetch", "parse", "dedup", "store", "extract_links")
+PROCESSES = ("crawlctl crawl", "fetch worker", "pipeline worker", "beat", "render worker",
+             "other")
 
 
 def _cell(stats: dict[str, Any], name: str, fmt: str, runs: int) -> str:
@@ -107,6 +109,14 @@ def table(results: Sequence[dict[str, Any]]) -> str:
     text = _grid(header, rows)
     if stage_rows:
         text += "\n\nCPU ms per page by pipeline stage (medians)\n" + _grid(stage_header, stage_rows)
+    roles = [p for p in PROCESSES
+             if any(f"process_cpu_ms_per_page.{p}" in r["stats"] for r in results)]
+    if roles:
+        process_rows = [[r["web"], r["crawler"],
+                         *(_cell(r["stats"], f"process_cpu_ms_per_page.{p}", "{:.3f}", r["runs"])
+                           for p in roles)] for r in results]
+        text += ("\n\nCPU ms per page by process (medians; sampled every 0.5 s)\n"
+                 + _grid(["web", "crawler", *roles], process_rows))
     return text
 
 
