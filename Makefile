@@ -6,7 +6,7 @@ export CRAWL_DATA_DIR ?= $(CURDIR)/var
 .PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick lint \
         lock clean compose-config compose-schema docs audit soak install-render test-render \
         bench-render docsites bench-authority install-pywb bench-redis-sizing cluster-up cluster-down \
-        bench-db
+        bench-db bench-fetch
 
 # The Docker Compose v2 plugin, for `make compose-config` only (an extra check where a docker
 # client exists; `make test` validates the compose file offline against the vendored schema).
@@ -149,6 +149,10 @@ audit: install
 # Host authority (PageRank) for 1,000,000 hosts and 10,000,000 edges; not part of `test`.
 bench-authority: install
 	$(PY) -m bench.authority_bench 1000000 10000000
+
+# CPU per request of the fetch stage's HTTP client on loopback, apart from the crawl (not a test).
+bench-fetch: install
+	$(PY) -m bench.fetch_bench
 
 # Bytes per item of every Redis structure, from MEMORY USAGE during a crawl (not a test).
 bench-redis-sizing: install

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from crawlapp.adapters.netstream import AsyncioTransport
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.core.decoding import BodyTooLarge, BoundedDecoder, UnsupportedEncoding
 from crawlapp.core.netguard import refusal_reason
@@ -83,8 +84,9 @@ class Fetcher:
         if settings.from_address:
             self._headers["From"] = settings.from_address
         self._ssl = httpx.create_ssl_context()
-        self._timeout = httpx.Timeout(settings.fetch_timeout,
-                                      connect=min(10.0, settings.fetch_timeout)).as_dict()
+        # The connection's own timeout; reading and writing are bounded by the whole
+        # request's (get), so the streams set no timer of their own on each read and write.
+        self._timeout = httpx.Timeout(None, connect=min(10.0, settings.fetch_timeout)).as_dict()
         self._transports: OrderedDict[str, httpx.AsyncHTTPTransport] = OrderedDict()
 
     async def _transport(self, origin: str) -> httpx.AsyncBaseTransport:
@@ -94,9 +96,8 @@ class Fetcher:
         if transport is not None:
             self._transports.move_to_end(origin)
             return transport
-        transport = httpx.AsyncHTTPTransport(
-            verify=self._ssl, trust_env=False,
-            limits=httpx.Limits(max_connections=2, max_keepalive_connections=1))
+        transport = AsyncioTransport(
+            self._ssl, httpx.Limits(max_connections=2, max_keepalive_connections=1))
         self._transports[origin] = transport
         while len(self._transports) > self.max_origins:
             _, oldest = self._transports.popitem(last=False)
@@ -236,6 +237,11 @@ class _FetchLoop:
         return delta
 
 
+def new_fetch_loop() -> asyncio.AbstractEventLoop:
+    """An event loop for fetching."""
+    return asyncio.new_event_loop()
+
+
 _LOOP: _FetchLoop | None = None
 _LOOP_LOCK = threading.Lock()
 
@@ -244,7 +250,7 @@ def _fetch_loop(settings: Settings, dns: Callable[[], DnsCache]) -> _FetchLoop:
     global _LOOP
     with _LOOP_LOCK:
         if _LOOP is None or _LOOP.pid != os.getpid():  # first use, or a forked child
-            loop = asyncio.new_event_loop()
+            loop = new_fetch_loop()
             thread = threading.Thread(target=loop.run_forever, name="fetch-loop", daemon=True)
             thread.start()
             _LOOP = _FetchLoop(os.getpid(), loop, Fetcher(settings, dns()), thread)

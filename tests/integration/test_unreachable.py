@@ -6,7 +6,6 @@ The real Redis frontier and the fetch stage, against a real HTTP(S) server on lo
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import http.server
 import logging
 import ssl
@@ -27,6 +26,7 @@ from crawlapp.observe.stats import given_up_hosts
 from crawlapp.ops.dispatcher import dispatch_once
 from crawlapp.ops.rebuild import mark_alive
 from crawlapp.stages.fetching import fetch_batch
+from tests.tls import self_signed
 
 pytestmark = pytest.mark.integration
 GIVE_UP_AFTER = 3
@@ -43,27 +43,6 @@ class _Hello(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=1))
-            .sign(key, hashes.SHA256()))
-    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_file, key_file
-
-
 @pytest.fixture
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, int]]:
     """(scheme, port) of a server that answers 200 to everything: HTTP, or HTTPS with a
@@ -72,7 +51,7 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str
     scheme = "http"
     if getattr(request, "param", None) == "tls":
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(*_self_signed(tmp_path))
+        context.load_cert_chain(*self_signed(tmp_path))
         httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
         scheme = "https"
     threading.Thread(target=httpd.serve_forever, daemon=True).start()

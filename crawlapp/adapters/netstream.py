@@ -1,0 +1,119 @@
+"""httpcore's network layer on asyncio's own streams, for the fetch loop.
+
+httpcore runs on anyio by default. anyio's socket streams enter a cancel scope around every
+read and write and rebuild a table of socket attributes on each lookup: a third of the HTTP
+client's CPU per request (`python -m bench.fetch_bench`). The fetch loop is always asyncio,
+and each request already runs under one overall timeout (Fetcher.get), so these streams are
+asyncio's StreamReader and StreamWriter, with a timeout only where httpcore asks for one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Awaitable, Iterable
+from typing import Any, TypeVar
+
+import httpcore
+import httpx
+
+T = TypeVar("T")
+# httpcore reads at most 64 KiB at a time; the reader pauses its socket past twice this.
+READ_LIMIT = 256 * 1024
+
+
+async def _within(timeout: float | None, awaitable: Awaitable[T]) -> T:
+    if timeout is None:
+        return await awaitable
+    async with asyncio.timeout(timeout):
+        return await awaitable
+
+
+class AsyncioStream(httpcore.AsyncNetworkStream):
+    """One TCP (or TLS) connection as httpcore uses it."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            return await _within(timeout, self._reader.read(max_bytes))
+        except TimeoutError as exc:
+            raise httpcore.ReadTimeout(str(exc)) from exc
+        except OSError as exc:
+            raise httpcore.ReadError(str(exc)) from exc
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        try:
+            self._writer.write(buffer)
+            await _within(timeout, self._writer.drain())
+        except TimeoutError as exc:
+            raise httpcore.WriteTimeout(str(exc)) from exc
+        except OSError as exc:
+            raise httpcore.WriteError(str(exc)) from exc
+
+    async def aclose(self) -> None:
+        # Not waiting for the close to complete: a TLS peer may never answer close_notify.
+        self._writer.close()
+
+    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+        try:
+            await _within(timeout, self._writer.start_tls(ssl_context,
+                                                          server_hostname=server_hostname))
+        except TimeoutError as exc:
+            self._writer.close()
+            raise httpcore.ConnectTimeout(str(exc)) from exc
+        except OSError as exc:  # ssl.SSLError is an OSError
+            self._writer.close()
+            raise httpcore.ConnectError(str(exc)) from exc
+        return self
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable":  # an idle keep-alive connection the server has closed
+            return self._reader.at_eof() or self._writer.transport.is_closing()
+        name = {"ssl_object": "ssl_object", "client_addr": "sockname",
+                "server_addr": "peername", "socket": "socket"}.get(info)
+        return self._writer.get_extra_info(name) if name else None
+
+
+class AsyncioBackend(httpcore.AsyncNetworkBackend):
+    """TCP connections for httpcore's pool (no Unix sockets: the crawler never asks for one)."""
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None
+                          ) -> httpcore.AsyncNetworkStream:
+        try:
+            reader, writer = await _within(timeout, asyncio.open_connection(
+                host, port, limit=READ_LIMIT,
+                local_addr=(local_address, 0) if local_address else None))
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(str(exc)) from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+        sock = writer.get_extra_info("socket")
+        for option in socket_options or ():
+            sock.setsockopt(*option)
+        return AsyncioStream(reader, writer)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class AsyncioTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport with its connection pool on AsyncioBackend.
+
+    httpx offers no way to choose httpcore's network backend, so the pool it builds is
+    replaced by one with the same limits (tests/unit/test_netstream.py checks it is used).
+    """
+
+    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits) -> None:
+        super().__init__(verify=ssl_context, trust_env=False, limits=limits)
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context, max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry, network_backend=AsyncioBackend())

@@ -1,0 +1,130 @@
+"""httpcore's network layer on asyncio streams (crawlapp/adapters/netstream.py), against
+small HTTP and HTTPS servers of the test's own on loopback: keep-alive, a connection the
+server closed while idle, TLS with and without a trusted certificate, refused and silent
+servers."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from crawlapp.adapters.http import Fetcher, tls_failure
+from crawlapp.adapters.netstream import AsyncioStream, AsyncioTransport
+from crawlapp.adapters.redis.dnscache import DnsCache
+from crawlapp.core.records import FetchError
+from crawlapp.core.settings import load_settings
+from tests.tls import self_signed
+
+LIMITS = httpx.Limits(max_connections=2, max_keepalive_connections=1)
+RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
+
+
+class Server:
+    """Answers each request RESPONSE (or nothing with `silent`), keeping the connection
+    open, or closing it right after the response with `close_after`; counts connections."""
+
+    def __init__(self, silent: bool = False, close_after: bool = False) -> None:
+        self.silent, self.close_after = silent, close_after
+        self.connections = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while (await reader.readuntil(b"\r\n\r\n")) and not self.silent:
+                writer.write(RESPONSE)
+                await writer.drain()
+                if self.close_after:
+                    break
+            if self.silent:
+                await asyncio.sleep(10)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+@asynccontextmanager
+async def serving(server: Server, tls: ssl.SSLContext | None = None) -> AsyncIterator[int]:
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", 0, ssl=tls)
+    async with listener:
+        yield listener.sockets[0].getsockname()[1]
+
+
+def fetcher(timeout: str = "5") -> Fetcher:
+    settings = load_settings({"CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8",
+                              "CRAWL_FETCH_TIMEOUT": timeout})
+    return Fetcher(settings, DnsCache(None, "test", 60, 60))
+
+
+def test_requests_to_a_host_share_one_keep_alive_connection() -> None:
+    server = Server()
+
+    async def body() -> list[tuple[int | None, bytes | None, str | None]]:
+        async with serving(server) as port:
+            client = fetcher()
+            return [(r.status, r.body, r.ip_address) for r in
+                    [await client.get(f"http://127.0.0.1:{port}/{n}") for n in range(3)]]
+
+    assert asyncio.run(body()) == [(200, b"hello", "127.0.0.1")] * 3
+    assert server.connections == 1
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_used_again() -> None:
+    server = Server(close_after=True)
+
+    async def body() -> list[tuple[int | None, str | None]]:
+        async with serving(server) as port:
+            client = fetcher()
+            results = []
+            for n in range(3):
+                results.append(await client.get(f"http://127.0.0.1:{port}/{n}"))
+                await asyncio.sleep(0.05)  # the server's close arrives
+            return [(r.status, r.error) for r in results]
+
+    assert asyncio.run(body()) == [(200, None)] * 3
+    assert server.connections == 3
+
+
+def test_https_through_the_asyncio_streams(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    trusting = ssl.create_default_context(cafile=str(cert))
+    trusting.check_hostname = False  # the certificate names no IP address
+
+    async def body() -> tuple[httpx.Response, tuple[object, object], BaseException]:
+        async with serving(Server(), server_tls) as port:
+            url = f"https://127.0.0.1:{port}/"
+            transport = AsyncioTransport(trusting, LIMITS)
+            response = await transport.handle_async_request(httpx.Request("GET", url))
+            await response.aread()
+            stream = response.extensions["network_stream"]
+            ssl_object = stream.get_extra_info("ssl_object")
+            with pytest.raises(httpx.ConnectError) as refused:
+                await AsyncioTransport(ssl.create_default_context(), LIMITS).handle_async_request(
+                    httpx.Request("GET", url))
+            await transport.aclose()
+            return response, (stream, ssl_object), refused.value
+
+    response, (stream, ssl_object), refused = asyncio.run(body())
+    assert (response.status_code, response.content) == (200, b"hello")
+    assert isinstance(stream, AsyncioStream) and ssl_object is not None
+    assert tls_failure(refused) == FetchError.TLS_CERTIFICATE
+
+
+def test_a_refused_connection_and_a_silent_server_are_fetch_errors() -> None:
+    async def body() -> tuple[str | None, str | None]:
+        async with serving(Server()) as closed_port:
+            pass  # nothing listens on this port any more
+        refused = await fetcher().get(f"http://127.0.0.1:{closed_port}/")
+        async with serving(Server(silent=True)) as port:
+            silent = await fetcher(timeout="0.5").get(f"http://127.0.0.1:{port}/")
+        return refused.error, silent.error
+
+    assert asyncio.run(body()) == (FetchError.CONNECT, FetchError.TIMEOUT)
