@@ -58,16 +58,20 @@ def shingles(words: list[str], size: int = 3) -> list[str]:
     """Runs of `size` consecutive words joined by a space; the words themselves if fewer."""
     if len(words) < size:
         return words
-    return [" ".join(words[k:k + size]) for k in range(len(words) - size + 1)]
+    return list(map(" ".join, zip(*(words[k:] for k in range(size)), strict=False)))
 
 
 def simhash(text: str, shingle: int = 3) -> int:
-    """64-bit SimHash (unsigned) of the word shingles of `text`; 0 for text without words."""
+    """64-bit SimHash (unsigned) of the word shingles of `text`; 0 for text without words.
+
+    A shingle's hash is the first 64 bits of its MurmurHash3 x64 128 (mmh3.hash64's first
+    value), taken for all shingles in one pass: the little-endian halves of hash_bytes.
+    """
     features = shingles(tokens(text), shingle)
     if not features:
         return 0
-    hashes = np.array([mmh3.hash64(f, signed=False)[0] for f in features], dtype=">u8")
-    bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1)  # (n, 64), MSB first
+    hashes = np.frombuffer(b"".join(map(mmh3.hash_bytes, features)), dtype="<u8")[::2]
+    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)  # MSB first
     majority = bits.sum(axis=0, dtype=np.int64) * 2 > len(features)
     return int.from_bytes(np.packbits(majority).tobytes(), "big")
 

@@ -6,6 +6,7 @@ import itertools
 import random
 import time
 
+import mmh3
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from crawlapp.core.simhash import (
     from_signed,
     hamming,
     near_duplicate,
+    shingles,
     simhash,
     to_signed,
     tokens,
@@ -108,6 +110,16 @@ def test_fingerprints_are_stable_across_releases() -> None:
     """Stored fingerprints stay comparable only while shingling and hashing do not change."""
     assert simhash("the quick brown fox jumps over the lazy dog") == 0xF8130A3876855016
     assert simhash("hello") == 0xCBD8A7B341BD9B02
+
+
+@given(st.lists(st.text(min_size=1, max_size=8), max_size=40).map(" ".join))
+def test_fingerprints_follow_their_definition(text: str) -> None:
+    """Bit k is set when more than half of the shingles' mmh3.hash64 values have it set."""
+    features = shingles(tokens(text))
+    hashes = [mmh3.hash64(f, signed=False)[0] for f in features]
+    expected = sum(1 << k for k in range(64)
+                   if 2 * sum(h >> k & 1 for h in hashes) > len(hashes))
+    assert simhash(text) == expected
 
 
 def test_short_and_empty_texts() -> None:
