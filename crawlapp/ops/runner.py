@@ -21,7 +21,7 @@ from crawlapp.ops.rebuild import is_alive
 log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
 MAX_RESTARTS = 5
-IDLE_CHECKS = 4  # consecutive idle readings, a quarter of a second apart, before a crawl is done
+IDLE_CHECKS = 2  # consecutive idle readings, half a second apart, before a crawl is done
 
 
 def _die_with_parent() -> None:
@@ -120,7 +120,7 @@ class Fleet:
                 proc.wait()
 
 
-def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.25) -> None:
+def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.5) -> None:
     """Block until the frontier is empty, no batch is in flight and no re-crawl is due, for
     IDLE_CHECKS readings (a Redis that lost the frontier is not idle: the dispatcher
     rebuilds it first)."""

@@ -270,7 +270,11 @@ class RedisFrontier:
     def is_idle(self, now: float) -> bool:
         """No host ready, waiting or leased (parked hosts keep their URLs for later and do
         not count; batches in flight are the batch ledger's)."""
-        return all(s.hosts_waiting + s.hosts_ready + s.hosts_leased == 0 for s in self.stats(now))
+        pipe = self.client.pipeline(transaction=False)
+        for k in self._keys:
+            pipe.zcard(k.ready)  # waiting and ready hosts alike
+            pipe.zcard(k.leases)
+        return not any(pipe.execute())
 
     def mark_alive(self, now: float) -> None:
         """Note that Redis holds the whole crawl state (a Redis restarted empty has no such
