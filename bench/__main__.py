@@ -2,7 +2,8 @@
 with Scrapy, and report medians of the runs on the terminal and in bench/results.json.
 
 Settings (environment):
-  BENCH_SIZES     webs as HOSTSxPAGES, comma-separated   (default 300x50,1000x10; quick: 100x10)
+  BENCH_SIZES     webs as HOSTSxPAGES, comma-separated   (default 300x50,1000x10; quick: 100x10;
+                  empty: none)
   BENCH_FEW       the few-hosts web as HOSTSxPAGES@DELAY (default 4x300@1; quick: 2x30@1;
                   empty: none): every host allows one request per DELAY seconds, no case hosts;
                   crawled once by each crawler after the rounds of BENCH_SIZES, outside the budget
@@ -13,8 +14,8 @@ Settings (environment):
                       (default postgresql://postgres@127.0.0.1:5432/crawl_bench, created if missing)
   BENCH_REDIS_URL     a Redis database to flush and use (default: a redis-server of the bench's own)
   BENCH_OUT       the results file                       (default bench/results.json)
-CRAWL_* variables reach this crawler as usual (CRAWL_DEFAULT_DELAY and CRAWL_MAX_DEPTH set the
-politeness and depth of every crawler on the webs of BENCH_SIZES).
+CRAWL_* variables reach this crawler as usual (CRAWL_DEFAULT_DELAY sets the politeness of every
+crawler on the webs of BENCH_SIZES, CRAWL_MAX_DEPTH the depth of every crawl).
 
 Besides pages, time and CPU per page, each run reports the crawler's CPU-seconds per minute of
 wall time (`cpu_s_per_minute`: what a politeness-bound crawl costs while it waits), the
@@ -79,9 +80,9 @@ class Plan:
 
 
 def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
-    """"300x50,1000x10" -> ((300, 50), (1000, 10))."""
+    """"300x50,1000x10" -> ((300, 50), (1000, 10)); "" -> ()."""
     sizes = []
-    for item in text.split(","):
+    for item in filter(str.strip, text.split(",")):
         hosts, _, pages = item.strip().lower().partition("x")
         sizes.append((int(hosts), int(pages)))
     return tuple(sizes)

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench import services
-from bench.__main__ import Few, parse_few, plan_from_env
+from bench.__main__ import Few, parse_few, parse_sizes, plan_from_env
 from bench.crawlers import Measured, figures
 from bench.procs import Group, ProcStat, descendants, read_stat
 from bench.report import (
@@ -46,6 +46,11 @@ def test_floor_is_the_busiest_host_at_its_delay() -> None:
 def test_depth_limits_the_requests() -> None:
     web = Web(WebSpec(hosts=2, pages_per_host=50, port=8080))
     assert sum(host_requests(web, 1).values()) < sum(host_requests(web, 5).values())
+
+
+def test_parse_sizes() -> None:
+    assert parse_sizes("300x50, 1000X10") == ((300, 50), (1000, 10))
+    assert parse_sizes("") == ()
 
 
 def test_parse_few() -> None:
