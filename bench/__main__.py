@@ -2,16 +2,26 @@
 with Scrapy, and report medians of the runs on the terminal and in bench/results.json.
 
 Settings (environment):
-  BENCH_SIZES     webs as HOSTSxPAGES, comma-separated   (default 300x50,1000x10; quick: 100x10)
-  BENCH_RUNS      runs of each web and crawler           (default 3; quick: 1)
+  BENCH_SIZES     webs as HOSTSxPAGES, comma-separated   (default 300x50,1000x10; quick: 100x10;
+                  empty: none)
+  BENCH_FEW       the few-hosts web as HOSTSxPAGES@DELAY (default 4x300@1; quick: 2x30@1;
+                  empty: none): every host allows one request per DELAY seconds, no case hosts;
+                  crawled once by each crawler after the rounds of BENCH_SIZES, outside the budget
+  BENCH_RUNS      runs of each web of BENCH_SIZES and crawler (default 3; quick: 1)
   BENCH_CRAWLERS  of embedded, postgres-s3, scrapy       (default all three)
   BENCH_BUDGET    seconds; no further round of runs starts if it would end later (default 1500)
   BENCH_DATABASE_URL  Postgres for postgres-s3; its crawler tables are dropped first
                       (default postgresql://postgres@127.0.0.1:5432/crawl_bench, created if missing)
   BENCH_REDIS_URL     a Redis database to flush and use (default: a redis-server of the bench's own)
   BENCH_OUT       the results file                       (default bench/results.json)
-CRAWL_* variables reach this crawler as usual (CRAWL_DEFAULT_DELAY and CRAWL_MAX_DEPTH set the
-politeness and depth of every crawler).
+CRAWL_* variables reach this crawler as usual (CRAWL_DEFAULT_DELAY sets the politeness of every
+crawler on the webs of BENCH_SIZES, CRAWL_MAX_DEPTH the depth of every crawl).
+
+Besides pages, time and CPU per page, each run reports the crawler's CPU-seconds per minute of
+wall time (`cpu_s_per_minute`: what a politeness-bound crawl costs while it waits), the
+connections each host served (`log.conns_per_host_median`, `_max`, `log.requests_per_conn`, from
+the server log's connection numbers) and the seconds from the crawl command's start to the first
+request (`first_request_seconds`).
 """
 
 from __future__ import annotations
@@ -21,10 +31,11 @@ import contextlib
 import json
 import os
 import platform
+import re
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +46,27 @@ from crawlapp.core.settings import load_settings
 from testweb.site import Web, WebSpec
 
 # Cheap case groups on top of the plain web (heavy and odd cost minutes per crawl, not pages).
+# The few-hosts web has none: its case hosts would outnumber its hosts and set its figures.
 CASES = {"robots_cases": True, "link_cases": True, "trap_cases": True, "sitemap_cases": True,
          "dedup_cases": True}
+_FEW = re.compile(r"(\d+)x(\d+)@(\d+(?:\.\d*)?)")
+
+
+@dataclass(frozen=True)
+class Few:
+    """The few-hosts web: `hosts` hosts of `pages` pages, each allowing one request every
+    `delay` seconds (no Crawl-delay of its own, no case hosts)."""
+
+    hosts: int
+    pages: int
+    delay: float
+
+    @property
+    def name(self) -> str:
+        return f"{self.hosts}x{self.pages}@{self.delay:g}"
+
+    def spec(self) -> WebSpec:
+        return WebSpec(hosts=self.hosts, pages_per_host=self.pages, port=0, crawl_delay_every=0)
 
 
 @dataclass(frozen=True)
@@ -45,16 +75,27 @@ class Plan:
     runs: int
     crawlers: tuple[str, ...]
     budget: float
+    few: Few | None
     out: Path
 
 
 def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
-    """"300x50,1000x10" -> ((300, 50), (1000, 10))."""
+    """"300x50,1000x10" -> ((300, 50), (1000, 10)); "" -> ()."""
     sizes = []
-    for item in text.split(","):
+    for item in filter(str.strip, text.split(",")):
         hosts, _, pages = item.strip().lower().partition("x")
         sizes.append((int(hosts), int(pages)))
     return tuple(sizes)
+
+
+def parse_few(text: str) -> Few | None:
+    """"4x300@1" -> Few(4, 300, 1.0); "" -> None."""
+    if not text.strip():
+        return None
+    match = _FEW.fullmatch(text.strip().lower())
+    if match is None:
+        raise SystemExit(f"BENCH_FEW: {text!r} is not HOSTSxPAGES@DELAY (as 4x300@1) or empty")
+    return Few(int(match[1]), int(match[2]), float(match[3]))
 
 
 def plan_from_env(quick: bool, env: dict[str, str]) -> Plan:
@@ -67,6 +108,7 @@ def plan_from_env(quick: bool, env: dict[str, str]) -> Plan:
                 runs=int(env.get("BENCH_RUNS", "1" if quick else "3")),
                 crawlers=crawlers,
                 budget=float(env.get("BENCH_BUDGET", "300" if quick else "1500")),
+                few=parse_few(env.get("BENCH_FEW", "2x30@1" if quick else "4x300@1")),
                 out=Path(env.get("BENCH_OUT", str(ROOT / "bench" / "results.json"))))
 
 
@@ -88,10 +130,15 @@ def main() -> None:
     crawl_settings = load_settings(env)
     database_url = env.get("BENCH_DATABASE_URL",
                            "postgresql://postgres@127.0.0.1:5432/crawl_bench")
-    webs = {f"{h}x{p}": WebSpec(hosts=h, pages_per_host=p, port=0, **CASES) for h, p in plan.sizes}
-    floors = {name: politeness_floor(Web(spec), crawl_settings.max_depth,
-                                     crawl_settings.default_delay)
-              for name, spec in webs.items()}
+    # name -> the web and its delay
+    webs = {f"{h}x{p}": (WebSpec(hosts=h, pages_per_host=p, port=0, **CASES),
+                         crawl_settings.default_delay) for h, p in plan.sizes}
+    few = None
+    if plan.few is not None:
+        few = plan.few.name
+        webs[few] = (plan.few.spec(), plan.few.delay)
+    floors = {name: politeness_floor(Web(spec), crawl_settings.max_depth, delay)
+              for name, (spec, delay) in webs.items()}
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {
         (name, crawler): [] for name in webs for crawler in plan.crawlers}
     last_took: dict[tuple[str, str], float] = {}
@@ -99,28 +146,41 @@ def main() -> None:
     with redis_for_bench(env) as redis_url:
         setup = Setup(ROOT / "bench" / "out", redis_url, database_url,
                       crawl_settings.max_depth, crawl_settings.default_delay)
+
+        def one_run(name: str, crawler: str, label: str) -> None:
+            spec, delay = webs[name]
+            print(f"[bench] {name} {crawler} {label} (floor {floors[name]:.0f} s) ...", flush=True)
+            t0 = time.monotonic()
+            result = run(crawler, spec, replace(setup, delay=delay), floors[name],
+                         f"{name}-{crawler}")
+            last_took[(name, crawler)] = time.monotonic() - t0
+            runs[(name, crawler)].append(result)
+            print(f"[bench]   {result['pages']} pages in {result['wall_seconds']} s, "
+                  f"{result['crawler_cpu_ms_per_page']} CPU-ms/page, "
+                  f"{result['cpu_s_per_minute']} CPU-s/min, exit {result['returncode']}",
+                  flush=True)
+
         for round_no in range(1, plan.runs + 1):
-            for (name, crawler), done in runs.items():
-                key = (name, crawler)
+            for key in runs:
+                name, crawler = key
+                if name == few:
+                    continue
                 if key in last_took and time.monotonic() - started + last_took[key] > plan.budget:
                     print(f"[bench] budget: no run {round_no} of {crawler} on {name}", flush=True)
                     continue
-                print(f"[bench] {name} {crawler} run {round_no}/{plan.runs} "
-                      f"(floor {floors[name]:.0f} s) ...", flush=True)
-                t0 = time.monotonic()
-                result = run(crawler, webs[name], setup, floors[name], f"{name}-{crawler}")
-                last_took[key] = time.monotonic() - t0
-                done.append(result)
-                print(f"[bench]   {result['pages']} pages in {result['wall_seconds']} s, "
-                      f"{result['crawler_cpu_ms_per_page']} CPU-ms/page, exit {result['returncode']}",
-                      flush=True)
+                one_run(name, crawler, f"run {round_no}/{plan.runs}")
+        if few is not None:  # politeness sets its wall time: once, whatever the budget
+            for crawler in plan.crawlers:
+                one_run(few, crawler, "run 1/1")
     results: list[dict[str, Any]] = [
         {"web": name, "crawler": crawler, "runs": len(done), "stats": aggregate(done),
          "each_run": done}
         for (name, crawler), done in runs.items() if done]
     report = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                           "platform": platform.platform()},
-              "plan": {"sizes": list(webs), "runs": plan.runs, "crawlers": list(plan.crawlers),
+              "plan": {"sizes": [f"{h}x{p}" for h, p in plan.sizes],
+                       "few": few,
+                       "runs": plan.runs, "crawlers": list(plan.crawlers),
                        "cases": sorted(CASES), "delay": crawl_settings.default_delay,
                        "max_depth": crawl_settings.max_depth},
               "total_seconds": round(time.monotonic() - started, 1),

@@ -17,7 +17,7 @@ from typing import Any
 
 from bench import services
 from bench.procs import Group, ProcStat, Sampler, cmdline, descendants
-from bench.report import STAGES
+from bench.report import STAGES, connections, first_request_seconds
 from testweb.cases import canonical_url
 from testweb.server import start_in_background
 from testweb.serverlog import ROBOTS_PATH, Request, load, summary
@@ -32,7 +32,8 @@ MB = 1024 * 1024
 
 @dataclass(frozen=True)
 class Setup:
-    """What every run shares: where to write, the bench's Redis, Postgres, depth and delay."""
+    """What every run shares: where to write, the bench's Redis, Postgres, depth and delay
+    (CRAWL_DEFAULT_DELAY of this crawler, DOWNLOAD_DELAY of Scrapy)."""
 
     out: Path
     redis_url: str
@@ -46,6 +47,7 @@ class Measured:
     """What measure() saw of one crawl command."""
 
     returncode: int
+    started: float  # time.time() at the command's start: the server log's clock
     wall: float
     cpu: float  # the command and all its descendants
     peak_rss: int
@@ -75,6 +77,7 @@ def measure(command: list[str], env: dict[str, str], log: Path,
     """Run `command` to its end, with the CPU of its process tree (from the kernel's account
     of waited-for children) and of each service, and the peak RSS of the tree."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started_at = time.time()
     started = time.monotonic()
     with open(log, "wb") as out:
         proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=out,
@@ -86,13 +89,13 @@ def measure(command: list[str], env: dict[str, str], log: Path,
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Measured(proc.returncode, wall, cpu, tree.peak_rss,
+    return Measured(proc.returncode, started_at, wall, cpu, tree.peak_rss,
                     {name: groups[name].cpu for name in service_pids}, tree.by_label())
 
 
 def judge(requests: list[Request], web: Web, delay: float) -> dict[str, Any]:
-    """What the server log says of a crawl: requests, politeness faults, repeated fetches and
-    the busy window (first request's start to last one's end)."""
+    """What the server log says of a crawl: requests, politeness faults, repeated fetches, the
+    busy window (first request's start to last one's end) and connections per host."""
     verdict = summary(requests, web, delay)
     canonical = Counter(canonical_url(r.url) for r in requests if r.path != ROBOTS_PATH)
     busy = (max(r.end for r in requests) - min(r.start for r in requests)) if requests else 0.0
@@ -103,10 +106,14 @@ def judge(requests: list[Request], web: Web, delay: float) -> dict[str, Any]:
         "robots_violations": verdict["robots_first_violations"] + verdict["disallowed_requests"],
         "duplicate_fetches": sum(1 for n in canonical.values() if n > 1),
         "busy_seconds": round(busy, 3),
+        **connections(requests),
     }
 
 
-def figures(pages: int, measured: Measured, log: dict[str, Any], floor: float) -> dict[str, Any]:
+def figures(pages: int, measured: Measured, log: dict[str, Any], floor: float,
+            first_request: float | None) -> dict[str, Any]:
+    """The figures of one run (results.json's each_run); `first_request`: seconds from the
+    command's start to the first request in the server log."""
     per_page = 1000 / max(pages, 1)
     busy = log["busy_seconds"]
     return {
@@ -116,6 +123,7 @@ def figures(pages: int, measured: Measured, log: dict[str, Any], floor: float) -
         "pages_per_second": round(pages / busy, 2) if busy > 0 else None,
         "crawler_cpu_seconds": round(measured.cpu, 2),
         "crawler_cpu_ms_per_page": round(measured.cpu * per_page, 3),
+        "cpu_s_per_minute": round(60 * measured.cpu / measured.wall, 2) if measured.wall else None,
         "services_cpu_ms_per_page": (round(sum(measured.services.values()) * per_page, 3)
                                      if measured.services else None),
         "services_cpu_ms_per_page_by": {name: round(cpu * per_page, 3)
@@ -125,6 +133,7 @@ def figures(pages: int, measured: Measured, log: dict[str, Any], floor: float) -
         "peak_rss_mb": round(measured.peak_rss / MB, 1),
         "floor_seconds": round(floor, 1),
         "wall_over_floor": round(measured.wall / floor, 3) if floor > 0 else None,
+        "first_request_seconds": first_request,
         "log": log,
     }
 
@@ -144,8 +153,9 @@ def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str) -> di
         else:
             pages, measured, stages = _ours(crawler, seeds, workdir, setup)
         web = server.web
-    log = judge(load(str(log_path)), web, setup.delay)
-    result = figures(pages, measured, log, floor)
+    requests = load(str(log_path))
+    result = figures(pages, measured, judge(requests, web, setup.delay), floor,
+                     first_request_seconds(requests, measured.started))
     if stages:
         result["stage_cpu_ms_per_page"] = {
             stage: round(1000 * stages.get(stage, 0.0) / max(pages, 1), 3) for stage in STAGES}
@@ -161,10 +171,10 @@ def _ours(crawler: str, seeds: Path, workdir: Path, setup: Setup
     redis_pid = services.redis_pid(setup.redis_url)
     pick: dict[str, Selector] = {"redis": lambda stats: [redis_pid]}
     command = [sys.executable, "-m", "crawlapp.cli", "crawl", "--seeds", str(seeds), "--until-idle"]
-    env = trial_env(workdir / "var", setup.redis_url)
+    env = trial_env(workdir / "var", setup.redis_url, CRAWL_DEFAULT_DELAY=f"{setup.delay:g}")
     # The web's robots-500 host: asked again after the politeness delay rather than the
     # minute a real server gets, so that it does not set the wall time of a short crawl.
-    env.setdefault("CRAWL_ROBOTS_RETRY", env.get("CRAWL_DEFAULT_DELAY", "1"))
+    env.setdefault("CRAWL_ROBOTS_RETRY", env["CRAWL_DEFAULT_DELAY"])
     if crawler == "embedded":
         return _crawl(command, env, workdir, pick)
     postmaster = services.reset_postgres(setup.database_url)
@@ -189,7 +199,7 @@ def _scrapy(seeds: Path, workdir: Path, setup: Setup) -> tuple[int, Measured]:
     if not SCRAPY_PYTHON.exists():
         raise RuntimeError(f"{SCRAPY_PYTHON} is missing: run `make bench` (it installs Scrapy)")
     command = [str(SCRAPY_PYTHON), str(ROOT / "bench" / "scrapy_spider.py"), str(seeds),
-               str(workdir), str(setup.max_depth)]
+               str(workdir), str(setup.max_depth), f"{setup.delay:g}"]
     measured = measure(command, {"PATH": "/usr/bin:/bin"}, workdir / "crawl.out", {})
     with open(workdir / "items.jsonl", encoding="utf-8") as items:
         pages = sum(1 for line in items if 200 <= json.loads(line)["status"] < 300)

@@ -1,14 +1,15 @@
-"""Pure parts of the benchmark: the politeness floor of a web, the median/min/max of runs and
-the table printed on the terminal."""
+"""Pure parts of the benchmark: the politeness floor of a web, connections and start-up read
+from its server log, the median/min/max of runs and the tables printed on the terminal."""
 
 from __future__ import annotations
 
 import statistics
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from testweb.serverlog import Request
 from testweb.site import Web
 
 ROBOTS_REQUESTS = 1
@@ -35,6 +36,31 @@ def politeness_floor(web: Web, max_depth: int, default_delay: float) -> float:
     """Seconds the busiest host needs: its requests after the first, each one delay apart."""
     return max((n - 1) * web.delay_for(host, default_delay)
                for host, n in host_requests(web, max_depth).items())
+
+
+def connections(requests: Iterable[Request]) -> dict[str, float | None]:
+    """Keep-alive reuse in a server log: the distinct connections (Request.conn) each host
+    served, their median and max over the hosts, and requests per connection (None if no
+    request)."""
+    conns: defaultdict[str, set[int]] = defaultdict(set)
+    count = 0
+    for request in requests:
+        conns[request.host].add(request.conn)
+        count += 1
+    per_host = [len(numbers) for numbers in conns.values()]
+    if not per_host:
+        return {"conns_per_host_median": None, "conns_per_host_max": None,
+                "requests_per_conn": None}
+    return {"conns_per_host_median": statistics.median(per_host),
+            "conns_per_host_max": max(per_host),
+            "requests_per_conn": round(count / sum(per_host), 2)}
+
+
+def first_request_seconds(requests: Iterable[Request], started: float) -> float | None:
+    """Seconds from `started` (time.time(), the server log's clock) to the first request's
+    start; None if there was none."""
+    first = min((request.start for request in requests), default=None)
+    return None if first is None else round(first - started, 3)
 
 
 def spread(values: Sequence[float | None]) -> dict[str, float | None]:
@@ -68,6 +94,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("wall s", "wall_seconds", "{:.1f}"),
     ("pages/s", "pages_per_second", "{:.1f}"),
     ("cpu ms/p", "crawler_cpu_ms_per_page", "{:.2f}"),
+    ("cpu s/min", "cpu_s_per_minute", "{:.1f}"),
     ("svc ms/p", "services_cpu_ms_per_page", "{:.2f}"),
     ("rss MB", "peak_rss_mb", "{:.0f}"),
     ("floor s", "floor_seconds", "{:.0f}"),
@@ -77,6 +104,12 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("overlaps", "log.overlaps", "{:.0f}"),
     ("robots", "log.robots_violations", "{:.0f}"),
     ("dup fetch", "log.duplicate_fetches", "{:.0f}"),
+)
+CONNECTION_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("conn/host", "log.conns_per_host_median", "{:.1f}"),
+    ("max conn/host", "log.conns_per_host_max", "{:.0f}"),
+    ("req/conn", "log.requests_per_conn", "{:.1f}"),
+    ("1st request s", "first_request_seconds", "{:.2f}"),
 )
 STAGES = ("fetch", "parse", "dedup", "store", "extract_links")
 PROCESSES = ("crawlctl crawl", "fetch worker", "pipeline worker", "beat", "render worker",
@@ -96,28 +129,31 @@ def _cell(stats: dict[str, Any], name: str, fmt: str, runs: int) -> str:
 
 def table(results: Sequence[dict[str, Any]]) -> str:
     """The results as text: one row per web and crawler, medians with (min-max) over runs,
-    then the CPU ms per page of each pipeline stage."""
-    header = ["web", "crawler", "runs", *(c[0] for c in COLUMNS)]
-    rows = [[r["web"], r["crawler"], str(r["runs"]),
-             *(_cell(r["stats"], name, fmt, r["runs"]) for _, name, fmt in COLUMNS)]
-            for r in results]
-    stage_header = ["web", "crawler", *(f"{s} ms/p" for s in STAGES)]
-    stage_rows = [[r["web"], r["crawler"],
-                   *(_cell(r["stats"], f"stage_cpu_ms_per_page.{s}", "{:.3f}", r["runs"])
-                     for s in STAGES)]
+    then connections and start-up, the CPU ms per page of each pipeline stage and of each
+    process."""
+    text = _grid(["web", "crawler", "runs", *(c[0] for c in COLUMNS)],
+                 [[r["web"], r["crawler"], str(r["runs"]), *_cells(r, COLUMNS)] for r in results])
+    text += ("\n\nConnections per host and the first request (medians)\n"
+             + _grid(["web", "crawler", *(c[0] for c in CONNECTION_COLUMNS)],
+                     [[r["web"], r["crawler"], *_cells(r, CONNECTION_COLUMNS)] for r in results]))
+    stages = tuple((f"{s} ms/p", f"stage_cpu_ms_per_page.{s}", "{:.3f}") for s in STAGES)
+    stage_rows = [[r["web"], r["crawler"], *_cells(r, stages)]
                   for r in results if "stage_cpu_ms_per_page.fetch" in r["stats"]]
-    text = _grid(header, rows)
     if stage_rows:
-        text += "\n\nCPU ms per page by pipeline stage (medians)\n" + _grid(stage_header, stage_rows)
+        text += ("\n\nCPU ms per page by pipeline stage (medians)\n"
+                 + _grid(["web", "crawler", *(c[0] for c in stages)], stage_rows))
     roles = [p for p in PROCESSES
              if any(f"process_cpu_ms_per_page.{p}" in r["stats"] for r in results)]
     if roles:
-        process_rows = [[r["web"], r["crawler"],
-                         *(_cell(r["stats"], f"process_cpu_ms_per_page.{p}", "{:.3f}", r["runs"])
-                           for p in roles)] for r in results]
+        processes = tuple((p, f"process_cpu_ms_per_page.{p}", "{:.3f}") for p in roles)
         text += ("\n\nCPU ms per page by process (medians; sampled every 0.5 s)\n"
-                 + _grid(["web", "crawler", *roles], process_rows))
+                 + _grid(["web", "crawler", *roles],
+                         [[r["web"], r["crawler"], *_cells(r, processes)] for r in results]))
     return text
+
+
+def _cells(result: dict[str, Any], columns: Sequence[tuple[str, str, str]]) -> list[str]:
+    return [_cell(result["stats"], name, fmt, result["runs"]) for _, name, fmt in columns]
 
 
 def _grid(header: list[str], rows: list[list[str]]) -> str:

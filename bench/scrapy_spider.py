@@ -1,9 +1,9 @@
 """The Scrapy side of the benchmark: a spider that follows every link of a generated web.
 
 Run by the Scrapy virtualenv's Python (no crawlapp import):
-    python bench/scrapy_spider.py SEEDS_FILE OUT_DIR MAX_DEPTH
+    python bench/scrapy_spider.py SEEDS_FILE OUT_DIR MAX_DEPTH DELAY
 Writes OUT_DIR/items.jsonl (one line per page) and OUT_DIR/stats.json (Scrapy's stats).
-Politeness as the crawler's defaults: one request at a time per host, 1 s between requests,
+Politeness as the crawler's: one request at a time per host, DELAY seconds between requests,
 no jitter, robots.txt obeyed (Scrapy reads Crawl-delay but does not apply it).
 """
 
@@ -39,11 +39,11 @@ class WebSpider(scrapy.Spider):
         (self.out_dir / "stats.json").write_text(json.dumps(stats | {"reason": reason}, indent=1))
 
 
-def settings(out_dir: str, max_depth: int) -> dict:
+def settings(out_dir: str, max_depth: int, delay: float) -> dict:
     return {
         "USER_AGENT": USER_AGENT,
         "ROBOTSTXT_OBEY": True,
-        "DOWNLOAD_DELAY": 1.0,
+        "DOWNLOAD_DELAY": delay,
         "DOWNLOAD_DELAY_JITTER": 0,  # RANDOMIZE_DOWNLOAD_DELAY = False, as Scrapy 2.19 spells it
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
         "CONCURRENT_REQUESTS": 1000,
@@ -58,8 +58,8 @@ def settings(out_dir: str, max_depth: int) -> dict:
 
 
 def main() -> None:
-    seeds_file, out_dir, max_depth = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    process = CrawlerProcess(settings(out_dir, max_depth))
+    seeds_file, out_dir, max_depth, delay = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    process = CrawlerProcess(settings(out_dir, max_depth, delay))
     process.crawl(WebSpider, seeds_file=seeds_file, out_dir=out_dir)
     process.start()
 

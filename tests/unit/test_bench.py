@@ -8,8 +8,19 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench import services
+from bench.__main__ import Few, parse_few, parse_sizes, plan_from_env
+from bench.crawlers import Measured, figures
 from bench.procs import Group, ProcStat, descendants, read_stat
-from bench.report import aggregate, host_requests, politeness_floor, spread, table
+from bench.report import (
+    aggregate,
+    connections,
+    first_request_seconds,
+    host_requests,
+    politeness_floor,
+    spread,
+    table,
+)
+from testweb.serverlog import Request
 from testweb.site import Web, WebSpec
 
 
@@ -37,6 +48,63 @@ def test_depth_limits_the_requests() -> None:
     assert sum(host_requests(web, 1).values()) < sum(host_requests(web, 5).values())
 
 
+def test_parse_sizes() -> None:
+    assert parse_sizes("300x50, 1000X10") == ((300, 50), (1000, 10))
+    assert parse_sizes("") == ()
+
+
+def test_parse_few() -> None:
+    assert parse_few("4x300@1") == Few(4, 300, 1.0)
+    assert parse_few(" 2X30@0.5 ") == Few(2, 30, 0.5)
+    assert parse_few("") is None and parse_few("  ") is None
+    for bad in ("4x300", "4x300@", "x300@1", "4x300@1,2x30@1", "4x300@-1"):
+        with pytest.raises(SystemExit, match="BENCH_FEW"):
+            parse_few(bad)
+    assert Few(4, 300, 1.0).name == "4x300@1" and Few(2, 30, 0.5).name == "2x30@0.5"
+
+
+def test_plan_few_defaults() -> None:
+    assert plan_from_env(False, {}).few == Few(4, 300, 1.0)
+    assert plan_from_env(True, {}).few == Few(2, 30, 1.0)
+    assert plan_from_env(False, {"BENCH_FEW": ""}).few is None
+
+
+def test_few_hosts_floor_is_its_delay_on_every_host() -> None:
+    web = Web(Few(12, 30, 2.0).spec())  # without crawl_delay_every=0, host 9 would be slower
+    requests = host_requests(web, 5)
+    assert {web.delay_for(host, 2.0) for host in web.hosts()} == {2.0}
+    assert politeness_floor(web, 5, 2.0) == (max(requests.values()) - 1) * 2.0
+
+
+def _request(host: str, conn: int, start: float = 0.0) -> Request:
+    return Request(host=host, path="/", start=start, end=start + 0.1, status=200, conn=conn)
+
+
+def test_connections_per_host() -> None:
+    log = [_request("a", 1), _request("a", 1), _request("a", 4), _request("b", 2),
+           _request("b", 2), _request("b", 2), _request("c", 3), _request("c", 5),
+           _request("c", 6)]
+    assert connections(log) == {"conns_per_host_median": 2, "conns_per_host_max": 3,
+                                "requests_per_conn": 1.5}
+    assert connections([]) == dict.fromkeys(
+        ("conns_per_host_median", "conns_per_host_max", "requests_per_conn"))
+
+
+def test_first_request_seconds() -> None:
+    log = [_request("a", 1, start=1005.25), _request("b", 2, start=1002.5)]
+    assert first_request_seconds(log, 1000.0) == 2.5
+    assert first_request_seconds(iter(log), 1002.5) == 0.0
+    assert first_request_seconds([], 1000.0) is None
+
+
+def test_figures_cpu_per_minute_and_first_request() -> None:
+    measured = Measured(returncode=0, started=1000.0, wall=120.0, cpu=30.0, peak_rss=0,
+                        services={}, processes={})
+    result = figures(60, measured, {"busy_seconds": 100.0}, 100.0, 2.5)
+    assert result["cpu_s_per_minute"] == 15.0 and result["crawler_cpu_ms_per_page"] == 500.0
+    assert result["first_request_seconds"] == 2.5 and result["wall_over_floor"] == 1.2
+
+
 def test_spread_and_aggregate() -> None:
     assert spread([3.0, None, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0}
     assert spread([None]) == {"median": None, "min": None, "max": None}
@@ -54,11 +122,24 @@ def test_table_shows_medians_ranges_and_gaps() -> None:
     text = table([{"web": "3x8", "crawler": "embedded", "runs": 2, "stats": ours},
                   {"web": "3x8", "crawler": "scrapy", "runs": 1, "stats": peer}])
     lines = text.splitlines()
-    assert "wall s" in lines[0] and "svc ms/p" in lines[0]
+    assert "wall s" in lines[0] and "svc ms/p" in lines[0] and "cpu s/min" in lines[0]
     assert "11.0 (10.0-12.0)" in lines[2] and " 100 " in lines[2]
     assert lines[3].split()[:4] == ["3x8", "scrapy", "1", "90"] and " - " in lines[3]
     assert "0.600 (0.500-0.700)" in text and "fetch ms/p" in text
     assert not any("scrapy" in line for line in text.split("by pipeline stage")[1].splitlines())
+
+
+def test_table_of_connections_and_first_request() -> None:
+    few = aggregate([{"pages": 60, "cpu_s_per_minute": 4.2, "first_request_seconds": 2.25,
+                      "log": {"conns_per_host_median": 1.5, "conns_per_host_max": 3,
+                              "requests_per_conn": 20.0}}])
+    text = table([{"web": "2x30@1", "crawler": "embedded", "runs": 1, "stats": few}])
+    main, connection = text.split("\n\nConnections per host")[:2]
+    assert main.splitlines()[2].split()[:4] == ["2x30@1", "embedded", "1", "60"]
+    assert " 4.2 " in main.splitlines()[2]
+    header, _, row = connection.splitlines()[1:4]
+    assert "max conn/host" in header and "1st request s" in header
+    assert row.split() == ["2x30@1", "embedded", "1.5", "3", "20.0", "2.25"]
 
 
 def _stat(pid: int, ppid: int, cpu: float = 0.0, rss: int = 0) -> ProcStat:
