@@ -9,7 +9,7 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -26,6 +26,7 @@ from crawlapp.core.politeness import (
     politeness_key,
     unreachable_sentence,
 )
+from crawlapp.core.ports import Frontier
 from crawlapp.core.records import Fetched, Handover, Lease, Page, Release
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer, robots_url
@@ -83,18 +84,72 @@ def _robots_policy(result: Fetched, before: RobotsPolicy | None) -> RobotsPolicy
                          result.headers.get("location"), hops)
 
 
+class EarlyRelease:
+    """Hosts released as their request ends rather than at the end of their batch, so that
+    a host's next request never waits for the slowest one of the batch. Releases made
+    within FLUSH_SECONDS of each other go to Redis together, from the fetch loop's executor
+    (the loop itself never waits on Redis). `released` holds the URLs whose lease has ended."""
+
+    FLUSH_SECONDS = 0.05
+
+    def __init__(self, frontier: Frontier, ended: Callable[[Lease, Fetched], Release | None]
+                 ) -> None:
+        self.frontier, self.ended = frontier, ended
+        self.pending: list[Release] = []
+        self.flushes: list[asyncio.Future[None]] = []
+        self.released: set[str] = set()
+
+    def answered(self, lease: Lease, result: Fetched) -> None:
+        """A request of the batch ended: release its host if `ended` says how."""
+        release = self.ended(lease, result)
+        if release is None:
+            return
+        if not self.pending:
+            asyncio.get_running_loop().call_later(self.FLUSH_SECONDS, self._flush)
+        self.pending.append(release)
+
+    def _flush(self) -> None:
+        batch, self.pending = self.pending, []
+        if batch:
+            self.flushes.append(asyncio.get_running_loop().run_in_executor(
+                None, self._release, batch))
+
+    def _release(self, batch: list[Release]) -> None:
+        self.frontier.release(batch)
+        self.released.update(r.lease.url for r in batch)
+
+    async def drain(self) -> None:
+        """Send what is pending and wait for every release; one that failed is left to the
+        end of the batch."""
+        self._flush()
+        for outcome in await asyncio.gather(*self.flushes, return_exceptions=True):
+            if isinstance(outcome, Exception):
+                log.warning("releasing hosts early failed (%s); they are released with the "
+                            "batch", outcome)
+
+
 async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
-                     validators: dict[str, dict[str, str]]
+                     validators: dict[str, dict[str, str]], early: EarlyRelease | None = None
                      ) -> tuple[list[Fetched], list[Fetched]]:
-    """Every request of the batch at once, each starting no earlier than its lease allows."""
+    """Every request of the batch at once, each starting no earlier than its lease allows
+    (and its host released as soon as it ends, with `early`)."""
+    async def page(lease: Lease) -> Fetched:
+        result = await start_at(lease.not_before,
+                                fetcher.get(lease.url, validators.get(lease.url)))
+        if early is not None:
+            early.answered(lease, result)
+        return result
+
     robots_calls = [start_at(lease.not_before,
                              fetcher.get(robots_url(origin_of(lease.url),
                                                     policies.get(origin_of(lease.url))),
                                          max_bytes=MAX_ROBOTS_BYTES, truncate=True))
                     for lease in plan.robots]
-    page_calls = [start_at(lease.not_before, fetcher.get(lease.url, validators.get(lease.url)))
-                  for lease in plan.pages]
-    results = await asyncio.gather(*robots_calls, *page_calls)
+    try:
+        results = await asyncio.gather(*robots_calls, *map(page, plan.pages))
+    finally:
+        if early is not None:
+            await early.drain()
     return results[:len(plan.robots)], results[len(plan.robots):]
 
 
@@ -233,13 +288,6 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     policies, denied, hops, validators, throttles = _known(ctx, held)
     plan = plan_batch(held, policies, ua, denied)
     slots = _take_slots(ctx, plan) if settings.politeness_key != "host" else None
-    robots, fetched = run_on_fetch_loop(
-        settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators))
-
-    learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
-               for lease, r in zip(plan.robots, robots, strict=True)}
-    policies.update(learned)
-
     raised: dict[str, Throttle] = {}
 
     def release(lease: Lease, result: Fetched, requeue: bool, robots: bool = False) -> Release:
@@ -258,6 +306,24 @@ def fetch_batch(ctx: Context, leases: list[Lease]
             raised[lease.host] = nxt.throttle
         return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason,
                        behind=requeue and not robots)
+
+    def answered(lease: Lease, result: Fetched) -> Release | None:
+        """The release of a host whose page answered and will not be retried; None for the
+        others (their retry counts are read with the batch)."""
+        if result.status is None or is_retryable(result.status, result.error):
+            return None
+        return release(lease, result, False)
+
+    # Early releases need the host to be the politeness key (a slot is given back with the
+    # batch) and no rendering (a page to render stays leased until rendered).
+    early = (EarlyRelease(ctx.frontier, answered)
+             if slots is None and not settings.render else None)
+    robots, fetched = run_on_fetch_loop(
+        settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators, early))
+    released = early.released if early is not None else set()
+    learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
+               for lease, r in zip(plan.robots, robots, strict=True)}
+    policies.update(learned)
 
     # A robots.txt that could not be fetched (5xx, no answer) is asked again with the host's
     # backoff while its URL waits; only after CRAWL_MAX_RETRIES more failures does the
@@ -310,7 +376,8 @@ def fetch_batch(ctx: Context, leases: list[Lease]
         if page.render_reason:  # rendered under this lease, released by the render stage
             handovers.append(Handover(page, lease, ended.next_time, ended.failures))
         else:
-            releases.append(ended)
+            if lease.url not in released:
+                releases.append(ended)
             pages.append(page)
     if slots is not None:
         releases += _give_back_slots(ctx, slots, releases, handovers, fails_of)

@@ -11,16 +11,17 @@ import time
 import zlib
 from base64 import b32encode
 from collections.abc import Callable
+from dataclasses import replace
 
 import httpx
 import pytest
 
 from crawlapp.adapters.http import Fetched, Fetcher
 from crawlapp.adapters.memory_frontier import MemoryFrontier
-from crawlapp.core.records import Lease, QueuedURL, Release
+from crawlapp.core.records import HostState, Lease, QueuedURL, Release
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer
 from crawlapp.core.settings import load_settings
-from crawlapp.stages.fetching import _fetch_all, _robots_policy, plan_batch, sitemap_links
+from crawlapp.stages.fetching import EarlyRelease, _fetch_all, _robots_policy, plan_batch, sitemap_links
 from crawlapp.stages.pages import apply_fetch, page_for
 from tests.mock_web import Handler, answer, mock_fetcher, site
 
@@ -182,3 +183,32 @@ def test_no_request_starts_before_its_lease_allows() -> None:
     plan = plan_batch([second], {"http://a.test": DISALLOW_PRIVATE}, UA)
     asyncio.run(_fetch_all(mock_fetcher(handler), plan, {}, {}))
     assert started and started[0] >= now + 0.3
+
+
+def test_a_host_is_released_as_its_request_ends_not_with_the_batch() -> None:
+    """a.test answers at once, b.test's lease starts later: a.test is free again (its next
+    time set) while b.test's request is still waiting to start."""
+    frontier = MemoryFrontier(shards=1)
+    now = time.time()
+    frontier.add([QueuedURL("http://a.test/1", 0, 1.0), QueuedURL("http://a.test/2", 0, 1.0),
+                  QueuedURL("http://b.test/1", 0, 1.0)], now)
+    leases = frontier.dispatch([0], now, 10, 60, 100)[0][0]
+    slow = {lease.host: lease for lease in leases}["b.test"]
+    leases = [lease if lease is not slow else replace(slow, not_before=now + 0.5)
+              for lease in leases]
+    seen: dict[str, HostState] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "b.test":  # by then a.test has been released
+            seen["a.test"] = frontier.host_states(["a.test"], time.time())["a.test"]
+        return answer(200)
+
+    def ended(lease: Lease, _: Fetched) -> Release:
+        return Release(lease, now + 10)
+
+    early = EarlyRelease(frontier, ended)
+    plan = plan_batch(leases, {"http://a.test": DISALLOW_PRIVATE,
+                               "http://b.test": DISALLOW_PRIVATE}, UA)
+    asyncio.run(_fetch_all(mock_fetcher(handler), plan, {}, {}, early))
+    assert (seen["a.test"].state, seen["a.test"].until) == ("waiting", now + 10)
+    assert early.released == {"http://a.test/1", "http://b.test/1"}
