@@ -20,6 +20,7 @@ from celery import Celery
 from celery.concurrency import ALIASES, get_implementation
 from celery.signals import task_postrun, worker_init
 
+from crawlapp.adapters.blobstore import load_client
 from crawlapp.adapters.context import get_context
 from crawlapp.adapters.errors import transient_errors
 from crawlapp.core.errors import TransientError
@@ -50,7 +51,8 @@ def _load(sender: WorkController, **_: Any) -> None:
     """Import the modules of the worker's queues (see `preload`) before a prefork pool forks,
     so that its processes do not each import them again; with a prefork pool, also what each
     of its processes would import by itself: cffi's C parser (billiard sets a process's
-    parent-death signal through cffi once it is loaded) and the database driver."""
+    parent-death signal through cffi once it is loaded), the database driver and the S3
+    client library."""
     for queue in sender.app.amqp.queues.consume_from:
         for module in _QUEUE_MODULES.get(queue.split(".")[0], ()):
             importlib.import_module(module)
@@ -59,9 +61,11 @@ def _load(sender: WorkController, **_: Any) -> None:
         return
     if "cffi" in sys.modules:
         importlib.import_module("cffi.cparser")
-    if "crawlapp.adapters.db.engine" in sys.modules:  # the worker's tasks use the database
+    if "crawlapp.adapters.db.engine" in sys.modules:  # its tasks use the database and blobs
         from crawlapp.adapters.db.engine import load_driver
-        load_driver(get_settings())
+        settings = get_settings()
+        load_driver(settings)
+        load_client(settings)
 
 
 @task_postrun.connect
