@@ -176,6 +176,14 @@ def _not_found(exc: Any) -> bool:
     return exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound")
 
 
+def load_client(settings: Settings) -> None:
+    """Import the S3 client library when S3_BUCKET is set, without connecting: a prefork
+    worker does so before it forks, so that its processes share it."""
+    if settings.s3_bucket:
+        import boto3  # noqa: F401
+        import botocore.config  # noqa: F401
+
+
 def open_blobstore(settings: Settings) -> BlobStore:
     """S3 when S3_BUCKET is set, else the local folder under the data dir."""
     if not settings.s3_bucket:

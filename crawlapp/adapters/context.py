@@ -9,19 +9,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ParamSpec, TypeVar
-
-from sqlalchemy.orm import Session, sessionmaker
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from crawlapp.adapters.blobstore import BlobStore, open_blobstore
-from crawlapp.adapters.db.engine import session_factory
 from crawlapp.adapters.redis.authority import HostAuthorities
 from crawlapp.adapters.redis.batches import BatchLedger
 from crawlapp.adapters.redis.budgets import TrapBudgets
 from crawlapp.adapters.redis.canonicals import CanonicalPointers
 from crawlapp.adapters.redis.client import Client, connect
 from crawlapp.adapters.redis.counters import Counters
-from crawlapp.adapters.redis.dedup_index import DedupIndex
 from crawlapp.adapters.redis.denylist import Denylist
 from crawlapp.adapters.redis.dnscache import DnsCache, with_names
 from crawlapp.adapters.redis.frontier import RedisFrontier
@@ -39,6 +35,11 @@ from crawlapp.adapters.redis.workers import WorkerReports
 from crawlapp.core.bloom import BloomShape
 from crawlapp.core.ports import Frontier
 from crawlapp.core.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from crawlapp.adapters.redis.dedup_index import DedupIndex
 
 
 @dataclass
@@ -83,6 +84,8 @@ class Context:
 
     @cached_property
     def dedup_index(self) -> DedupIndex:
+        # Imported here: its SimHash bands bring numpy and lxml, for the processes that dedup.
+        from crawlapp.adapters.redis.dedup_index import DedupIndex
         return DedupIndex(self.dedup_redis, self._prefix)
 
     @cached_property
@@ -147,6 +150,8 @@ class Context:
 
     @cached_property
     def sessions(self) -> sessionmaker[Session]:
+        # Imported here: SQLAlchemy is for the processes that use the database.
+        from crawlapp.adapters.db.engine import session_factory
         return session_factory(self.settings)
 
     @cached_property

@@ -7,17 +7,27 @@ The library under crawlapp/ never imports this package; workers load it with
 
 from __future__ import annotations
 
+import importlib
 import logging
 import resource
+import sys
 import time
-from typing import Any
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery
-from celery.signals import task_postrun
+from celery.concurrency import ALIASES, get_implementation
+from celery.signals import task_postrun, worker_init
 
+from crawlapp.adapters.blobstore import load_client
 from crawlapp.adapters.context import get_context
 from crawlapp.adapters.errors import transient_errors
 from crawlapp.core.errors import TransientError
+from crawlapp.core.settings import get_settings
+
+if TYPE_CHECKING:
+    from celery.worker import WorkController
 
 app = Celery("crawlapp", include=["crawlapp.app.stages", "crawlapp.app.beat"])
 app.config_from_object("crawlapp.app.config")
@@ -26,6 +36,36 @@ REPORT_EVERY = 10.0
 REPORT_GROWTH_MIB = 8.0
 log = logging.getLogger(__name__)
 _last = {"at": float("-inf"), "peak": 0.0}
+_QUEUE_MODULES: defaultdict[str, list[str]] = defaultdict(list)  # see preload
+
+
+def preload(modules_by_queue: Mapping[str, Iterable[str]]) -> None:
+    """Have a worker import these modules when it starts, for the queues it consumes (a key
+    `fetch` stands for every fetch.N): the modules its tasks import in their bodies."""
+    for queue, modules in modules_by_queue.items():
+        _QUEUE_MODULES[queue].extend(modules)
+
+
+@worker_init.connect
+def _load(sender: WorkController, **_: Any) -> None:
+    """Import the modules of the worker's queues (see `preload`) before a prefork pool forks,
+    so that its processes do not each import them again; with a prefork pool, also what each
+    of its processes would import by itself: cffi's C parser (billiard sets a process's
+    parent-death signal through cffi once it is loaded), the database driver and the S3
+    client library."""
+    for queue in sender.app.amqp.queues.consume_from:
+        for module in _QUEUE_MODULES.get(queue.split(".")[0], ()):
+            importlib.import_module(module)
+    pool = get_implementation(sender.pool_cls)
+    if f"{pool.__module__}:{pool.__qualname__}" != ALIASES["prefork"]:
+        return
+    if "cffi" in sys.modules:
+        importlib.import_module("cffi.cparser")
+    if "crawlapp.adapters.db.engine" in sys.modules:  # its tasks use the database and blobs
+        from crawlapp.adapters.db.engine import load_driver
+        settings = get_settings()
+        load_driver(settings)
+        load_client(settings)
 
 
 @task_postrun.connect

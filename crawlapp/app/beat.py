@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from crawlapp.adapters.context import get_context
-from crawlapp.adapters.db import repository
-from crawlapp.app import app
+from crawlapp.app import app, preload
 from crawlapp.app.chain import send_batch
-from crawlapp.ops import authority
-from crawlapp.ops.dispatcher import dispatch_once
-from crawlapp.stages.recrawling import drain
+
+# The modules of beat's tasks, imported in their bodies: beat only sends them, and the worker
+# that consumes `control` imports these when it starts (see `preload`).
+CONTROL_MODULES = ("crawlapp.adapters.db.engine", "crawlapp.adapters.db.repository",
+                   "crawlapp.ops.authority", "crawlapp.ops.dispatcher",
+                   "crawlapp.stages.recrawling")
+preload({"control": CONTROL_MODULES})
 
 
 @app.task(name="crawl.dispatch")
 def dispatch() -> int:
     """Safety net for the dispatcher process: lease ready hosts and send their batches."""
+    from crawlapp.ops.dispatcher import dispatch_once  # imported here: see CONTROL_MODULES
     largest, _ = dispatch_once(get_context(), send_batch)
     return largest
 
@@ -21,17 +25,20 @@ def dispatch() -> int:
 @app.task(name="crawl.recrawl")
 def recrawl() -> int:
     """Queue the pages whose next crawl time has come (claimed atomically, crash-safe)."""
+    from crawlapp.stages.recrawling import drain  # imported here: see CONTROL_MODULES
     return drain(get_context())
 
 
 @app.task(name="crawl.authority")
 def host_authority() -> int:
     """Score the hosts of the host graph again (PageRank); returns how many were scored."""
+    from crawlapp.ops import authority  # imported here: see CONTROL_MODULES
     return authority.compute(get_context())
 
 
 @app.task(name="crawl.partitions")
 def fetch_partitions() -> list[str]:
     """Give the fetch history its partitions for this month and the next (Postgres)."""
+    from crawlapp.adapters.db import repository  # imported here: see CONTROL_MODULES
     with get_context().sessions.begin() as session:
         return repository.add_fetch_months(session)

@@ -13,6 +13,7 @@ batch into records and hands the next one the wire form of what its stage return
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections import Counter
 from typing import Any
@@ -22,18 +23,24 @@ from celery.signals import worker_process_shutdown
 
 from crawlapp.adapters.context import Context, get_context, timed
 from crawlapp.adapters.errors import transient_errors
-from crawlapp.adapters.http import fetch_loop_cpu
-from crawlapp.app import app
+from crawlapp.app import app, preload
 from crawlapp.app.chain import send_render
 from crawlapp.core.errors import TransientError
 from crawlapp.core.records import Handover, Lease, Page
-from crawlapp.stages.dedup import dedup_pages
-from crawlapp.stages.fetching import fetch_batch
-from crawlapp.stages.linking import extract_links as extract_links_stage
-from crawlapp.stages.parsing import parse_pages
-from crawlapp.stages.rendering import browser_cpu, close_renderer, render_batch
-from crawlapp.stages.storing import store_pages
 from crawlapp.stages.tallies import store_counts
+
+# The modules of each queue's stage: each task imports its stage in its body, and a worker
+# imports those of the queues it consumes when it starts (before a prefork pool forks, so its
+# processes inherit them): a fetch worker never loads the parsers or the database.
+STAGE_MODULES = {
+    "fetch": ("crawlapp.adapters.http", "crawlapp.stages.fetching"),
+    "render": ("crawlapp.adapters.http", "crawlapp.stages.rendering"),
+    "parse": ("crawlapp.stages.parsing",),
+    "dedup": ("crawlapp.adapters.db.engine", "crawlapp.stages.dedup"),
+    "store": ("crawlapp.adapters.db.engine", "crawlapp.stages.storing"),
+    "links": ("crawlapp.adapters.db.engine", "crawlapp.stages.linking"),
+}
+preload(STAGE_MODULES)
 
 # A server that failed (TransientError, raised by the adapters) is retried with backoff;
 # politeness never waits through a retry.
@@ -51,6 +58,16 @@ def _pages(raw: Wire) -> list[Page]:
 
 def _wire(pages: list[Page]) -> Wire:
     return [page.to_wire() for page in pages]
+
+
+def _fetch_loop_cpu() -> float:
+    from crawlapp.adapters.http import fetch_loop_cpu  # imported here: see STAGE_MODULES
+    return fetch_loop_cpu()
+
+
+def _browser_cpu() -> float:
+    from crawlapp.stages.rendering import browser_cpu  # imported here: see STAGE_MODULES
+    return browser_cpu()
 
 
 def _started(batch_id: str) -> Context:
@@ -73,8 +90,9 @@ def _take_up(ctx: Context, batch_id: str, stage: str) -> None:
 
 @app.task(name="crawl.fetch")
 @transient_errors()
-@timed("fetch", elsewhere=fetch_loop_cpu)
+@timed("fetch", elsewhere=_fetch_loop_cpu)
 def fetch(batch_id: str, leases: Wire) -> Wire:
+    from crawlapp.stages.fetching import fetch_batch  # imported here: see STAGE_MODULES
     ctx = _started(batch_id)
     _take_up(ctx, batch_id, "fetch")
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
@@ -87,9 +105,10 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
 
 @app.task(name="crawl.render", **RETRY)
 @transient_errors()
-@timed("render", elsewhere=browser_cpu)
+@timed("render", elsewhere=_browser_cpu)
 def render(batch_id: str, handovers: Wire) -> Wire:
     """Render the pages handed over by a fetch batch, under their leases."""
+    from crawlapp.stages.rendering import render_batch  # imported here: see STAGE_MODULES
     ctx = _started(batch_id)
     _take_up(ctx, batch_id, "render")
     return _wire(render_batch(ctx, [Handover.from_wire(raw) for raw in handovers]))
@@ -99,6 +118,7 @@ def render(batch_id: str, handovers: Wire) -> Wire:
 @transient_errors()
 @timed("parse")
 def parse(pages: Wire, batch_id: str) -> Wire:
+    from crawlapp.stages.parsing import parse_pages  # imported here: see STAGE_MODULES
     ctx = _started(batch_id)
     parsed, counts = parse_pages(_pages(pages), ctx.settings)
     ctx.counters.bump(counts)
@@ -109,6 +129,7 @@ def parse(pages: Wire, batch_id: str) -> Wire:
 @transient_errors()
 @timed("dedup")
 def dedup(pages: Wire, batch_id: str) -> Wire:
+    from crawlapp.stages.dedup import dedup_pages  # imported here: see STAGE_MODULES
     return _wire(dedup_pages(_started(batch_id), _pages(pages)))
 
 
@@ -116,6 +137,7 @@ def dedup(pages: Wire, batch_id: str) -> Wire:
 @transient_errors()
 @timed("store")
 def store(pages: Wire, batch_id: str) -> Wire:
+    from crawlapp.stages.storing import store_pages  # imported here: see STAGE_MODULES
     ctx = _started(batch_id)
     batch = _pages(pages)
     counts = store_counts(batch)  # before the bodies leave the batch, added once stored
@@ -128,6 +150,7 @@ def store(pages: Wire, batch_id: str) -> Wire:
 @transient_errors()
 @timed("extract_links")
 def extract_links(pages: Wire, batch_id: str) -> int:
+    from crawlapp.stages.linking import extract_links as extract_links_stage  # see STAGE_MODULES
     ctx = _started(batch_id)
     done = extract_links_stage(ctx, _pages(pages))
     ctx.counters.bump({"urls:known": done.known, "pages:blocked": done.robots_blocked},
@@ -138,4 +161,6 @@ def extract_links(pages: Wire, batch_id: str) -> int:
 
 @worker_process_shutdown.connect
 def _stop_browser(**_: Any) -> None:
-    close_renderer()
+    if "crawlapp.stages.rendering" in sys.modules:  # a process that never loaded it has no browser
+        from crawlapp.stages.rendering import close_renderer
+        close_renderer()

@@ -6,9 +6,11 @@ import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from lxml import etree
+if TYPE_CHECKING:
+    from lxml import etree
 
 MAX_URLS = 50_000
 MAX_BYTES = 50 * 1024 * 1024
@@ -102,6 +104,7 @@ def _entry_locs(events: etree.iterparse, entry: str) -> Iterator[str]:
 
 def _collect(xml: bytes, base_url: str, max_urls: int, result: SitemapResult) -> None:
     """Fill `result` from the XML; raises XMLSyntaxError, keeping what came before."""
+    from lxml import etree  # imported here: see parse_sitemap
     events = etree.iterparse(io.BytesIO(xml), events=("start", "end"), resolve_entities=False,
                              no_network=True, huge_tree=False, load_dtd=False)
     first = next(events, None)
@@ -131,6 +134,9 @@ def parse_sitemap(data: bytes, base_url: str, max_urls: int = MAX_URLS,
     or max_bytes of (decompressed) XML, keeping what was parsed up to there. Entities are
     not expanded and no DTD or network resource is loaded (no XXE, no billion laughs).
     """
+    # Imported here: lxml is for the parse stage (the fetch workers use default_sitemap only).
+    from lxml import etree
+
     result = SitemapResult()
     xml, result.errors = _xml_bytes(data, max_bytes)
     try:

@@ -15,7 +15,6 @@ from crawlapp.core.politeness import GIVEN_UP, unreachable_sentence
 from crawlapp.core.queues import Queues
 from crawlapp.core.records import Status
 from crawlapp.core.urls import host_of
-from crawlapp.ops.verify import last_report
 
 
 def render_summary(counts: dict[str, int], stage_cpu: dict[str, float]) -> dict[str, Any]:
@@ -143,7 +142,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
         "render": render_summary(counts, ctx.counters.read_stage_cpu()),
         "recrawl": ctx.recrawls.stats(now),
         "workers": ctx.workers.read(),
-        "last_verify": last_report(ctx),
+        "last_verify": ctx.verify_report.last(),
     }
     if with_queues:
         stats["queues"] = queue_lengths(ctx.settings.broker_url, Queues.of(ctx.settings).all)

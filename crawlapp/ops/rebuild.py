@@ -31,11 +31,9 @@ from sqlalchemy import func, select
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.models import Deny, Host, Url
-from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core.records import Status
 from crawlapp.core.recrawl import tier_of, validators
 from crawlapp.core.robots import effective_delay
-from crawlapp.core.simhash import from_signed
 from crawlapp.core.urls import host_of, url_hash
 from crawlapp.stages.admission import requeue
 
@@ -118,6 +116,10 @@ def _url_seen(ctx: Context) -> int:
 def _dedup_index(ctx: Context) -> tuple[int, int]:
     """File every stored original's content hash and fingerprint again; returns how many of
     each."""
+    # Imported here: SimHash's modules (numpy, lxml) are for a rebuild, not every dispatcher.
+    from crawlapp.adapters.redis.dedup_index import Held
+    from crawlapp.core.simhash import from_signed
+
     last_id, claims, fingerprints = 0, 0, 0
     while True:
         with ctx.sessions() as session:

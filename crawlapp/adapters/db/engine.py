@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from crawlapp.core.settings import Settings
@@ -44,6 +44,12 @@ def get_engine(settings: Settings) -> Engine:
             engine = create_engine(url, pool_pre_ping=True, pool_size=4, max_overflow=4)
         _ENGINES[key] = engine
     return engine
+
+
+def load_driver(settings: Settings) -> None:
+    """Import the driver (DBAPI) of DATABASE_URL without connecting: a prefork worker does so
+    before it forks, so that its processes share it."""
+    make_url(normalize_url(settings.database_url)).get_dialect().import_dbapi()
 
 
 def session_factory(settings: Settings) -> sessionmaker[Session]:

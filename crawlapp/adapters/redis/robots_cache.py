@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 import redis
-from sqlalchemy.orm import Session
 
-from crawlapp.adapters.db import repository
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.pipeline import Reply
 from crawlapp.core.records import RobotsAnswer
 from crawlapp.core.robots import RobotsPolicy
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 FAILURE_TTL = 600  # a robots.txt that could not be fetched is asked again after 10 minutes
 
@@ -92,6 +93,8 @@ def record(origin: str, policy: RobotsPolicy, user_agent: str) -> RobotsAnswer:
 
 def write(session: Session, records: Iterable[RobotsAnswer], when: Iterable[float]) -> None:
     """Record each robots.txt answer on its hosts row."""
+    # Imported here: the fetch workers read this cache and never load the database's modules.
+    from crawlapp.adapters.db import repository
     for (origin, status, body, crawl_delay), fetched_at in zip(records, when, strict=True):
         repository.save_robots(session, origin, status, body, crawl_delay,
                                datetime.fromtimestamp(fetched_at, UTC))
