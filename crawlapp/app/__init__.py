@@ -53,9 +53,13 @@ def _load(sender: WorkController, **_: Any) -> None:
     of its processes would import by itself: cffi's C parser (billiard sets a process's
     parent-death signal through cffi once it is loaded), the database driver and the S3
     client library."""
-    for queue in sender.app.amqp.queues.consume_from:
-        for module in _QUEUE_MODULES.get(queue.split(".")[0], ()):
-            importlib.import_module(module)
+    try:
+        for queue in sender.app.amqp.queues.consume_from:
+            for module in _QUEUE_MODULES.get(queue.split(".")[0], ()):
+                importlib.import_module(module)
+    except Exception:  # a worker that cannot run its tasks stops now, not at its first task
+        log.critical("cannot load the modules of this worker's tasks", exc_info=True)
+        raise SystemExit(1) from None
     pool = get_implementation(sender.pool_cls)
     if f"{pool.__module__}:{pool.__qualname__}" != ALIASES["prefork"]:
         return

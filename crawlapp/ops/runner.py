@@ -40,9 +40,11 @@ def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
     with CRAWL_METRICS_PORT, the metrics endpoint."""
     queues = Queues.of(ctx.settings)
 
-    celery = [sys.executable, "-m", "celery", "-A", "crawlapp.app"]
+    # `python -m crawlapp.app` starts them as `celery -A crawlapp.app` would, without loading
+    # Celery's command line and its plugins (crawlapp/app/__main__.py).
+    celery = [sys.executable, "-m", "crawlapp.app"]
     events = ["-E"] if ctx.settings.task_events else []
-    common = [*events, "--without-gossip", "--without-mingle", "--loglevel", "WARNING"]
+    common = [*events, "--loglevel", "WARNING"]
     fetchers = {
         f"fetch-worker-{i}": [*celery, "worker", "-Q", ",".join(queues.fetch), "-P", "threads",
                               "-c", str(ctx.settings.fetch_concurrency), *common,
