@@ -15,7 +15,6 @@ from pathlib import Path
 
 from bench.procs import ProcStat, cmdline, read_stat
 
-TABLES = ("links", "urls", "hosts", "denylist", "alembic_version")
 # A backend's process title: "postgres: [cluster: ]user database host(port) activity"
 _BACKEND_TITLE = re.compile(r"postgres: (?:\S+: )?\S+ (?P<database>\S+) (?:\S+\(\d+\)|\[local\])")
 
@@ -91,8 +90,11 @@ def _sa_url(url: str) -> str:
 
 
 def reset_postgres(url: str) -> int:
-    """Create the database if it is missing, drop the crawler's tables; the postmaster's pid."""
+    """Create the database if it is missing, drop the crawler's tables (every table of its
+    models, their partitions with them, and Alembic's version); the postmaster's pid."""
     import sqlalchemy as sa
+
+    from crawlapp.adapters.db.models import Base
 
     database = sa.engine.make_url(url).database
     admin = sa.create_engine(_sa_url(url).rsplit("/", 1)[0] + "/postgres",
@@ -104,7 +106,7 @@ def reset_postgres(url: str) -> int:
     admin.dispose()
     engine = sa.create_engine(_sa_url(url))
     with engine.begin() as conn:
-        for table in TABLES:
+        for table in [*Base.metadata.tables, "alembic_version"]:
             conn.execute(sa.text(f"DROP TABLE IF EXISTS {table} CASCADE"))
         # Read while the connection is open: its backend exits with it.
         stat = read_stat(int(conn.scalar(sa.text("SELECT pg_backend_pid()"))))
