@@ -98,12 +98,13 @@ class LocalBlobStore:
 
 
 class S3BlobStore:
-    """An S3 bucket through boto3; a HEAD first makes a second write of a key free."""
+    """An S3 bucket through boto3; a key is written once (a conditional PUT)."""
 
     def __init__(self, client: Any, bucket: str) -> None:
         self.client = client
         self.bucket = bucket
         self.location = f"s3://{bucket}"
+        self._pool: ThreadPoolExecutor | None = None  # for put_many, made on first use
 
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError
@@ -133,11 +134,19 @@ class S3BlobStore:
         return keys
 
     def put(self, key: str, data: bytes, content_type: str | None) -> bool:
-        if self.exists(key):
-            return False
-        self.client.put_object(Bucket=self.bucket, Key=key, Body=data,
-                               ContentEncoding="gzip",
-                               ContentType=content_type or "application/octet-stream")
+        """One request: a PUT with `If-None-Match: *`, which S3 refuses (412) for a key that
+        is there already. A store that ignores the condition writes the same bytes again
+        (keys are content hashes); a HEAD first would cost every new body two requests."""
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=data,
+                                   ContentEncoding="gzip", IfNoneMatch="*",
+                                   ContentType=content_type or "application/octet-stream")
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+                return False
+            raise
         return True
 
     def get(self, key: str) -> bytes:
@@ -151,11 +160,14 @@ class S3BlobStore:
             raise
 
     def put_many(self, items: list[tuple[str, bytes, str | None]]) -> int:
-        """Upload concurrently: S3 latency, not CPU, bounds a batch."""
+        """Upload concurrently (S3 latency, not CPU, bounds a batch), on threads kept for
+        the next batch."""
         if len(items) <= 1:
             return sum(self.put(*item) for item in items)
-        with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
-            return sum(pool.map(lambda item: self.put(*item), items))
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=HEAD_CONCURRENCY,
+                                            thread_name_prefix="s3-put")
+        return sum(self._pool.map(lambda item: self.put(*item), items))
 
     def delete(self, key: str) -> bool:
         if not self.exists(key):

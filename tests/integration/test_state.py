@@ -79,6 +79,7 @@ def test_s3_blob_store_round_trip(s3_endpoint: str, tmp_path: Path) -> None:
     keys = [body_key(f"{i:02x}" * 32) for i in range(3)]
     assert store.put_many([(k, body, "text/html") for k in keys]) == 3
     assert store.put_many([(k, body, "text/html") for k in keys]) == 0
+    assert store.put(keys[0], gzip.compress(b"other"), "text/html") is False  # one request
     assert gzip.decompress(store.get(keys[0])) == b"<html>hi</html>"
 
 
