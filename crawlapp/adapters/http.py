@@ -30,6 +30,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 KEPT_HEADERS = ("content-type", "etag", "last-modified", "location", "retry-after",
                 "x-robots-tag", "content-encoding")
+KEEPALIVE_SECONDS = 60.0
 _LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)\Z")
 # TLS failures of the connection itself (a closed or reset connection is "connect").
 _NOT_TLS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError, ssl.SSLWantReadError,
@@ -96,8 +97,10 @@ class Fetcher:
         if transport is not None:
             self._transports.move_to_end(origin)
             return transport
-        transport = AsyncioTransport(
-            self._ssl, httpx.Limits(max_connections=2, max_keepalive_connections=1))
+        # A host's connection is kept a minute between requests (httpx's default is 5 s):
+        # while the pipeline is busy a host's next URL may take longer than that to come.
+        transport = AsyncioTransport(self._ssl, httpx.Limits(
+            max_connections=2, max_keepalive_connections=1, keepalive_expiry=KEEPALIVE_SECONDS))
         self._transports[origin] = transport
         while len(self._transports) > self.max_origins:
             _, oldest = self._transports.popitem(last=False)
