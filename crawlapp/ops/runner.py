@@ -35,7 +35,7 @@ def _die_with_parent() -> None:
 def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
     """Fetch workers (threads: their tasks mostly wait on the network; one process per three
     cores, as fetching is a third of a page's CPU: on two cores a second fetch process costs
-    a fifth more CPU per page in switching and halves keep-alive reuse), a pipeline worker
+    more CPU per page in switching and halves keep-alive reuse), a pipeline worker
     (processes: parsing and storing use CPU), with CRAWL_RENDER the render worker, beat and,
     with CRAWL_METRICS_PORT, the metrics endpoint."""
     queues = Queues.of(ctx.settings)
