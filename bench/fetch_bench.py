@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from crawlapp.adapters.http import Fetcher, new_fetch_loop
+from crawlapp.adapters.http import Fetcher
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.core.settings import load_settings
 from testweb.server import start_in_background
@@ -49,7 +49,7 @@ def main() -> None:
             for seed in web.seeds():
                 root = seed.rstrip("/")
                 by_host[root] = [f"{root}/p/{i}.html" for i in range(pages)]
-            loop = new_fetch_loop()
+            loop = asyncio.new_event_loop()
             fetcher = Fetcher(settings, DnsCache(None, "bench", 60, 60))
             per_request, ok = [], 0
             for _ in range(runs):

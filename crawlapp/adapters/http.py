@@ -240,11 +240,6 @@ class _FetchLoop:
         return delta
 
 
-def new_fetch_loop() -> asyncio.AbstractEventLoop:
-    """An event loop for fetching."""
-    return asyncio.new_event_loop()
-
-
 _LOOP: _FetchLoop | None = None
 _LOOP_LOCK = threading.Lock()
 
@@ -253,7 +248,7 @@ def _fetch_loop(settings: Settings, dns: Callable[[], DnsCache]) -> _FetchLoop:
     global _LOOP
     with _LOOP_LOCK:
         if _LOOP is None or _LOOP.pid != os.getpid():  # first use, or a forked child
-            loop = new_fetch_loop()
+            loop = asyncio.new_event_loop()
             thread = threading.Thread(target=loop.run_forever, name="fetch-loop", daemon=True)
             thread.start()
             _LOOP = _FetchLoop(os.getpid(), loop, Fetcher(settings, dns()), thread)
