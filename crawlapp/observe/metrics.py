@@ -49,7 +49,7 @@ class Snapshot:
     batches_in_flight: int
     recrawl: Mapping[str, Mapping[str, int]]
     queues: Mapping[str, int]
-    last_verify: Mapping[str, Any] | None = None  # crawlapp.ops.verify.last_report
+    last_verify: Mapping[str, Any] | None = None  # the last verify's report (VerifyReport.last)
 
 
 def _with_prefix(counters: Mapping[str, int], prefix: str) -> dict[str, int]:
@@ -162,7 +162,6 @@ class CrawlCollector(Collector):
     def snapshot(self) -> Snapshot:
         from crawlapp.adapters.broker import queue_lengths
         from crawlapp.core.queues import Queues
-        from crawlapp.ops.verify import last_report
 
         now = time.time()
         queues: dict[str, int] = {}
@@ -171,7 +170,7 @@ class CrawlCollector(Collector):
             queues = queue_lengths(settings.broker_url, Queues.of(settings).all)
         return Snapshot(self.ctx.counters.read(), self.ctx.frontier.stats(now),
                         self.ctx.batches.in_flight(),
-                        self.ctx.recrawls.stats(now), queues, last_report(self.ctx))
+                        self.ctx.recrawls.stats(now), queues, self.ctx.verify_report.last())
 
     def collect(self) -> Iterator[Metric]:
         return families(self.snapshot())

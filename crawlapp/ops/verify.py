@@ -262,11 +262,6 @@ def verify(ctx: Context, host: str | None = None, sample: int | None = None,
     return report
 
 
-def last_report(ctx: Context) -> dict[str, Any] | None:
-    """The report of the last verify, as saved; None if none ran."""
-    return ctx.verify_report.last()
-
-
 def describe(report: Report) -> str:
     """The report as lines of text."""
     lines = [f"checked {report.rows} rows, {report.bodies} bodies, {report.claims} content "

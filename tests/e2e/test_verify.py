@@ -29,7 +29,6 @@ from crawlapp.core.simhash import to_signed
 from crawlapp.core.urls import url_hash
 from crawlapp.observe.metrics import verify_families
 from crawlapp.observe.stats import verify_line
-from crawlapp.ops.verify import last_report
 from crawlapp.ops.warc import read_records
 from tests.conftest import crawl_env
 from tests.e2e.helpers import crawlctl
@@ -165,7 +164,7 @@ def test_verify_on_s3_finds_each_kind_of_problem_and_repairs_it(
                        (["--host", "bad host"], "host")):
         refused = run("verify", *args)
         assert refused.exit_code == 2 and text in refused.output, (args, refused.output)
-    assert last_report(ctx) is None
+    assert ctx.verify_report.last() is None
 
     found = run("verify", "--json")
     assert found.exit_code == 1, found.output
@@ -174,7 +173,7 @@ def test_verify_on_s3_finds_each_kind_of_problem_and_repairs_it(
                                   "stale_band": 1}, report
     assert report["examples"]["missing_body"] == [f"http://{A}/lone"]
     assert (report["rows"], report["claims"], report["band_entries"]) == (5, 4, 13)
-    problems = {s.labels["kind"]: s.value for f in verify_families(last_report(ctx))
+    problems = {s.labels["kind"]: s.value for f in verify_families(ctx.verify_report.last())
                 for s in f.samples if f.name == "crawl_verify_problems"}
     assert problems["missing_body"] == 1 and problems["stale_band"] == 1
 
@@ -191,4 +190,4 @@ def test_verify_on_s3_finds_each_kind_of_problem_and_repairs_it(
     assert sum(s.urls_queued for s in ctx.frontier.stats(time.time())) == 1
     clean = run("verify")
     assert clean.exit_code == 0 and "problems: none" in clean.stdout, clean.output
-    assert "no problems" in verify_line(last_report(ctx))
+    assert "no problems" in verify_line(ctx.verify_report.last())
