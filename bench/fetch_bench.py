@@ -15,9 +15,9 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
+from bench.report import connections
 from crawlapp.adapters.http import Fetcher
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.core.settings import load_settings
@@ -45,10 +45,8 @@ def main() -> None:
         log = str(Path(tmp) / "requests.jsonl")
         with start_in_background(Web(spec), log) as server:
             web = server.web
-            by_host: dict[str, list[str]] = defaultdict(list)
-            for seed in web.seeds():
-                root = seed.rstrip("/")
-                by_host[root] = [f"{root}/p/{i}.html" for i in range(pages)]
+            by_host = {root: [f"{root}/p/{i}.html" for i in range(pages)]
+                       for root in (seed.rstrip("/") for seed in web.seeds())}
             loop = asyncio.new_event_loop()
             fetcher = Fetcher(settings, DnsCache(None, "bench", 60, 60))
             per_request, ok = [], 0
@@ -58,14 +56,11 @@ def main() -> None:
                 per_request.append((time.process_time() - started) / max(ok, 1))
             loop.close()
         requests = load(log)
-    connections: dict[str, set[int]] = defaultdict(set)
-    for request in requests:
-        connections[request.host].add(request.conn)
+    conns = connections(requests)
     print(f"{ok} of {sum(map(len, by_host.values()))} pages fetched per run; "
           f"{1000 * statistics.median(per_request):.3f} CPU-ms per request (median of {runs}: "
           f"{', '.join(f'{1000 * s:.3f}' for s in per_request)}); connections per host: "
-          f"median {statistics.median(map(len, connections.values()))}, "
-          f"max {max(map(len, connections.values()))}")
+          f"median {conns['conns_per_host_median']}, max {conns['conns_per_host_max']}")
 
 
 if __name__ == "__main__":

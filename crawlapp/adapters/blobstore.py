@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from crawlapp.core.settings import Settings
 
 PREFIX = "bodies"
-HEAD_CONCURRENCY = 16  # S3 HEADs in flight at once when checking many keys
+S3_CONCURRENCY = 16  # S3 requests in flight at once (HEADs of a check, PUTs of a batch)
 
 
 class BodyMissing(FileNotFoundError):
@@ -118,8 +118,8 @@ class S3BlobStore:
         return True
 
     def missing(self, keys: Sequence[str]) -> set[str]:
-        """HEADs, HEAD_CONCURRENCY at a time: S3 latency, not CPU, bounds a check."""
-        with ThreadPoolExecutor(max_workers=max(1, min(HEAD_CONCURRENCY, len(keys)))) as pool:
+        """HEADs, S3_CONCURRENCY at a time: S3 latency, not CPU, bounds a check."""
+        with ThreadPoolExecutor(max_workers=max(1, min(S3_CONCURRENCY, len(keys)))) as pool:
             return {key for key, there in zip(keys, pool.map(self.exists, keys), strict=True)
                     if not there}
 
@@ -165,7 +165,7 @@ class S3BlobStore:
         if len(items) <= 1:
             return sum(self.put(*item) for item in items)
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=HEAD_CONCURRENCY,
+            self._pool = ThreadPoolExecutor(max_workers=S3_CONCURRENCY,
                                             thread_name_prefix="s3-put")
         return sum(self._pool.map(lambda item: self.put(*item), items))
 
@@ -205,5 +205,5 @@ def open_blobstore(settings: Settings) -> BlobStore:
 
     client = boto3.client("s3", endpoint_url=settings.s3_endpoint_url,
                           config=Config(retries={"max_attempts": 5, "mode": "standard"},
-                                        max_pool_connections=HEAD_CONCURRENCY))
+                                        max_pool_connections=S3_CONCURRENCY))
     return S3BlobStore(client, settings.s3_bucket)

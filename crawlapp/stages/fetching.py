@@ -90,7 +90,7 @@ class EarlyRelease:
     within FLUSH_SECONDS of each other go to Redis together, from the fetch loop's executor
     (the loop itself never waits on Redis): a host is due again a delay after its request,
     so holding its release that long costs it nothing while the delay is longer than that
-    and the dispatcher's interval together. `released` holds the URLs whose lease has ended."""
+    and the dispatcher's interval together. `released` holds the releases sent, by URL."""
 
     FLUSH_SECONDS = 0.2
 
@@ -99,7 +99,7 @@ class EarlyRelease:
         self.frontier, self.ended = frontier, ended
         self.pending: list[Release] = []
         self.flushes: list[asyncio.Future[None]] = []
-        self.released: set[str] = set()
+        self.released: dict[str, Release] = {}
 
     def answered(self, lease: Lease, result: Fetched) -> None:
         """A request of the batch ended: release its host if `ended` says how."""
@@ -118,7 +118,7 @@ class EarlyRelease:
 
     def _release(self, batch: list[Release]) -> None:
         self.frontier.release(batch)
-        self.released.update(r.lease.url for r in batch)
+        self.released.update((r.lease.url, r) for r in batch)
 
     async def drain(self) -> None:
         """Send what is pending and wait for every release; one that failed is left to the
@@ -322,7 +322,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
              if slots is None and not settings.render else None)
     robots, fetched = run_on_fetch_loop(
         settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators, early))
-    released = early.released if early is not None else set()
+    released = early.released if early is not None else {}
     learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
                for lease, r in zip(plan.robots, robots, strict=True)}
     policies.update(learned)
@@ -368,7 +368,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     _forget_url_state(ctx, [lease.url for lease, _ in transient if lease.url not in retry])
     handovers: list[Handover] = []
     for lease, result in zip(plan.pages, fetched, strict=True):
-        ended = release(lease, result, lease.url in retry)
+        ended = released.get(lease.url) or release(lease, result, lease.url in retry)
         if ended.requeue:
             releases.append(ended)
             continue
@@ -378,7 +378,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
         if page.render_reason:  # rendered under this lease, released by the render stage
             handovers.append(Handover(page, lease, ended.next_time, ended.failures))
         else:
-            if lease.url not in released:
+            if lease.url not in released:  # else sent as its request ended
                 releases.append(ended)
             pages.append(page)
     if slots is not None:
