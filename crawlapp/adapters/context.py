@@ -21,6 +21,7 @@ from crawlapp.adapters.redis.counters import Counters
 from crawlapp.adapters.redis.denylist import Denylist
 from crawlapp.adapters.redis.dnscache import DnsCache, with_names
 from crawlapp.adapters.redis.frontier import RedisFrontier
+from crawlapp.adapters.redis.parts import Parts
 from crawlapp.adapters.redis.recrawl_sets import RecrawlSets
 from crawlapp.adapters.redis.redirect_hops import RedirectHops
 from crawlapp.adapters.redis.retries import FetchRetries
@@ -67,6 +68,11 @@ class Context:
         return self.settings.redis_prefix
 
     @cached_property
+    def parts(self) -> Parts:
+        """How the structures that grow with the crawl are cut (CRAWL_REDIS_PARTS)."""
+        return Parts(self.settings.redis_parts)
+
+    @cached_property
     def frontier(self) -> Frontier:
         if self.frontier_override is not None:
             return self.frontier_override
@@ -79,7 +85,8 @@ class Context:
     @cached_property
     def url_seen(self) -> RedisBloom:
         """Tier 1 of URL dedup: a Bloom filter sized from CRAWL_EXPECTED_URLS."""
-        shape = BloomShape.for_capacity(self.settings.expected_urls, self.settings.bloom_fp_rate)
+        shape = BloomShape.for_capacity(self.settings.expected_urls, self.settings.bloom_fp_rate,
+                                        min_shards=self.settings.redis_parts)
         return RedisBloom(self.dedup_redis, self._prefix, shape)
 
     @cached_property
@@ -102,7 +109,7 @@ class Context:
 
     @cached_property
     def validators(self) -> Validators:
-        return Validators(self.redis, self._prefix)
+        return Validators(self.redis, self._prefix, self.parts)
 
     @cached_property
     def retries(self) -> FetchRetries:
@@ -118,11 +125,11 @@ class Context:
 
     @cached_property
     def recrawls(self) -> RecrawlSets:
-        return RecrawlSets(self.dedup_redis, self._prefix)
+        return RecrawlSets(self.dedup_redis, self._prefix, self.parts)
 
     @cached_property
     def budgets(self) -> TrapBudgets:
-        return TrapBudgets(self.redis, self._prefix)
+        return TrapBudgets(self.redis, self._prefix, self.parts)
 
     @cached_property
     def authority(self) -> HostAuthorities:

@@ -35,9 +35,10 @@ class BloomShape:
 
     @classmethod
     def for_capacity(cls, expected: int, fp_rate: float,
-                     max_shard_bits: int = DEFAULT_MAX_SHARD_BITS) -> BloomShape:
-        """The optimal filter for `expected` items at `fp_rate`, in shards of at most
-        `max_shard_bits` bits each."""
+                     max_shard_bits: int = DEFAULT_MAX_SHARD_BITS, min_shards: int = 1
+                     ) -> BloomShape:
+        """The optimal filter for `expected` items at `fp_rate`, in at least `min_shards`
+        shards of at most `max_shard_bits` bits each."""
         if expected < 1:
             raise ValueError(f"expected must be at least 1, got {expected}")
         if not 0 < fp_rate < 1:
@@ -47,7 +48,7 @@ class BloomShape:
                              f"got {max_shard_bits}")
         bits = math.ceil(-expected * math.log(fp_rate) / math.log(2) ** 2)
         hashes = max(1, round(bits / expected * math.log(2)))
-        shards = math.ceil(bits / max_shard_bits)
+        shards = max(min_shards, math.ceil(bits / max_shard_bits))
         per_shard = math.ceil(bits / shards)
         return cls(per_shard * shards, hashes, shards, per_shard)
 

@@ -62,6 +62,12 @@ class Settings:
         "CRAWL_DEDUP_CLUSTER",
         "`true`: CRAWL_DEDUP_REDIS_URL names a node of a Redis Cluster; must equal "
         "CRAWL_REDIS_CLUSTER when both roles share one URL", default="CRAWL_REDIS_CLUSTER")
+    redis_parts: int = _doc(
+        "CRAWL_REDIS_PARTS",
+        "keys each structure that grows with the crawl is cut into (URL-seen filter, re-crawl "
+        "sets, validators, trap budgets), spread evenly over a cluster's slots: at least 4 x the "
+        "masters; changing it on a crawl under way needs `crawlctl frontier rebuild`",
+        default="32 when either Redis role is a cluster, else 1")
     redis_prefix: str = _doc("CRAWL_REDIS_PREFIX", "namespace of the crawler's Redis keys")
     user_agent: str = _doc("CRAWL_USER_AGENT", "its product token picks the robots.txt group")
     from_address: str | None = _doc("CRAWL_FROM", "e-mail address sent in the `From` header",
@@ -334,6 +340,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     redis_default = broker_url if broker_url.startswith("redis") else "redis://127.0.0.1:6379/0"
     redis_url = _parse(env, "CRAWL_REDIS_URL", redis_default, _url(("redis", "rediss", "unix")))
     redis_cluster = _parse(env, "CRAWL_REDIS_CLUSTER", False, _boolean)
+    dedup_cluster = _parse(env, "CRAWL_DEDUP_CLUSTER", redis_cluster, _boolean)
     batch_size = _parse(env, "CRAWL_BATCH_SIZE", 50, _bounded(int, 1, 1000))
     shards = _parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, 4096))
     fetch_timeout = _parse(env, "CRAWL_FETCH_TIMEOUT", 30.0, _bounded(float, 0.1, 600))
@@ -348,7 +355,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         dedup_redis_url=_parse(env, "CRAWL_DEDUP_REDIS_URL", redis_url,
                                _url(("redis", "rediss", "unix"))),
         redis_cluster=redis_cluster,
-        dedup_redis_cluster=_parse(env, "CRAWL_DEDUP_CLUSTER", redis_cluster, _boolean),
+        dedup_redis_cluster=dedup_cluster,
+        redis_parts=_parse(env, "CRAWL_REDIS_PARTS", 32 if redis_cluster or dedup_cluster else 1,
+                           _bounded(int, 1, 1024)),
         redis_prefix=_parse(env, "CRAWL_REDIS_PREFIX", "crawl", str),
         user_agent=_parse(env, "CRAWL_USER_AGENT", DEFAULT_USER_AGENT, str),
         from_address=_parse(env, "CRAWL_FROM", None, _email),

@@ -16,26 +16,21 @@ from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client, flush
 from crawlapp.adapters.redis.frontier import RedisFrontier
-from crawlapp.core.records import Lease, QueuedURL, Release
+from crawlapp.core.records import QueuedURL, Release
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.ops import rebuild, takedown, verify
-from crawlapp.ops.dispatcher import dispatch_once
 from crawlapp.ops.seeding import add_seeds
-from crawlapp.stages.dedup import dedup_pages
-from crawlapp.stages.fetching import fetch_batch
-from crawlapp.stages.linking import extract_links
-from crawlapp.stages.parsing import parse_pages
 from crawlapp.stages.recrawling import drain
-from crawlapp.stages.storing import store_pages
+from tests.integration.in_process import crawl
 from testweb.server import start_in_background
 from testweb.site import Web, WebSpec
 
 SPEC = WebSpec(hosts=2, pages_per_host=3, port=0, crawl_delay_every=0, link_cases=True,
                dedup_cases=True, recrawl_cases=True)
-EXPIRING = {keys.ROBOTS, keys.DNS, keys.DNS_LOCK, keys.HOPS, keys.BATCH_RUN}
+EXPIRING = {keys.ROBOTS, keys.DNS, keys.DNS_LOCK, keys.HOPS, keys.BATCH_RUN, keys.DEDUP_LOCK}
 # What CRAWL_DEDUP_REDIS_URL holds: the structures that grow with the crawl.
-DEDUP_ROLE = {keys.BLOOM, keys.CLAIM, keys.BAND, keys.CANONICAL, keys.RECRAWL_TIER,
+DEDUP_ROLE = {keys.BLOOM, keys.CLAIM, keys.BAND, keys.DEDUP_LOCK, keys.CANONICAL, keys.RECRAWL_TIER,
               keys.RECRAWL_CLAIMED, keys.DEDUP_ALIVE}
 
 
@@ -63,28 +58,6 @@ class Seen:
             if key in EXPIRING:
                 assert self.client.ttl(name) > 0, f"{name} does not expire"
             self.found.add(key)
-
-
-def crawl(ctx: Context, seen: Seen, deadline: float) -> None:
-    """Dispatch and run every stage of each batch in this process until the crawl is idle."""
-    sent: list[tuple[str, list[Lease]]] = []
-    while ((not ctx.frontier.is_idle(time.time()) or ctx.batches.in_flight())
-           and time.monotonic() < deadline):
-        dispatch_once(ctx, lambda shard, batch_id, leases: sent.append((batch_id, leases)))
-        seen.scan()
-        while sent:
-            batch_id, leases = sent.pop()
-            pages, _, _ = fetch_batch(ctx, leases)
-            pages, counts = parse_pages(pages, ctx.settings)
-            ctx.counters.bump(counts)
-            pages = store_pages(ctx, dedup_pages(ctx, pages))
-            done = extract_links(ctx, pages)
-            ctx.counters.bump({"urls:known": done.known}, refused=done.refused)
-            ctx.counters.add_stage_cpu("extract_links", 0.001)
-            seen.scan()
-            ctx.batches.finish(batch_id)
-        time.sleep(0.02)
-    assert ctx.frontier.is_idle(time.time()) and not ctx.batches.in_flight()
 
 
 @pytest.fixture(params=["server", "cluster"])
@@ -128,7 +101,7 @@ def test_a_crawl_writes_only_keys_of_the_registry(tmp_path: Path,
                           keys.VALIDATORS, keys.RECRAWL_TIER, keys.HOSTCOUNT, keys.PATTERNS,
                           keys.COUNTERS, keys.REFUSED, keys.STAGE_CPU, keys.DENYLIST,
                           keys.WORKERS, keys.VERIFY}
-    assert not ctx.redis.exists(ctx.validators.key)  # each re-crawl fetched forgot its own
+    assert not ctx.redis.exists(*ctx.validators.keys)  # each re-crawl fetched forgot its own
 
 
 def test_the_times_of_idle_hosts_are_forgotten_once_passed(redis_url: str) -> None:
@@ -178,10 +151,10 @@ def test_each_role_on_its_own_redis_and_a_lost_one_rebuilt_alone(
 
     with start_in_background(Web(SPEC), str(tmp_path / "requests.jsonl")) as server:
         add_seeds(ctx, server.web.seeds())
-        crawl(ctx, Both(), time.monotonic() + 120)  # type: ignore[arg-type]
+        crawl(ctx, Both(), time.monotonic() + 120)
         ctx.recrawls.make_due(None, time.time() - 1)
         assert drain(ctx) > 0
-        crawl(ctx, Both(), time.monotonic() + 120)  # type: ignore[arg-type]
+        crawl(ctx, Both(), time.monotonic() + 120)
     assert dedup.found >= {keys.BLOOM, keys.CLAIM, keys.BAND, keys.RECRAWL_TIER,
                            keys.DEDUP_ALIVE}
     assert hot.found >= {keys.READY, keys.QUEUE, keys.ALIVE, keys.ROBOTS, keys.COUNTERS}

@@ -13,7 +13,7 @@ from crawlapp.adapters.redis.frontier import scripts
 from crawlapp.adapters.redis.lua import Lua
 
 SIZING = Path(__file__).parents[2] / "docs" / "sizing.md"
-PARTS = {"shard": 3, "host": "a.com:8080", "batch": "ab12.render", "part": 7, "sha256": "f" * 64,
+PARTS = {"shard": 3, "host": "a.com:8080", "batch": "ab12.render", "part": "{7.3}", "sha256": "f" * 64,
          "band": "3a2b", "url_hash": "0" * 32, "origin": "https://a.com", "tier": "daily",
          "reason": "pattern_cap", "stage": "fetch", "key": "ip:127.0.0.1"}
 
@@ -53,16 +53,14 @@ def test_each_key_built_is_recognised_as_its_own_template(key: keys.Key) -> None
 def test_keys_read_together_share_a_hash_tag() -> None:
     shard = {hash_tag(build(k)) for k in keys.FRONTIER}
     assert shard == {"crawl:f:3"}
-    assert {hash_tag(build(k)) for k in (keys.CLAIM, keys.BAND)} == {"crawl:dedup"}
-    assert {hash_tag(build(k)) for k in (keys.RECRAWL_TIER, keys.RECRAWL_CLAIMED)} \
-        == {"crawl:recrawl"}
+    assert {hash_tag(build(k)) for k in (keys.RECRAWL_TIER, keys.RECRAWL_CLAIMED)} == {"7.3"}
     assert {hash_tag(build(k)) for k in (keys.BATCHES, keys.BATCH_URLS)} == {"crawl:batches"}
 
 
 def test_every_lua_script_declares_its_keys() -> None:
     found = [v for module in (scripts, dedup_index, recrawl_sets, urlseen)
              for v in vars(module).values() if isinstance(v, Lua)]
-    assert len(found) == 12
+    assert len(found) == 11
     for script in found:
         assert "KEYS[" in script.source
         assert "ARGV[1] .." not in script.source and "p .. ':" not in script.source

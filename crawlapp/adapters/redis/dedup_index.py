@@ -1,77 +1,47 @@
 """The content dedup index: which stored original holds each content hash and each SimHash
 band value.
 
-  {P:dedup}:content:<sha256>  the url_hash of the original whose body is stored under that hash
-  {P:dedup}:band:<band hex>   SET of "<fingerprint hex><url_hash>" of originals, one per band value
-One Lua script per page (CLAIM) looks both up and files the page in one step: a page whose hash
-another page claimed is an exact copy of it; else a page within `max_distance` bits of a filed
-fingerprint is a near copy of that original and claims nothing; else it claims its hash and
-files its fingerprint (stages/dedup.py says what the stages do with the answers). Only stored
-originals are filed: what a page stops being one of is released (`release`), and a rebuild
-files every stored original of the database again (`restore`).
+  P:content:<sha256>  the url_hash of the original whose body is stored under that hash
+  P:band:<band hex>   SET of "<fingerprint hex><url_hash>" of originals, one per band value
+  P:dedup-lock        the token of the task filing originals, expiring
+Every claim and band set is a key of its own, so a Redis Cluster spreads them over its masters
+(they are most of what the dedup Redis holds: about five keys per stored page).
+
+`claim` takes a batch of pages in order: a page whose hash another page claimed is an exact
+copy of it; else a page within `max_distance` bits of a filed fingerprint is a near copy of
+that original and claims nothing; else it claims its hash and files its fingerprint
+(stages/dedup.py says what the stages do with the answers). Two pages' bands lie on different
+keys, often on different masters, so no one script can look them all up and file a page at
+once; instead a batch files under the dedup lock: look up (one round trip), decide here, in
+order, each page against what is filed and what the batch filed before it, then file (one
+round trip). Of two near copies in two workers' batches, the second to take the lock finds
+the first. The lock is held for those two round trips; at 50 pages a batch that bounds a
+fleet at thousands of batches a second. A task that dies holding it holds it
+`LOCK_SECONDS` at most; what it filed for pages never stored is released by verify, as after
+any crash between dedup and store.
+
+Only stored originals are filed: what a page stops being one of is released (`release`), and
+a rebuild files every stored original of the database again (`restore`).
 """
 
 from __future__ import annotations
 
+import time
+import uuid
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.lua import Lua
+from crawlapp.core.errors import TransientError
 from crawlapp.core.simhash import bands
 
-# KEYS: the content claim of the page's hash, then the band sets of its fingerprint (none if
-#   it has none)
-# ARGV: fingerprint as 16 hex digits or "", url_hash of the page, max Hamming distance (-1: no
-#   near look-up), "file" (claim and file an original) or "look" (only look up)
-# Returns "=<owner>" (an exact copy of owner), "~<owner>" (a near copy of the closest filed
-# original; with "look", a claimed hash counts as a near copy too) or "" (an original: claimed
-# and filed; with "look": nothing found, nothing written). A page never matches itself.
-CLAIM = Lua("""
-local function popcount(x)
-  local n = 0
-  while x ~= 0 do
-    x = bit.band(x, x - 1)
-    n = n + 1
-  end
-  return n
-end
-local fp, me, max_distance, mode = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-local owner = redis.call('GET', KEYS[1])
-if owner and owner ~= me then
-  if mode == 'look' then return '~' .. owner end
-  return '=' .. owner
-end
-if not owner or mode == 'look' then
-  if fp ~= '' and max_distance >= 0 then
-    local hi, lo = tonumber(string.sub(fp, 1, 8), 16), tonumber(string.sub(fp, 9, 16), 16)
-    local best, best_distance = nil, max_distance + 1
-    for i = 2, #KEYS do
-      for _, member in ipairs(redis.call('SMEMBERS', KEYS[i])) do
-        local other = string.sub(member, 17)
-        if other ~= me then
-          local d = popcount(bit.bxor(hi, tonumber(string.sub(member, 1, 8), 16)))
-                  + popcount(bit.bxor(lo, tonumber(string.sub(member, 9, 16), 16)))
-          if d < best_distance then
-            best, best_distance = other, d
-          end
-        end
-      end
-    end
-    if best then return '~' .. best end
-  end
-  if mode == 'look' then return '' end
-  redis.call('SET', KEYS[1], me)
-end
-for i = 2, #KEYS do
-  redis.call('SADD', KEYS[i], fp .. me)
-end
-return ''
-""")
-
-# KEYS: a content claim. ARGV: url_hash. Drops the claim if that page still holds it.
-RELEASE = Lua("""
+# KEYS: a content claim or the lock. ARGV: a url_hash or a lock holder's token. Deletes the key
+# if it still holds that value (the page still holds the claim, the holder the lock).
+DELETE_IF = Lua("""
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
@@ -80,7 +50,9 @@ return 0
 
 ORIGINAL, EXACT, NEAR = "original", "exact", "near"
 FILE, LOOK = "file", "look"
-NO_NEAR = -1  # max distance that makes CLAIM skip the near look-up
+NO_NEAR = -1  # max distance that skips the near look-up
+LOCK_SECONDS = 10.0  # the lock expires this long after it was taken
+LOCK_WAIT = 30.0  # a batch waits this long for the lock, then fails as a TransientError
 
 
 @dataclass(frozen=True)
@@ -117,12 +89,13 @@ class BandEntry:
 
 
 class DedupIndex:
-    """Content claims and SimHash bands under the `{P:dedup}` hash tag."""
+    """Content claims, SimHash band sets and the lock under which a batch files."""
 
     def __init__(self, client: Client, prefix: str) -> None:
         self.client = client
         self.prefix = prefix
         self._claim_prefix = keys.CLAIM.of(prefix, sha256="")
+        self._lock = keys.DEDUP_LOCK.of(prefix)
 
     def claim_key(self, content_hash: str) -> str:
         return self._claim_prefix + content_hash
@@ -136,27 +109,38 @@ class DedupIndex:
 
     def claim(self, claims: Sequence[Claim], max_distance: int, mode: str = FILE
               ) -> list[Outcome]:
-        """Run CLAIM for each page in order, in one round trip."""
+        """Each page's outcome, in order (module docstring). FILE claims and files the
+        originals, under the lock; LOOK writes nothing (a claimed hash counts as a near copy)."""
         if not claims:
             return []
-        pipe = self.client.pipeline(transaction=False)
-        for c in claims:
-            fp = c.fingerprint or 0  # 0: no words, nothing to compare
-            CLAIM(pipe, [self.claim_key(c.content_hash), *(self.band_keys(fp) if fp else [])],
-                  [f"{fp:016x}" if fp else "", c.url_hash, max_distance, mode])
-        outcomes = []
-        for reply in pipe.execute():
-            text = reply.decode()
-            kind = {"=": EXACT, "~": NEAR}.get(text[:1], ORIGINAL)
-            outcomes.append(Outcome(kind, text[1:] if kind != ORIGINAL else None))
+        if mode == LOOK:
+            return _Filing(self, claims, max_distance).decide(mode)
+        with self._locked():
+            filing = _Filing(self, claims, max_distance)
+            outcomes = filing.decide(mode)
+            filing.write()
         return outcomes
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        token = uuid.uuid4().hex
+        deadline, pause = time.monotonic() + LOCK_WAIT, 0.002
+        while not self.client.set(self._lock, token, nx=True, px=int(LOCK_SECONDS * 1000)):
+            if time.monotonic() > deadline:
+                raise TransientError("Redis", f"the dedup lock stayed taken {LOCK_WAIT:.0f} s")
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
+        try:
+            yield
+        finally:
+            DELETE_IF(self.client, [self._lock], [token])
 
     def release(self, held: Iterable[Held]) -> None:
         """Drop the claims the pages still hold and their band entries, in one round trip."""
         pipe = self.client.pipeline(transaction=False)
         for h in held:
             if h.content_hash:
-                RELEASE(pipe, [self.claim_key(h.content_hash)], [h.url_hash])
+                DELETE_IF(pipe, [self.claim_key(h.content_hash)], [h.url_hash])
             if h.fingerprint:
                 for key in self.band_keys(h.fingerprint):
                     pipe.srem(key, self.band_member(h.fingerprint, h.url_hash))
@@ -187,7 +171,10 @@ class DedupIndex:
         """Every claim as (content hash, owner's url_hash), `chunk` keys at a time (SCAN)."""
         start = len(self._claim_prefix)
         for names in self._scan(self._claim_prefix + "*", chunk):
-            owners: list[bytes | None] = self.client.mget(names)  # type: ignore[assignment]
+            pipe = self.client.pipeline(transaction=False)
+            for name in names:
+                pipe.get(name)
+            owners: list[bytes | None] = pipe.execute()
             yield [(name[start:], owner.decode())
                    for name, owner in zip(names, owners, strict=True) if owner]
 
@@ -206,4 +193,75 @@ class DedupIndex:
         pipe = self.client.pipeline(transaction=False)
         for e in entries:
             pipe.srem(e.band, self.band_member(e.fingerprint, e.owner))
+        pipe.execute()
+
+
+class _Filing:
+    """One batch's claims: what Redis holds of their hashes and bands (one round trip), the
+    outcomes decided in order, and the writes of the originals."""
+
+    def __init__(self, index: DedupIndex, claims: Sequence[Claim], max_distance: int) -> None:
+        self.index = index
+        self.claims = claims
+        self.max_distance = max_distance
+        self.owners: dict[str, str] = {}  # content hash -> owner, as read and as claimed here
+        self.filed: dict[str, list[tuple[int, str]]] = defaultdict(list)  # band key -> entries
+        self.new_claims: dict[str, str] = {}
+        self.new_entries: dict[str, list[str]] = defaultdict(list)
+        self._read()
+
+    def _read(self) -> None:
+        pipe = self.index.client.pipeline(transaction=False)
+        hashes = list(dict.fromkeys(c.content_hash for c in self.claims))
+        for h in hashes:
+            pipe.get(self.index.claim_key(h))
+        band_keys = list(dict.fromkeys(
+            key for c in self.claims if c.fingerprint and self.max_distance >= 0
+            for key in self.index.band_keys(c.fingerprint)))
+        for key in band_keys:
+            pipe.smembers(key)
+        replies = pipe.execute()
+        self.owners = {h: owner.decode()
+                       for h, owner in zip(hashes, replies[:len(hashes)], strict=True) if owner}
+        for key, members in zip(band_keys, replies[len(hashes):], strict=True):
+            self.filed[key] = [(int(m[:16], 16), m[16:].decode()) for m in members]
+
+    def decide(self, mode: str) -> list[Outcome]:
+        return [self._one(c, mode) for c in self.claims]
+
+    def _one(self, c: Claim, mode: str) -> Outcome:
+        owner = self.owners.get(c.content_hash)
+        if owner and owner != c.url_hash:
+            return Outcome(NEAR if mode == LOOK else EXACT, owner)
+        band_keys = self.index.band_keys(c.fingerprint) if c.fingerprint else []
+        if not owner or mode == LOOK:
+            near = self._nearest(c, band_keys)
+            if near is not None:
+                return Outcome(NEAR, near)
+            if mode == LOOK:
+                return Outcome(ORIGINAL)
+            self.owners[c.content_hash] = self.new_claims[c.content_hash] = c.url_hash
+        for key in band_keys:
+            self.filed[key].append((c.fingerprint or 0, c.url_hash))
+            self.new_entries[key].append(self.index.band_member(c.fingerprint or 0, c.url_hash))
+        return Outcome(ORIGINAL)
+
+    def _nearest(self, c: Claim, band_keys: list[str]) -> str | None:
+        """The closest filed original within max_distance (not the page itself), if any."""
+        if not c.fingerprint or self.max_distance < 0:
+            return None
+        best, best_distance = None, self.max_distance + 1
+        for key in band_keys:
+            for fingerprint, other in self.filed[key]:
+                distance = (fingerprint ^ c.fingerprint).bit_count()
+                if other != c.url_hash and distance < best_distance:
+                    best, best_distance = other, distance
+        return best
+
+    def write(self) -> None:
+        pipe = self.index.client.pipeline(transaction=False)
+        for content_hash, owner in self.new_claims.items():
+            pipe.set(self.index.claim_key(content_hash), owner)
+        for key, members in self.new_entries.items():
+            pipe.sadd(key, *members)
         pipe.execute()

@@ -6,11 +6,14 @@ Per frontier shard (`<shard>` = mmh3(host) % CRAWL_SHARDS): the FRONTIER keys, u
 hash tag `{P:f:<shard>}`, so that each shard is one Redis Cluster slot and every frontier
 script touches one slot.
 
-Global: every other key. Three groups of them share a hash tag of their own, because one
-script or multi-key command reads them together: the dedup index `{P:dedup}` (a claim looks
-up a content hash and its four bands at once), the re-crawl schedule `{P:recrawl}` (a drain
-claims from every tier) and the batch ledger `{P:batches}` (one MGET reads the URLs of the
-lost batches). The others are touched one key per command (pipelines may mix them).
+Cut into parts (`<part>` = the hash tag of part i of CRAWL_REDIS_PARTS, parts.py): the
+structures that grow with the crawl, so that a cluster spreads them evenly; the keys of one
+part share its slot (a re-crawl drain claims from every tier of a part in one script).
+
+Global: every other key. The batch ledger shares a hash tag, `{P:batches}` (one MGET reads the
+URLs of the lost batches). The others are touched one key per command (pipelines may mix
+them): content claims and SimHash bands too, a key per hash and per band value, which a batch
+files under the dedup lock (dedup_index.py).
 
 docs/sizing.md lists each key with its size per item and what deletes it.
 """
@@ -82,13 +85,16 @@ BATCH_RUN = Key("{P:batches}:run:<stage>:<batch>", "string", "the attempt that t
                 "batch's fetch or render up; a message delivered again finds it (batches.py)")
 
 # URL dedup, tier 1 (urlseen.py).
-BLOOM = Key("P:bloom:<part>", "string", "one part of the Bloom filter of URLs seen, a bitmap")
+BLOOM = Key("P:bloom:<part>", "string", "one part of the Bloom filter of URLs seen, a bitmap "
+            "(at least CRAWL_REDIS_PARTS parts)")
 
 # Content dedup (dedup_index.py, canonicals.py).
-CLAIM = Key("{P:dedup}:content:<sha256>", "string", "url_hash of the stored original with "
-            "that content hash")
-BAND = Key("{P:dedup}:band:<band>", "set", "\"<fingerprint hex><url_hash>\" of the originals "
-           "with that SimHash band value")
+CLAIM = Key("P:content:<sha256>", "string", "url_hash of the stored original with that "
+            "content hash")
+BAND = Key("P:band:<band>", "set", "\"<fingerprint hex><url_hash>\" of the originals with "
+           "that SimHash band value")
+DEDUP_LOCK = Key("P:dedup-lock", "string", "token of the task filing a batch's originals, "
+                 "expiring (dedup_index.py)")
 CANONICAL = Key("P:canonical-of:<url_hash>", "string", "url_hash of the URL a page names as "
                 "its canonical")
 
@@ -101,8 +107,8 @@ DNS_LOCK = Key("P:dns-lock:<host>", "string", "held by the worker resolving a ho
                "(dnscache.py)")
 HOPS = Key("P:hops:<url_hash>", "string", "redirects that led to a URL waiting to be fetched, "
            "expiring (redirect_hops.py)")
-VALIDATORS = Key("P:validators", "hash", "url -> ETag and Last-Modified a re-crawl sends "
-                 "(validators.py)")
+VALIDATORS = Key("P:validators:<part>", "hash", "url -> ETag and Last-Modified a re-crawl "
+                 "sends, one hash per part (validators.py)")
 RETRIES = Key("P:retries", "hash", "url -> transient failures so far (retries.py)")
 SLOT = Key("P:slot:<key>", "string", "\"<holder> <time>\" of a politeness key (a domain or "
            "an address, CRAWL_POLITENESS_KEY): held by a batch, or free from that time "
@@ -111,15 +117,16 @@ THROTTLE = Key("P:throttle", "hash", "host -> \"level forgive_at\" of a host thr
                "429/503 without Retry-After (throttles.py)")
 
 # The re-crawl schedule (recrawl_sets.py).
-RECRAWL_TIER = Key("{P:recrawl}:tier:<tier>", "zset", "url_hash -> next fetch time, one set "
-                   "per tier")
-RECRAWL_CLAIMED = Key("{P:recrawl}:claimed", "zset", "\"<tier>|<url_hash>\" -> deadline of a "
-                      "drain's claim")
+RECRAWL_TIER = Key("P:recrawl:<part>:tier:<tier>", "zset", "url_hash -> next fetch time, one "
+                   "set per part and tier")
+RECRAWL_CLAIMED = Key("P:recrawl:<part>:claimed", "zset", "\"<tier>|<url_hash>\" -> deadline of "
+                      "a drain's claim, one set per part")
 
 # Trap budgets (budgets.py).
-HOSTCOUNT = Key("P:hostcount", "hash", "host -> URLs admitted (CRAWL_MAX_PAGES_PER_HOST)")
-PATTERNS = Key("P:patterns", "hash", "\"host pattern\" -> URLs admitted "
-               "(CRAWL_TRAP_PATTERN_CAP)")
+HOSTCOUNT = Key("P:hostcount:<part>", "hash", "host -> URLs admitted "
+                "(CRAWL_MAX_PAGES_PER_HOST), one hash per part")
+PATTERNS = Key("P:patterns:<part>", "hash", "\"host pattern\" -> URLs admitted "
+               "(CRAWL_TRAP_PATTERN_CAP), one hash per part")
 
 # Counters (counters.py).
 COUNTERS = Key("P:counters", "hash", "counter name -> value, summed over every worker")
@@ -141,7 +148,7 @@ VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify
              "(verify_report.py)")
 
 ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM,
-                        CLAIM, BAND, CANONICAL, ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS,
+                        CLAIM, BAND, DEDUP_LOCK, CANONICAL, ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS,
                         RETRIES, THROTTLE, SLOT, RECRAWL_TIER, RECRAWL_CLAIMED, HOSTCOUNT,
                         PATTERNS, COUNTERS, REFUSED, STAGE_CPU, AUTHORITY, DENYLIST, SCOPE,
                         WORKERS, VERIFY)

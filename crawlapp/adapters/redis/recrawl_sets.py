@@ -1,19 +1,23 @@
 """The re-crawl schedule in Redis: one sorted set per tier (score = next fetch time), and a
-claim set that makes draining crash-safe.
+claim set that makes draining crash-safe, in each of CRAWL_REDIS_PARTS parts (a page's part
+follows its url_hash; parts.py):
 
-  {P:recrawl}:tier:<tier>   ZSET url_hash -> next fetch time
-  {P:recrawl}:claimed       ZSET "<tier>|<url_hash>" -> claim deadline
-The hash tag keeps them in one cluster slot (a drain claims from every tier in one script).
-The database keeps next_crawl_at too, so `crawlctl frontier rebuild` restores the sets.
+  P:recrawl:<part>:tier:<tier>   ZSET url_hash -> next fetch time
+  P:recrawl:<part>:claimed       ZSET "<tier>|<url_hash>" -> claim deadline
+A part's keys share its hash tag, so a drain claims from every tier of a part in one script
+(one per part, in one round trip). The database keeps next_crawl_at too, so `crawlctl
+frontier rebuild` restores the sets.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.lua import Lua
+from crawlapp.adapters.redis.parts import Parts
 from crawlapp.core.recrawl import TIERS
 
 TIER_NAMES = tuple(name for name, _ in TIERS)
@@ -48,44 +52,67 @@ return out
 """)
 
 
-class RecrawlSets:
-    """The tiers and the claim set."""
+class _Part:
+    """One part's tier sets and claim set."""
 
-    def __init__(self, client: Client, prefix: str) -> None:
+    def __init__(self, prefix: str, tag: str) -> None:
+        self.tiers = {tier: keys.RECRAWL_TIER.of(prefix, part=tag, tier=tier) for tier in TIER_NAMES}
+        self.claimed = keys.RECRAWL_CLAIMED.of(prefix, part=tag)
+
+
+class RecrawlSets:
+    """The tiers and the claim set of every part."""
+
+    def __init__(self, client: Client, prefix: str, parts: Parts) -> None:
         self.client = client
-        self.tiers = {tier: keys.RECRAWL_TIER.of(prefix, tier=tier) for tier in TIER_NAMES}
-        self.claimed = keys.RECRAWL_CLAIMED.of(prefix)
+        self.parts = parts
+        self._parts = [_Part(prefix, tag) for tag in parts.tags]
+
+    def _of(self, url_hash: str) -> _Part:
+        return self._parts[self.parts.of(url_hash)]
 
     def schedule(self, items: Iterable[tuple[str, str, float]]) -> None:
         """Put each (url_hash, tier, next time) in its tier, and out of the other tiers."""
         pipe = self.client.pipeline(transaction=False)
         for url_hash, tier, when in items:
-            for other, key in self.tiers.items():
+            part = self._of(url_hash)
+            for other, key in part.tiers.items():
                 if other != tier:
                     pipe.zrem(key, url_hash)
-            pipe.zadd(self.tiers[tier], {url_hash: when})
+            pipe.zadd(part.tiers[tier], {url_hash: when})
         pipe.execute()
 
     def claim(self, now: float, limit: int, claim_seconds: float) -> list[str]:
-        """Claim up to `limit` due members; returns "<tier>|<url_hash>" strings."""
-        return [m.decode() for m in CLAIM(self.client, [self.claimed, *self.tiers.values()],
-                                          [now, limit, claim_seconds, *self.tiers])]
+        """Claim up to `limit` due members (as many from each part); returns
+        "<tier>|<url_hash>" strings."""
+        each = -(-limit // len(self._parts))
+        pipe = self.client.pipeline(transaction=False)
+        for part in self._parts:
+            CLAIM(pipe, [part.claimed, *part.tiers.values()],
+                  [now, each, claim_seconds, *TIER_NAMES])
+        return [m.decode() for claimed in pipe.execute() for m in claimed]
 
     def acknowledge(self, claims: list[str]) -> None:
         """The claimed URLs are in the frontier: forget the claims."""
-        if claims:
-            self.client.zrem(self.claimed, *claims)
+        by_part: dict[int, list[str]] = defaultdict(list)
+        for claim in claims:
+            by_part[self.parts.of(claim.split("|", 1)[1])].append(claim)
+        pipe = self.client.pipeline(transaction=False)
+        for part, mine in by_part.items():
+            pipe.zrem(self._parts[part].claimed, *mine)
+        pipe.execute()
 
     def make_due(self, url_hashes: list[str] | None, when: float) -> int:
         """Make the given pages (every page when None) due at `when`; returns how many."""
+        sets = [key for part in self._parts for key in part.tiers.values()]
         pipe = self.client.pipeline(transaction=False)
-        for key in self.tiers.values():
+        for key in sets:
             pipe.zrange(key, 0, -1)
         members = pipe.execute()
         wanted = None if url_hashes is None else set(url_hashes)
         pipe = self.client.pipeline(transaction=False)
         moved = 0
-        for key, found in zip(self.tiers.values(), members, strict=True):
+        for key, found in zip(sets, members, strict=True):
             due = [m for m in found if wanted is None or m.decode() in wanted]
             for start in range(0, len(due), 1000):
                 pipe.zadd(key, dict.fromkeys(due[start:start + 1000], when))
@@ -95,28 +122,39 @@ class RecrawlSets:
 
     def forget(self, url_hashes: list[str]) -> int:
         """Take pages out of every tier and claim; returns how many were scheduled."""
+        by_part: dict[int, list[str]] = defaultdict(list)
+        for h in url_hashes:
+            by_part[self.parts.of(h)].append(h)
         pipe = self.client.pipeline(transaction=False)
-        for start in range(0, len(url_hashes), 1000):
-            chunk = url_hashes[start:start + 1000]
-            for tier, key in self.tiers.items():
-                pipe.zrem(key, *chunk)
-                pipe.zrem(self.claimed, *(f"{tier}|{h}" for h in chunk))
+        for index, hashes in by_part.items():
+            part = self._parts[index]
+            for start in range(0, len(hashes), 1000):
+                chunk = hashes[start:start + 1000]
+                for tier, key in part.tiers.items():
+                    pipe.zrem(key, *chunk)
+                    pipe.zrem(part.claimed, *(f"{tier}|{h}" for h in chunk))
         return sum(int(n) for n in pipe.execute())
 
     def stats(self, now: float) -> dict[str, dict[str, int]]:
         """Pages per tier, and how many of them are overdue."""
         pipe = self.client.pipeline(transaction=False)
-        for key in self.tiers.values():
-            pipe.zcard(key)
-            pipe.zcount(key, "-inf", now)
-        raw = pipe.execute()
-        return {tier: {"pages": int(raw[2 * i]), "overdue": int(raw[2 * i + 1])}
-                for i, tier in enumerate(self.tiers)}
+        for part in self._parts:
+            for key in part.tiers.values():
+                pipe.zcard(key)
+                pipe.zcount(key, "-inf", now)
+        raw = iter(pipe.execute())
+        out = {tier: {"pages": 0, "overdue": 0} for tier in TIER_NAMES}
+        for _ in self._parts:
+            for tier in TIER_NAMES:
+                out[tier]["pages"] += int(next(raw))
+                out[tier]["overdue"] += int(next(raw))
+        return out
 
     def pending(self, now: float) -> int:
         """Pages due now or claimed by a drain that has not finished: the crawl is not idle."""
         pipe = self.client.pipeline(transaction=False)
-        for key in self.tiers.values():
-            pipe.zcount(key, "-inf", now)
-        pipe.zcard(self.claimed)
+        for part in self._parts:
+            for key in part.tiers.values():
+                pipe.zcount(key, "-inf", now)
+            pipe.zcard(part.claimed)
         return sum(int(n) for n in pipe.execute())

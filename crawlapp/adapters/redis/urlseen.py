@@ -7,8 +7,9 @@ Items are arbitrary bytes; the crawler passes the 16 bytes of its URL hash,
 `bytes.fromhex(crawlapp.core.urls.url_hash(url))`.
 
 Key layout (prefix P): `P:bloom:<part>` (keys.BLOOM) is shard s of the filter, a bitmap of
-`bits_per_shard` bits. Each item touches one key only, so the shards may spread over a
-cluster's slots.
+`bits_per_shard` bits, `<part>` the hash tag of part s (parts.py). Each item touches one key
+only, so the shards spread evenly over a cluster's masters; the filter has at least
+CRAWL_REDIS_PARTS shards.
 
 The client hashes; a Lua script per shard gets the items' (start, step) pairs packed as
 little-endian uint32s in one argument and walks offset_i = (start + i * step) mod m.
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.lua import Lua
+from crawlapp.adapters.redis.parts import tag
 from crawlapp.core.bloom import BloomShape, probe
 
 # KEYS: the shard's bitmap. ARGV: bits_per_shard, hashes, packed (start, step) pairs.
@@ -97,6 +99,8 @@ class RedisBloom:
         self.shape = shape
         self.items_per_call = items_per_call
         self._alive = keys.DEDUP_ALIVE.of(key_prefix)
+        self._keys = [keys.BLOOM.of(key_prefix, part=tag(shard, shape.shards))
+                      for shard in range(shape.shards)]
 
     def mark_alive(self, now: float) -> None:
         """Note that this Redis holds the dedup role's structures whole (module docstring)."""
@@ -106,7 +110,7 @@ class RedisBloom:
         return bool(self.client.exists(self._alive))
 
     def key(self, shard: int) -> str:
-        return keys.BLOOM.of(self.key_prefix, part=shard)
+        return self._keys[shard]
 
     def check(self, items: Sequence[bytes]) -> list[bool]:
         """Per item: True if maybe seen, False if definitely new. Adds nothing."""
