@@ -4,13 +4,16 @@ hash tag so that each script touches one cluster slot."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from crawlapp.adapters.redis import dedup_index, keys, recrawl_sets, urlseen
 from crawlapp.adapters.redis.frontier import scripts
 from crawlapp.adapters.redis.lua import Lua
+from crawlapp.adapters.redis.parts import Parts
 
 SIZING = Path(__file__).parents[2] / "docs" / "sizing.md"
 PARTS = {"shard": 3, "host": "a.com:8080", "batch": "ab12.render", "part": "{7.3}", "sha256": "f" * 64,
@@ -64,3 +67,20 @@ def test_every_lua_script_declares_its_keys() -> None:
     for script in found:
         assert "KEYS[" in script.source
         assert "ARGV[1] .." not in script.source and "p .. ':" not in script.source
+
+
+@pytest.mark.parametrize("count", [1, 3, 32, 64])
+def test_parts_fall_one_per_share_of_the_slot_space(count: int) -> None:
+    cut = Parts(count)
+    slots = [key_slot(f"crawl:bloom:{tag}".encode()) for tag in cut.tags]
+    assert [slot * count // REDIS_CLUSTER_HASH_SLOTS for slot in slots] == list(range(count))
+    on_three = Counter(slot * 3 // REDIS_CLUSTER_HASH_SLOTS for slot in slots)  # 3 equal masters
+    assert max(on_three.values()) - min(on_three.values()) <= 1
+    assert cut.of("http://a.com/") == Parts(count).of("http://a.com/") < count
+    assert hash_tag(keys.RECRAWL_TIER.of("crawl", part=cut.tags[-1], tier="daily")) \
+        == hash_tag(keys.RECRAWL_CLAIMED.of("crawl", part=cut.tags[-1]))
+
+
+def test_a_structure_has_at_least_one_part() -> None:
+    with pytest.raises(ValueError):
+        Parts(0)
