@@ -54,9 +54,6 @@ task_routes = {
 }
 
 beat_schedule = {
-    # The dispatcher process keeps the fetch queues fed; this tick is the safety net.
-    "dispatch-ready-hosts": {"task": "crawl.dispatch", "schedule": 1.0,
-                             "options": {"expires": 5}},
     # Pages whose next crawl time has come go back into the frontier.
     "recrawl-due-pages": {"task": "crawl.recrawl", "schedule": 5.0, "options": {"expires": 10}},
     # Host authority from the host graph: the links stage's scores and the frontier's boost.
@@ -66,4 +63,9 @@ beat_schedule = {
     "fetch-partitions": {"task": "crawl.partitions", "schedule": 6 * 3600.0,
                          "options": {"expires": 3600}},
 }
+if _settings.beat_dispatch:
+    # The dispatcher processes keep the fetch queues fed; this tick is the safety net.
+    beat_schedule["dispatch-ready-hosts"] = {
+        "task": "crawl.dispatch", "schedule": _settings.beat_dispatch,
+        "options": {"expires": max(5.0, 2 * _settings.beat_dispatch)}}
 beat_schedule_filename = str(_settings.data_dir / "celerybeat-schedule")

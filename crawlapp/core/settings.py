@@ -119,6 +119,11 @@ class Settings:
         "costs a third of a page's CPU, parsing and storing the rest)", default="CPU count / 3, at least 1")
     dispatch_interval: float = _doc(
         "CRAWL_DISPATCH_INTERVAL", "seconds between two looks of the dispatcher at the frontier")
+    beat_dispatch: float = _doc(
+        "CRAWL_BEAT_DISPATCH",
+        "seconds between the dispatch tasks beat sends, the safety net of the dispatcher "
+        "processes (a fleet without `crawlctl dispatcher` relies on it); 0: none. "
+        "`crawlctl crawl` sets 0 for its beat, as it runs its own dispatcher")
     dispatch_lookahead: float = _doc(
         "CRAWL_DISPATCH_LOOKAHEAD",
         "hosts ready within this many seconds may join a batch; each request still waits for its host's time")
@@ -390,6 +395,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         fetch_processes=_parse(env, "CRAWL_FETCH_PROCESSES", max(1, (os.cpu_count() or 1) // 3),
                                _bounded(int, 1, 64)),
         dispatch_interval=_parse(env, "CRAWL_DISPATCH_INTERVAL", 0.25, _bounded(float, 0.01, 60)),
+        beat_dispatch=_parse(env, "CRAWL_BEAT_DISPATCH", 1.0, _bounded(float, 0, 3600)),
         dispatch_lookahead=_parse(env, "CRAWL_DISPATCH_LOOKAHEAD", 1.0, _bounded(float, 0, 60)),
         max_backoff=_parse(env, "CRAWL_MAX_BACKOFF", 300.0, _bounded(float, 0, 86400)),
         max_retry_after=_parse(env, "CRAWL_MAX_RETRY_AFTER", 86400.0,

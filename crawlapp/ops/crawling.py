@@ -46,10 +46,11 @@ def crawl(ctx: Context, send: SendBatch, workers: int, until_idle: bool,
     once every child has stopped. An idle crawl's workers get a cold shutdown (no task is
     running or queued; a warm one waits for the pool's housekeeping).
     """
-    fleet = runner.Fleet(ctx.settings.data_dir / "logs")
+    # The dispatcher runs here, as a thread (one Python process less to start), so beat
+    # sends no dispatch tasks: each would cost the pipeline worker a task a second.
+    fleet = runner.Fleet(ctx.settings.data_dir / "logs", env={"CRAWL_BEAT_DISPATCH": "0"})
     started = time.time()
     fleet.start(runner.child_commands(ctx, workers))
-    # The dispatcher runs here, as a thread: one Python process less to start.
     stop = threading.Event()
     thread = threading.Thread(target=dispatching.run, args=(ctx, send, stop),
                               name="dispatcher", daemon=True)

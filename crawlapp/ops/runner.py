@@ -70,9 +70,11 @@ def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
 
 @dataclass
 class Fleet:
-    """The child processes of one `crawlctl crawl`; a child that dies is started again."""
+    """The child processes of one `crawlctl crawl`, with `env` added to their environment;
+    a child that dies is started again."""
 
     log_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
     commands: dict[str, list[str]] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     restarts: list[float] = field(default_factory=list)
@@ -89,6 +91,7 @@ class Fleet:
             self.procs[name] = subprocess.Popen(self.commands[name], stdout=log,
                                                 stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL,
+                                                env={**os.environ, **self.env},
                                                 preexec_fn=_die_with_parent)
 
     def supervise(self) -> None:
