@@ -23,10 +23,10 @@ from crawlapp.adapters.redis.dnscache import DnsCache, with_names
 from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.adapters.redis.recrawl_sets import RecrawlSets
 from crawlapp.adapters.redis.redirect_hops import RedirectHops
+from crawlapp.adapters.redis.replicas import ReplicaAcks
 from crawlapp.adapters.redis.retries import FetchRetries
 from crawlapp.adapters.redis.robots_cache import RobotsCache
 from crawlapp.adapters.redis.scope import SeedScopes
-from crawlapp.adapters.redis.replicas import ReplicaAcks
 from crawlapp.adapters.redis.slots import PolitenessSlots
 from crawlapp.adapters.redis.throttles import Throttles
 from crawlapp.adapters.redis.urlseen import RedisBloom

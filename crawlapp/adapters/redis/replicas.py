@@ -27,8 +27,9 @@ lost, a slot moved: redis-py 8.1 counts these in the pipeline's reinitialize_cou
 on another connection, which its WAIT does not cover; so when that happened, or when the
 node of a key after the pipeline is not the one waited on, the write raises TransientError:
 the caller acts on nothing (the batch is not sent, not fetched; a release not acknowledged
-falls back to its lease's deadline, as for a worker that died). With one replica per master, as the cluster's tests run, a failover can only promote
-the replica that acknowledged, so an acknowledged write is never lost.
+falls back to its lease's deadline, as for a worker that died). With `acks` = the replicas
+per master (one in the tests' cluster), a failover can only promote a replica that
+acknowledged, so a write we acted on is never lost with its master.
 
 WAIT waits at most REPLICA_WAIT_MS. Fewer acknowledgements than asked mean a replica is
 down, cut off or far behind: we carry on (a crawl must not stop because a replica did) and
