@@ -24,6 +24,7 @@ from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.adapters.redis.parts import Parts
 from crawlapp.adapters.redis.recrawl_sets import RecrawlSets
 from crawlapp.adapters.redis.redirect_hops import RedirectHops
+from crawlapp.adapters.redis.replicas import ReplicaAcks
 from crawlapp.adapters.redis.retries import FetchRetries
 from crawlapp.adapters.redis.robots_cache import RobotsCache
 from crawlapp.adapters.redis.scope import SeedScopes
@@ -76,7 +77,7 @@ class Context:
     def frontier(self) -> Frontier:
         if self.frontier_override is not None:
             return self.frontier_override
-        return RedisFrontier(self.redis, self._prefix, self.settings.shards)
+        return RedisFrontier(self.redis, self._prefix, self.settings.shards, self.replica_acks)
 
     @cached_property
     def batches(self) -> BatchLedger:
@@ -117,7 +118,12 @@ class Context:
 
     @cached_property
     def slots(self) -> PolitenessSlots:
-        return PolitenessSlots(self.redis, self._prefix)
+        return PolitenessSlots(self.redis, self._prefix, self.replica_acks)
+
+    @cached_property
+    def replica_acks(self) -> ReplicaAcks:
+        """How the writes politeness rests on wait for replicas (CRAWL_REDIS_REPLICA_ACKS)."""
+        return ReplicaAcks(self.redis, self.settings.redis_replica_acks, self.counters)
 
     @cached_property
     def throttles(self) -> Throttles:

@@ -1,6 +1,7 @@
 """The Redis Cluster client (adapters/redis/client.py) on a real cluster when a master dies:
 pipelines and scripts reach its replica once promoted, and the failures meanwhile are the
-crawler's TransientError."""
+crawler's TransientError. The writes politeness rests on wait for a replica of each master
+written (adapters/redis/replicas.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,14 @@ import signal
 import time
 
 from crawlapp.adapters.errors import transient
-from crawlapp.adapters.redis.client import connect
+from crawlapp.adapters.redis.client import Client, connect
+from crawlapp.adapters.redis.counters import Counters
+from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.adapters.redis.local import RedisClusterServers
 from crawlapp.adapters.redis.lua import Lua
+from crawlapp.adapters.redis.replicas import ReplicaAcks
+from crawlapp.adapters.redis.slots import PolitenessSlots
+from crawlapp.core.records import QueuedURL
 
 INCR = Lua("return redis.call('incr', KEYS[1])  -- KEYS[1]: a counter")
 
@@ -44,3 +50,54 @@ def test_pipelines_reach_a_promoted_replica(redis_cluster_url: str,
     assert failures and all(transient(exc) is not None for exc in failures)
     assert set(replies) <= {1, 2}  # a count the dead master had not replicated starts again
     assert len(redis_cluster.master_pids()) == 3
+
+
+def _waits(cluster: RedisClusterServers) -> dict[int, int]:
+    """Port -> WAIT commands each master has run so far."""
+    def calls(port: int) -> int:
+        stat = cluster.info(port, b"INFO commandstats").get("cmdstat_wait", "calls=0")
+        return int(stat.split(",")[0].removeprefix("calls="))
+    return {port: calls(port) for port in cluster.master_pids()}
+
+
+def _frontier(client: Client, acks: ReplicaAcks) -> RedisFrontier:
+    """A frontier of 8 shards, 40 hosts queued."""
+    frontier = RedisFrontier(client, "t", 8, acks)
+    frontier.add([QueuedURL(f"http://h{i}.test/", 0, 0.5) for i in range(40)], 0.0)
+    return frontier
+
+
+def test_leases_and_releases_wait_for_a_replica_of_each_master_written(
+        redis_cluster_url: str, redis_cluster: RedisClusterServers) -> None:
+    client = connect(redis_cluster_url, cluster=True)
+    acks = ReplicaAcks(client, 1, Counters(client, "t"))
+    frontier = _frontier(client, acks)
+    written = {client.get_node_from_key(f"{{t:f:{shard}}}").port for shard in range(8)}
+    before = _waits(redis_cluster)
+    leases, _ = frontier.dispatch(range(8), 1.0, 10, 60.0, 100)
+    after_dispatch = _waits(redis_cluster)
+    assert sum(map(len, leases.values())) == 40
+    assert {port: after_dispatch[port] - before[port] for port in before} == {
+        port: int(port in written) for port in before}  # one WAIT per master written
+    slots = PolitenessSlots(client, "t", acks)
+    assert slots.take(["a.test", "b.test"], "me", 1.0, 60.0) == {"a.test": 0.0, "b.test": 0.0}
+    slots.give_back({"a.test": 5.0, "b.test": 5.0}, "me")
+    assert Counters(client, "t").read().get("redis:replica_acks_short", 0) == 0
+    assert sum(_waits(redis_cluster).values()) > sum(after_dispatch.values())
+
+
+def test_a_replica_that_does_not_acknowledge_is_counted_and_the_crawl_goes_on(
+        redis_cluster_url: str, redis_cluster: RedisClusterServers) -> None:
+    """A replica stopped: the dispatch waits its second, counts the master short and leases."""
+    client = connect(redis_cluster_url, cluster=True)
+    frontier = _frontier(client, ReplicaAcks(client, 1, Counters(client, "t")))
+    master = client.get_node_from_key("{t:f:0}").port
+    link = redis_cluster.info(master, b"INFO replication")["slave0"]
+    replica = int(dict(f.split("=", 1) for f in link.split(","))["port"])
+    os.kill(redis_cluster.nodes[replica].pid, signal.SIGSTOP)
+    try:
+        leases, _ = frontier.dispatch([0], 1.0, 10, 60.0, 100)
+    finally:
+        os.kill(redis_cluster.nodes[replica].pid, signal.SIGCONT)
+    assert leases[0]  # leased and handed out all the same
+    assert Counters(client, "t").read()["redis:replica_acks_short"] == 1

@@ -6,7 +6,9 @@ back, `time` being the deadline after which a holder is taken for dead (its leas
 or given back ("-"), `time` being the key's next allowed time. One key per command (a
 script on one key), so the keys may spread over a cluster's slots. An entry expires an hour
 after its last use. No rebuild: a lost slot is free at once, as after a restart of Redis the
-frontier's own host times are (see ops/rebuild: hosts wait the longest delay first).
+frontier's own host times are (see ops/rebuild: hosts wait the longest delay first). A slot
+taken or given back is acknowledged by replicas (adapters/redis/replicas.py,
+CRAWL_REDIS_REPLICA_ACKS) before the batch fetches or ends, so a failover does not lose it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.lua import Lua
+from crawlapp.adapters.redis.replicas import ReplicaAcks
 
 KEEP = 3600  # seconds an entry outlives its last use
 
@@ -48,9 +51,12 @@ return 0
 
 
 class PolitenessSlots:
-    def __init__(self, client: Client, prefix: str) -> None:
+    """The slots; taken and given back acknowledged by replicas per `acks`."""
+
+    def __init__(self, client: Client, prefix: str, acks: ReplicaAcks | None = None) -> None:
         self.client = client
         self.prefix = prefix
+        self._acks = acks or ReplicaAcks(client)
 
     def _key(self, key: str) -> str:
         return keys.SLOT.of(self.prefix, key=key)
@@ -62,8 +68,9 @@ class PolitenessSlots:
         pipe = self.client.pipeline(transaction=False)
         for key in wanted:
             _TAKE(pipe, [self._key(key)], [holder, now, deadline, KEEP])
+        replies = self._acks.execute(pipe, map(self._key, wanted))
         return {key: None if float(got) < 0 else float(got)
-                for key, got in zip(wanted, pipe.execute(), strict=True)}
+                for key, got in zip(wanted, replies, strict=True)}
 
     def give_back(self, next_times: Mapping[str, float], holder: str) -> None:
         """Give back `holder`'s slots, each free from its next allowed time (one round trip)."""
@@ -72,4 +79,4 @@ class PolitenessSlots:
         pipe = self.client.pipeline(transaction=False)
         for key, at in next_times.items():
             _GIVE_BACK(pipe, [self._key(key)], [holder, repr(at), KEEP])
-        pipe.execute()
+        self._acks.execute(pipe, map(self._key, next_times))

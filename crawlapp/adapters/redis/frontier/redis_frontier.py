@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client
 from crawlapp.adapters.redis.frontier import scripts
+from crawlapp.adapters.redis.replicas import ReplicaAcks
 from crawlapp.core.priority import queue_score
 from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
 from crawlapp.core.urls import host_of, shard_of
@@ -69,10 +70,13 @@ class ShardKeys:
 
 
 class RedisFrontier:
-    """Mercator-style back queues in Redis; every operation touches one shard's keys."""
+    """Mercator-style back queues in Redis; every operation touches one shard's keys.
+    Leases, their renewals and releases are acknowledged by replicas per `acks`."""
 
-    def __init__(self, client: Client, prefix: str, shards: int) -> None:
+    def __init__(self, client: Client, prefix: str, shards: int,
+                 acks: ReplicaAcks | None = None) -> None:
         self.client = client
+        self._acks = acks or ReplicaAcks(client)
         self.shards = shards
         self._keys = [ShardKeys.of(prefix, shard) for shard in range(shards)]
         self._alive = keys.ALIVE.of(prefix)
@@ -123,7 +127,8 @@ class RedisFrontier:
                               lookahead, due_by])
         leases: dict[int, list[Lease]] = {}
         next_ready: float | None = None
-        for shard, reply in zip(shards, pipe.execute(), strict=True):
+        replies = self._acks.execute(pipe, [self._keys[shard].leases for shard in shards])
+        for shard, reply in zip(shards, replies, strict=True):
             first = float(reply[0])
             if first >= 0:
                 next_ready = first if next_ready is None else min(next_ready, first)
@@ -163,7 +168,8 @@ class RedisFrontier:
                 args += [leases[i].host, leases[i].token]
             scripts.RENEW(pipe, [k.leases, k.token, k.fails], args)
         held: list[int | None] = [None] * len(leases)
-        for idx, reply in zip(by_shard.values(), pipe.execute(), strict=True):
+        replies = self._acks.execute(pipe, [self._keys[shard].leases for shard in by_shard])
+        for idx, reply in zip(by_shard.values(), replies, strict=True):
             for i, failures in zip(idx, reply, strict=True):
                 held[i] = None if int(failures) < 0 else int(failures)
         return held
@@ -182,7 +188,8 @@ class RedisFrontier:
             k = self._keys[shard]
             scripts.RELEASE(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
                                    k.paused, k.fails, k.queued, k.queues], args)
-        return sum(int(n) for n in pipe.execute())
+        replies = self._acks.execute(pipe, [self._keys[shard].leases for shard in by_shard])
+        return sum(int(n) for n in replies)
 
     def stats(self, now: float) -> list[ShardStats]:
         pipe = self.client.pipeline(transaction=False)
