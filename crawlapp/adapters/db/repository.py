@@ -7,7 +7,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Insert, Select, String, bindparam, func, select, text, tuple_, update
+from sqlalchemy import (
+    Insert,
+    Select,
+    String,
+    bindparam,
+    func,
+    select,
+    text,
+    tuple_,
+    union_all,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -16,10 +27,12 @@ from crawlapp.adapters.db.models import (
     Fetch,
     Host,
     HostAuthority,
+    HostCount,
     HostLink,
     Link,
     SeedScope,
     Url,
+    host_count_deltas,
 )
 from crawlapp.core.records import Status
 
@@ -341,12 +354,25 @@ def sample_urls(session: Session, limit: int) -> list[Url]:
 
 
 def host_status_counts(session: Session) -> dict[str, dict[str, int]]:
-    """URL rows per host and status."""
+    """URL rows per host and status, from the counters (migration 0011): the folded totals
+    plus the deltas not folded yet, read in one statement, so exact; no scan of urls."""
+    both = union_all(select(HostCount.host, HostCount.status, HostCount.n),
+                     select(host_count_deltas)).subquery()
+    total = func.sum(both.c.n)
     out: dict[str, dict[str, int]] = {}
-    for host, status, n in session.execute(
-            select(Url.host, Url.status, func.count()).group_by(Url.host, Url.status)):
+    for host, status, n in session.execute(select(both.c.host, both.c.status, total)
+                                           .group_by(both.c.host, both.c.status)
+                                           .having(total != 0)):
         out.setdefault(host, {})[status] = int(n)
     return out
+
+
+def fold_host_counts(session: Session) -> int:
+    """Move the committed per-statement deltas into the host counters (Postgres; SQLite's
+    triggers write the counters themselves). How many (host, status) counts changed."""
+    if session.get_bind().dialect.name != "postgresql":
+        return 0
+    return int(session.scalar(text("SELECT host_counts_fold()")) or 0)
 
 
 def hosts_table(session: Session) -> list[Host]:
