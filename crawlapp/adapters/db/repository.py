@@ -359,20 +359,19 @@ def host_status_counts(session: Session) -> dict[str, dict[str, int]]:
     """URL rows per host and status, from the counters (migration 0011), not a scan of urls.
     On Postgres the folded totals joined with the deltas not folded yet (one statement, so
     exact; the deltas are a minute's at most); SQLite's triggers keep the totals themselves."""
+    query = select(HostCount.host, HostCount.status, HostCount.n).where(HostCount.n != 0)
     if session.get_bind().dialect.name == "postgresql":
         d = host_count_deltas.c
         pending = select(d.host, d.status, cast(func.sum(d.n), BigInteger).label("n")) \
             .group_by(d.host, d.status).subquery()
-        host = func.coalesce(HostCount.host, pending.c.host)
-        status = func.coalesce(HostCount.status, pending.c.status)
         n = func.coalesce(HostCount.n, 0) + func.coalesce(pending.c.n, 0)
-        query = select(host, status, n).select_from(HostCount).join(
-            pending, and_(HostCount.host == pending.c.host, HostCount.status == pending.c.status),
-            full=True)
-    else:
-        query = select(HostCount.host, HostCount.status, n := HostCount.n)
+        query = select(func.coalesce(HostCount.host, pending.c.host),
+                       func.coalesce(HostCount.status, pending.c.status), n).select_from(
+            HostCount.__table__.join(pending, and_(HostCount.host == pending.c.host,
+                                                   HostCount.status == pending.c.status),
+                                     full=True)).where(n != 0)
     out: dict[str, dict[str, int]] = {}
-    for host, status, count in session.execute(query.where(n != 0)):
+    for host, status, count in session.execute(query):
         out.setdefault(host, {})[status] = count
     return out
 
