@@ -238,8 +238,7 @@ def queries(session: Session, web: Web) -> Iterator[tuple[str, Callable[[Session
                                     Fetch.id < first_fetch.id, Fetch.storage_key.is_not(None))
              .order_by(Fetch.id.desc()).limit(1))
     yield ("WARC export: a 304's prior fetch", lambda s: s.scalars(prior).first(), prior)
-    counters = sa.select(HostCount.host, HostCount.status, HostCount.n)
-    yield ("crawlctl hosts (host counters)", repository.host_status_counts, counters)
+    yield ("crawlctl hosts (host counters)", repository.host_status_counts, None)
     scan = sa.select(Url.host, Url.status, sa.func.count()).group_by(Url.host, Url.status)
     yield ("crawlctl hosts before 0011 (scan of urls)", lambda s: s.execute(scan).all(), scan)
 
@@ -264,8 +263,9 @@ def main() -> None:
     with sessions() as session:
         for table in ("urls", "fetches", "links", "host_counts"):
             rows, size = session.execute(sa.text(
-                f"SELECT (SELECT count(*) FROM {table}), (SELECT sum(pg_total_relation_size("
-                f"relid)) FROM pg_partition_tree('{table}'))")).one()
+                f"SELECT (SELECT count(*) FROM {table}), coalesce((SELECT sum("
+                f"pg_total_relation_size(relid)) FROM pg_partition_tree('{table}')), "
+                f"pg_total_relation_size('{table}'))")).one()
             print(f"  {table:<11} {rows:>12,} rows  {size / 2**20:>9,.0f} MiB  "
                   f"{size / max(rows, 1):>6,.0f} B/row")
     print()
