@@ -3,9 +3,12 @@
 Creates a database of its own (BENCH_DB_NAME, default crawl_bench_db, marked with a comment; a
 database of that name without the mark is refused, never dropped), migrates it to head (the
 partitioned tables of 0010), loads BENCH_DB_ROWS (default 10,000,000) synthetic URL rows through
-repository.add_urls, the admission stage's insert, and a tenth as many fetches through
-repository.add_fetch_history; then times the hot queries warm (median of BENCH_DB_RUNS) and
-prints each one's plan with EXPLAIN ANALYZE when BENCH_DB_EXPLAIN=1.
+repository.add_urls, the admission stage's insert, a tenth as many fetches through
+repository.add_fetch_history, and the link edges of the fetched pages among a tenth of the
+rows, BENCH_DB_LINKS_PER_PAGE (40) each, through repository.add_links, the link stage's insert
+(50 pages per call, as a batch); then folds the host counters (migration 0011) as the beat
+task does, times the hot queries warm (median of BENCH_DB_RUNS) and prints each one's plan
+with EXPLAIN ANALYZE when BENCH_DB_EXPLAIN=1.
 
 Hosts: 100,000 names whose sizes follow a power law (Zipf, exponent 1.1), as on the web.
 The insert rate is measured per rows per add_urls call (one transaction each): 50, 500, 5000.
@@ -28,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import session_factory, upgrade
-from crawlapp.adapters.db.models import Fetch, Url
+from crawlapp.adapters.db.models import Fetch, HostCount, Url, host_count_deltas
 from crawlapp.core.records import Status
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.admission import url_row
@@ -38,6 +41,12 @@ NAME = os.environ.get("BENCH_DB_NAME", "crawl_bench_db")
 ROWS = int(os.environ.get("BENCH_DB_ROWS", "10000000"))
 RUNS = int(os.environ.get("BENCH_DB_RUNS", "7"))
 EXPLAIN = os.environ.get("BENCH_DB_EXPLAIN") == "1"
+LINKS_PER_PAGE = int(os.environ.get("BENCH_DB_LINKS_PER_PAGE", "40"))
+PAGES_PER_LINK_BATCH = 50
+# Anchor texts of link edges (None: an image or empty link), lengths as on the web.
+ANCHORS = [None, "Home", "Read more", "Contact us", "Privacy policy", "Next page",
+           "How to size a Postgres database", "2026 annual report (PDF)", "Products",
+           "Sign in", "The history of the city and its bridges", "Terms of service"]
 MARK = "made by bench/db_bench.py; dropped by its next run"
 HOSTS = 100_000
 ZIPF_EXPONENT = 1.1
@@ -69,6 +78,10 @@ class Web:
         self.rng = np.random.default_rng(seed)
         self.hosts = [f"www.site{i}.example{i % 50}.com" for i in range(HOSTS)]
         self.count = 0
+        # The url_hash of the first tenth of the URLs (link targets) and of the fetched ones
+        # among them (link sources).
+        self.known: list[str] = []
+        self.fetched: list[str] = []
 
     def rows(self, n: int) -> list[dict[str, Any]]:
         picks = (self.rng.zipf(ZIPF_EXPONENT, n) - 1) % HOSTS
@@ -80,8 +93,23 @@ class Web:
             self.count += 1
             row = url_row(f"http://{host}/page/{self.count}", self.count % 8, 20, NOW, host=host)
             row["status"], row["priority"] = status, 1.0 / (1 + self.count % 8)
+            if self.count <= ROWS // 10:
+                self.known.append(row["url_hash"])
+                if status == Status.FETCHED:
+                    self.fetched.append(row["url_hash"])
             out.append(row)
         return out
+
+    def edges(self, sources: list[str]) -> list[dict[str, Any]]:
+        """LINKS_PER_PAGE edges out of each source page to known URLs, 2 % nofollow."""
+        targets = self.rng.integers(0, len(self.known), (len(sources), LINKS_PER_PAGE))
+        anchors = self.rng.integers(0, len(ANCHORS), targets.shape)
+        nofollow = self.rng.random(targets.shape) < 0.02
+        return [{"source_hash": source, "target_hash": self.known[t], "anchor": ANCHORS[a],
+                 "nofollow": bool(f)}
+                for source, ts, ans, fs in zip(sources, targets.tolist(), anchors.tolist(),
+                                               nofollow.tolist(), strict=True)
+                for t, a, f in zip(ts, ans, fs, strict=True)]
 
 
 def insert(sessions: Callable[[], Session], rows: list[dict[str, Any]], size: int) -> float:
@@ -122,6 +150,27 @@ def load_fetches(sessions: Callable[[], Session], n: int) -> None:
                  "response_headers": "Content-Type: text/html", "payload_digest": None,
                  "request_headers": None, "ip_address": "127.0.0.1"}
                 for j, (h, u, host) in enumerate(urls[i:i + 5000])])
+
+
+def load_links(sessions: Callable[[], Session], web: Web) -> float:
+    """The link edges of web.fetched, a batch of pages per add_links call and transaction;
+    edges per second."""
+    started = time.perf_counter()
+    for i in range(0, len(web.fetched), PAGES_PER_LINK_BATCH):
+        edges = web.edges(web.fetched[i:i + PAGES_PER_LINK_BATCH])
+        with sessions() as session, session.begin():
+            repository.add_links(session, edges)
+    return len(web.fetched) * LINKS_PER_PAGE / (time.perf_counter() - started)
+
+
+def fold_counters(sessions: Callable[[], Session]) -> tuple[int, int, float]:
+    """Fold the host counters' deltas as the beat task does: (delta rows, counts changed,
+    seconds)."""
+    with sessions() as session, session.begin():
+        deltas = session.scalar(sa.select(sa.func.count()).select_from(host_count_deltas))
+        started = time.perf_counter()
+        folded = repository.fold_host_counts(session)
+    return int(deltas or 0), folded, time.perf_counter() - started
 
 
 def timed(sessions: Callable[[], Session], work: Callable[[Session], object]) -> float:
@@ -189,8 +238,9 @@ def queries(session: Session, web: Web) -> Iterator[tuple[str, Callable[[Session
                                     Fetch.id < first_fetch.id, Fetch.storage_key.is_not(None))
              .order_by(Fetch.id.desc()).limit(1))
     yield ("WARC export: a 304's prior fetch", lambda s: s.scalars(prior).first(), prior)
-    yield ("crawlctl hosts (rows per host, status)", repository.host_status_counts,
-           sa.select(Url.host, Url.status, sa.func.count()).group_by(Url.host, Url.status))
+    yield ("crawlctl hosts (host counters)", repository.host_status_counts, None)
+    scan = sa.select(Url.host, Url.status, sa.func.count()).group_by(Url.host, Url.status)
+    yield ("crawlctl hosts before 0011 (scan of urls)", lambda s: s.execute(scan).all(), scan)
 
 
 def main() -> None:
@@ -203,21 +253,31 @@ def main() -> None:
     started = time.perf_counter()
     rates = load(sessions, web)
     load_fetches(sessions, max(1000, ROWS // 10))
+    print(f"loading {len(web.fetched) * LINKS_PER_PAGE:,} link edges", flush=True)
+    link_rate = load_links(sessions, web)
+    deltas, folded, fold_seconds = fold_counters(sessions)
     with sessions() as session, session.begin():
         session.execute(sa.text("ANALYZE"))
     print(f"loaded in {time.perf_counter() - started:,.0f} s\n")
     print("bytes on disk per row (tables, their partitions, indexes and TOAST):")
     with sessions() as session:
-        for table in ("urls", "fetches"):
+        for table in ("urls", "fetches", "links", "host_counts"):
             rows, size = session.execute(sa.text(
-                f"SELECT (SELECT count(*) FROM {table}), (SELECT sum(pg_total_relation_size("
-                f"relid)) FROM pg_partition_tree('{table}'))")).one()
-            print(f"  {table:<8} {rows:>12,} rows  {size / 2**20:>9,.0f} MiB  "
+                f"SELECT (SELECT count(*) FROM {table}), coalesce((SELECT sum("
+                f"pg_total_relation_size(relid)) FROM pg_partition_tree('{table}')), "
+                f"pg_total_relation_size('{table}'))")).one()
+            print(f"  {table:<11} {rows:>12,} rows  {size / 2**20:>9,.0f} MiB  "
                   f"{size / max(rows, 1):>6,.0f} B/row")
     print()
     print("insert rate through repository.add_urls (rows per call, one transaction each):")
     for size, rate in rates.items():
         print(f"  {size:>5} rows/call  {rate:>10,.0f} rows/s")
+    print(f"link edges through repository.add_links ({PAGES_PER_LINK_BATCH} pages of "
+          f"{LINKS_PER_PAGE} links per call): {link_rate:,.0f} edges/s")
+    with sessions() as session:
+        pairs = session.scalar(sa.select(sa.func.count()).select_from(HostCount))
+    print(f"host counters: the load appended {deltas:,} delta rows; folding them took "
+          f"{fold_seconds:,.2f} s, {folded:,} (host, status) counts, {pairs:,} in all")
     print(f"\nhot queries at {ROWS:,} URL rows, {max(1000, ROWS // 10):,} fetches "
           f"(median of {RUNS}, warm):")
     with sessions() as session:

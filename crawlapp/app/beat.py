@@ -42,3 +42,11 @@ def fetch_partitions() -> list[str]:
     from crawlapp.adapters.db import repository  # imported here: see CONTROL_MODULES
     with get_context().sessions.begin() as session:
         return repository.add_fetch_months(session)
+
+
+@app.task(name="crawl.host_counts")
+def fold_host_counts() -> int:
+    """Fold the per-statement deltas of the host counters into their totals (Postgres)."""
+    from crawlapp.adapters.db import repository  # imported here: see CONTROL_MODULES
+    with get_context().sessions.begin() as session:
+        return repository.fold_host_counts(session)

@@ -49,6 +49,7 @@ task_routes = {
     "crawl.recrawl": {"queue": "control"},
     "crawl.authority": {"queue": "control"},
     "crawl.partitions": {"queue": "control"},
+    "crawl.host_counts": {"queue": "control"},
     # crawl.fetch goes to fetch.<mmh3(host) % CRAWL_SHARDS>, chosen when a batch is dispatched,
     # crawl.render to render.<the same shard>.
 }
@@ -62,6 +63,9 @@ beat_schedule = {
     # The fetch history's partitions of this month and the next (Postgres, migration 0010).
     "fetch-partitions": {"task": "crawl.partitions", "schedule": 6 * 3600.0,
                          "options": {"expires": 3600}},
+    # The host counters' deltas into their totals (Postgres, migration 0011): a fold moves what
+    # a minute of writes appended, and `crawlctl hosts` reads the totals and what is left.
+    "host-counts": {"task": "crawl.host_counts", "schedule": 60.0, "options": {"expires": 60}},
 }
 if _settings.beat_dispatch:
     # The dispatcher processes keep the fetch queues fed; this tick is the safety net.

@@ -5,7 +5,7 @@ What comes back from where, each through the owner of its structure (adapters/re
   still 'queued' in the database, since a row changes only once its page is stored), with
   the conditional-GET validators of the re-crawls among them;
 - the Bloom filter of seen URLs: every URL row;
-- per-host URL counts (the pages-per-host budget): counted from the URL rows;
+- per-host URL counts (the pages-per-host budget): the host counters (host_counts);
 - the dedup index: the content hash and SimHash fingerprint of every stored original;
 - canonical pointers: the canonical_url of every page that defers to another URL;
 - the re-crawl tiers: every page's next_crawl_at;
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
@@ -59,7 +59,7 @@ def _hold_hosts(ctx: Context) -> None:
     until = time.time() + settings.dispatch_lookahead + max(
         [settings.default_delay, *_host_delays(ctx).values()])
     with ctx.sessions() as session:
-        hosts = session.scalars(select(Url.host).distinct()).all()
+        hosts = list(repository.host_status_counts(session))
     for start in range(0, len(hosts), CHUNK):
         ctx.frontier.hold(hosts[start:start + CHUNK], until)
 
@@ -91,12 +91,14 @@ def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
 
 
 def _host_counts(ctx: Context) -> int:
+    """Each host's pages against its budget: its URL rows but those too deep or over budget."""
     with ctx.sessions() as session:
-        rows = session.execute(
-            select(Url.host, func.count()).where(Url.status.not_in((Status.TOO_DEEP, Status.OVER_BUDGET)))
-            .group_by(Url.host)).all()
-    ctx.budgets.restore_hosts({host: int(n) for host, n in rows})
-    return len(rows)
+        by_host = repository.host_status_counts(session)
+    counted = {host: n for host, counts in by_host.items()
+               if (n := sum(v for status, v in counts.items()
+                            if status not in (Status.TOO_DEEP, Status.OVER_BUDGET)))}
+    ctx.budgets.restore_hosts(counted)
+    return len(counted)
 
 
 def _url_seen(ctx: Context) -> int:

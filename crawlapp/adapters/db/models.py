@@ -7,11 +7,13 @@ from datetime import datetime
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    Column,
     DateTime,
     Float,
     Integer,
     SmallInteger,
     String,
+    Table,
     Text,
     UniqueConstraint,
     false,
@@ -160,3 +162,23 @@ class HostAuthority(Base):
     host: Mapped[str] = mapped_column(String(255), primary_key=True)
     score: Mapped[float] = mapped_column(Float)
     computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class HostCount(Base):
+    """How many URL rows of `host` have `status` (folded totals; see host_count_deltas), kept
+    by triggers on urls (migration 0011)."""
+
+    __tablename__ = "host_counts"
+
+    host: Mapped[str] = mapped_column(String(255), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), primary_key=True)
+    n: Mapped[int] = mapped_column(BigInteger)
+
+
+# On Postgres, what each statement on urls changed per host and status, not folded into
+# host_counts yet (host_counts_fold(), migration 0011); empty on SQLite.
+host_count_deltas = Table(
+    "host_count_deltas", Base.metadata,
+    Column("host", String(255), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("n", BigInteger, nullable=False))

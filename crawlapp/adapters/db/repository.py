@@ -7,7 +7,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Insert, Select, String, bindparam, func, select, text, tuple_, update
+from sqlalchemy import (
+    BigInteger,
+    Insert,
+    Select,
+    String,
+    and_,
+    bindparam,
+    cast,
+    func,
+    select,
+    text,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -16,10 +29,12 @@ from crawlapp.adapters.db.models import (
     Fetch,
     Host,
     HostAuthority,
+    HostCount,
     HostLink,
     Link,
     SeedScope,
     Url,
+    host_count_deltas,
 )
 from crawlapp.core.records import Status
 
@@ -341,12 +356,32 @@ def sample_urls(session: Session, limit: int) -> list[Url]:
 
 
 def host_status_counts(session: Session) -> dict[str, dict[str, int]]:
-    """URL rows per host and status."""
+    """URL rows per host and status, from the counters (migration 0011), not a scan of urls.
+    On Postgres the folded totals joined with the deltas not folded yet (one statement, so
+    exact; the deltas are a minute's at most); SQLite's triggers keep the totals themselves."""
+    query = select(HostCount.host, HostCount.status, HostCount.n).where(HostCount.n != 0)
+    if session.get_bind().dialect.name == "postgresql":
+        d = host_count_deltas.c
+        pending = select(d.host, d.status, cast(func.sum(d.n), BigInteger).label("n")) \
+            .group_by(d.host, d.status).subquery()
+        n = func.coalesce(HostCount.n, 0) + func.coalesce(pending.c.n, 0)
+        query = select(func.coalesce(HostCount.host, pending.c.host),
+                       func.coalesce(HostCount.status, pending.c.status), n).select_from(
+            HostCount.__table__.join(pending, and_(HostCount.host == pending.c.host,
+                                                   HostCount.status == pending.c.status),
+                                     full=True)).where(n != 0)
     out: dict[str, dict[str, int]] = {}
-    for host, status, n in session.execute(
-            select(Url.host, Url.status, func.count()).group_by(Url.host, Url.status)):
-        out.setdefault(host, {})[status] = int(n)
+    for host, status, count in session.execute(query):
+        out.setdefault(host, {})[status] = count
     return out
+
+
+def fold_host_counts(session: Session) -> int:
+    """Move the committed per-statement deltas into the host counters (Postgres; SQLite's
+    triggers write the counters themselves). How many (host, status) counts changed."""
+    if session.get_bind().dialect.name != "postgresql":
+        return 0
+    return int(session.scalar(text("SELECT host_counts_fold()")) or 0)
 
 
 def hosts_table(session: Session) -> list[Host]:
