@@ -20,6 +20,7 @@ from crawlapp.adapters.redis.client import Client, connect
 from crawlapp.adapters.redis.counters import Counters
 from crawlapp.adapters.redis.denylist import Denylist
 from crawlapp.adapters.redis.dnscache import DnsCache, with_names
+from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.adapters.redis.parts import Parts
 from crawlapp.adapters.redis.recrawl_sets import RecrawlSets
@@ -77,7 +78,13 @@ class Context:
     def frontier(self) -> Frontier:
         if self.frontier_override is not None:
             return self.frontier_override
-        return RedisFrontier(self.redis, self._prefix, self.settings.shards, self.replica_acks)
+        return RedisFrontier(self.redis, self._prefix, self.settings.shards, self.replica_acks,
+                             self.doorbell)
+
+    @cached_property
+    def doorbell(self) -> Doorbell:
+        """Rung by the frontier when a host may be ready sooner; the dispatcher waits on it."""
+        return Doorbell(self.redis, self._prefix)
 
     @cached_property
     def batches(self) -> BatchLedger:

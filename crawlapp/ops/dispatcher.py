@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.core.records import Lease, QueuedURL, Status
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import ensure_frontier
@@ -26,7 +27,8 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
 
     A shard's batch is sent once full, or once its earliest host is due within
     `due_within` seconds (default: the whole lookahead, so it is sent at once).
-    Returns the size of the largest batch sent and the earliest time another host is ready.
+    Returns the size of the largest batch sent and the earliest time another host is ready
+    (`now` when the pipeline is full: look again soon; None: no host waits).
     """
     settings = ctx.settings
     restored = ensure_frontier(ctx)  # before every dispatch: never lease from a half frontier
@@ -35,8 +37,9 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
     now = time.time()
     if ctx.batches.in_flight() >= settings.max_batches_in_flight:
         # Backpressure: the pipeline is behind. A batch left waiting in a queue past its
-        # leases would be taken for lost and fetched again; hosts simply wait instead.
-        return 0, None
+        # leases would be taken for lost and fetched again; hosts simply wait instead (and
+        # the dispatcher looks again as soon as it may: a batch ending rings no bell).
+        return 0, now
     due_by = now + (settings.dispatch_lookahead if due_within is None else due_within)
     leases, next_ready = ctx.frontier.dispatch(
         range(settings.shards), now, settings.batch_size, settings.lease_seconds,
@@ -69,26 +72,51 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
 
 
 def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
-    """Dispatch every interval until `stop` is set.
+    """Dispatch until `stop` is set, sleeping between looks until the next host is due.
 
-    Each tick leases the hosts that become ready within the lookahead, but sends a shard's
+    Each look leases the hosts that become ready within the lookahead, but sends a shard's
     batch only when it is full or its earliest host would otherwise be late by the next
-    tick: batches gather up to a lookahead's worth of hosts, and each request still starts
-    at its host's own time (the fetch task waits for each lease's not_before).
+    look: batches gather up to a lookahead's worth of hosts, and each request still starts
+    at its host's own time (the fetch task waits for each lease's not_before). Between
+    looks it sleeps until that earliest host is due (at most LOST_BATCH_CHECK_SECONDS, at
+    least CRAWL_DISPATCH_INTERVAL), or until the frontier's doorbell rings: URLs queued or
+    a lease released may make a host ready sooner.
     """
     interval = ctx.settings.dispatch_interval
+    bell = ctx.doorbell
+    bell.subscribe()
     checked = 0.0
-    while not stop.is_set():
-        try:
-            if time.monotonic() - checked > LOST_BATCH_CHECK_SECONDS:
-                checked = time.monotonic()
-                recovered = recover_lost_batches(ctx, time.time())
-                if recovered:
-                    log.warning("%d URL(s) of lost batches queued again", recovered)
-            largest, _ = dispatch_once(ctx, send, due_within=2 * interval)
-        except Exception:  # a Redis or broker hiccup must not end the dispatcher
-            log.exception("dispatch failed; retrying")
-            stop.wait(1.0)
-            continue
-        if largest < ctx.settings.batch_size:  # a full batch: more hosts may be ready now
-            stop.wait(interval)
+    try:
+        while not stop.is_set():
+            try:
+                if time.monotonic() - checked > LOST_BATCH_CHECK_SECONDS:
+                    checked = time.monotonic()
+                    recovered = recover_lost_batches(ctx, time.time())
+                    if recovered:
+                        log.warning("%d URL(s) of lost batches queued again", recovered)
+                largest, next_ready = dispatch_once(ctx, send, due_within=2 * interval)
+            except Exception:  # a Redis or broker hiccup must not end the dispatcher
+                log.exception("dispatch failed; retrying")
+                stop.wait(1.0)
+                continue
+            if largest < ctx.settings.batch_size:  # a full batch: more hosts may be ready now
+                _sleep(bell, stop, _until_due(next_ready, time.time(), interval), interval)
+    finally:
+        bell.close()
+
+
+def _until_due(next_ready: float | None, now: float, interval: float) -> float:
+    """Seconds until a look would send the batch of the next host due at `next_ready`
+    (None: none waits), within [interval, LOST_BATCH_CHECK_SECONDS]."""
+    if next_ready is None:
+        return LOST_BATCH_CHECK_SECONDS
+    return min(LOST_BATCH_CHECK_SECONDS, max(interval, next_ready - 2 * interval - now))
+
+
+def _sleep(bell: Doorbell, stop: threading.Event, seconds: float, slice_: float) -> None:
+    """Sleep `seconds`, or until the doorbell rings or `stop` is set (looked at every
+    `slice_` seconds)."""
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+        if bell.wait(min(left, slice_)):
+            return

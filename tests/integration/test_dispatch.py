@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.core.records import Lease
 from crawlapp.core.settings import load_settings
+from crawlapp.ops import dispatcher
 from crawlapp.ops.dispatcher import dispatch_once
 from crawlapp.ops.seeding import add_seeds
 
@@ -27,11 +31,13 @@ def test_no_batch_leaves_while_the_pipeline_holds_the_limit(tmp_path: Path,
         sent.append((batch_id, leases))
 
     ctx.batches.track("earlier", time.time() + 60)
-    assert dispatch_once(ctx, send) == (0, None) and sent == []
+    largest, look_again = dispatch_once(ctx, send)
+    assert largest == 0 and sent == [] and look_again is not None  # soon: a batch may end
+    
     ctx.batches.finish("earlier")
     largest, _ = dispatch_once(ctx, send)
     assert largest == 2 and len(sent) == 1
-    assert dispatch_once(ctx, send) == (0, None)  # the batch just sent is the one in flight
+    assert dispatch_once(ctx, send)[0] == 0  # the batch just sent is the one in flight
 
 
 def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
@@ -62,3 +68,36 @@ def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
     ((member, score),) = ctx.redis.zrange(key, 0, -1, withscores=True)
     assert decode_member("127.0.0.2:9", member.decode()) == (0, url, 1)
     assert score == queue_score(0.25, later)
+
+
+def test_the_dispatcher_sleeps_until_the_doorbell_rings(tmp_path: Path, redis_url: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing queued it looks at the frontier only at its longest sleep (here made a
+    minute); URLs queued ring the doorbell and their batch leaves at once."""
+    monkeypatch.setattr(dispatcher, "LOST_BATCH_CHECK_SECONDS", 60.0)
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+                              "CRAWL_SHARDS": "2", "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})
+    upgrade(settings)
+    ctx = Context(settings)
+    looks: list[float] = []
+    real_dispatch = ctx.frontier.dispatch
+
+    def counted(*args: object, **kwargs: object) -> object:
+        looks.append(time.monotonic())
+        return real_dispatch(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ctx.frontier, "dispatch", counted)
+    sent = threading.Event()
+    stop = threading.Event()
+    thread = threading.Thread(target=dispatcher.run,
+                              args=(ctx, lambda shard, batch_id, leases: sent.set(), stop))
+    thread.start()
+    try:
+        time.sleep(3)  # 12 looks at CRAWL_DISPATCH_INTERVAL (0.25 s) if it polled
+        assert len(looks) <= 2, looks
+        add_seeds(Context(settings), ["http://127.0.0.2:9/"])  # another process queues a URL
+        assert sent.wait(30), "the doorbell did not wake the dispatcher"
+    finally:
+        stop.set()
+        thread.join(5)
+    assert not thread.is_alive()  # a stop is seen within a slice of the sleep

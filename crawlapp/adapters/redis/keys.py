@@ -154,6 +154,10 @@ ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATC
                         WORKERS, VERIFY)
 
 
+# Not a key: the pub/sub channel of the frontier's doorbell (doorbell.py), named like one.
+DOORBELL = Key("P:doorbell", "channel", "rung when URLs are queued or a lease released")
+
+
 def key_of(prefix: str, key: str) -> Key | None:
     """The registry's entry a key of the crawl under `prefix` is an instance of."""
     return next((k for k in ALL if k.matches(prefix, key)), None)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client
+from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.adapters.redis.frontier import scripts
 from crawlapp.adapters.redis.replicas import ReplicaAcks
 from crawlapp.core.priority import queue_score
@@ -71,12 +72,14 @@ class ShardKeys:
 
 class RedisFrontier:
     """Mercator-style back queues in Redis; every operation touches one shard's keys.
-    Leases, their renewals and releases are acknowledged by replicas per `acks`."""
+    Leases, their renewals and releases are acknowledged by replicas per `acks`; URLs queued
+    and leases released ring the doorbell."""
 
     def __init__(self, client: Client, prefix: str, shards: int,
-                 acks: ReplicaAcks | None = None) -> None:
+                 acks: ReplicaAcks | None = None, doorbell: Doorbell | None = None) -> None:
         self.client = client
         self._acks = acks or ReplicaAcks(client)
+        self._doorbell = doorbell or Doorbell(client, prefix)
         self.shards = shards
         self._keys = [ShardKeys.of(prefix, shard) for shard in range(shards)]
         self._alive = keys.ALIVE.of(prefix)
@@ -106,7 +109,10 @@ class RedisFrontier:
             k = self._keys[shard]
             scripts.ENQUEUE(pipe, [k.ready, k.idle, k.leases, k.parked, k.queued, k.queues],
                             [now, *args])
-        return sum(int(n) for n in pipe.execute())
+        queued = [int(n) for n in pipe.execute()]
+        if any(queued):
+            self._doorbell.ring()
+        return sum(queued)
 
     def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
                  max_leased: int, lookahead: float = 0.0, due_by: float | None = None
@@ -189,6 +195,7 @@ class RedisFrontier:
             scripts.RELEASE(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
                                    k.paused, k.fails, k.queued, k.queues], args)
         replies = self._acks.execute(pipe, [self._keys[shard].leases for shard in by_shard])
+        self._doorbell.ring()
         return sum(int(n) for n in replies)
 
     def stats(self, now: float) -> list[ShardStats]:
