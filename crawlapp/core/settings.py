@@ -68,15 +68,15 @@ class Settings:
         "sets, validators, trap budgets), spread evenly over a cluster's slots: at least 4 x the "
         "masters; changing it on a crawl under way needs `crawlctl frontier rebuild`",
         default="32 when either Redis role is a cluster, else 1")
-    redis_replica_acks: int = _doc(
+    redis_replica_acks: int | None = _doc(
         "CRAWL_REDIS_REPLICA_ACKS",
         "replicas that must acknowledge each lease, lease renewal, release and politeness slot "
         "(Redis `WAIT`, at most 1 s; fewer are counted, `redis:replica_acks_short`, and the "
-        "crawl goes on) before it is acted on; `0`: none. Set it to the replicas per master "
-        "(1 in the usual cluster) when CRAWL_REDIS_URL has replicas that take over: then a "
-        "failover loses no lease or release, so no host is asked twice at once or before its "
-        "delay. Costs one replication round trip (well under a millisecond on a LAN) per "
-        "master written in each dispatch, batch start and release")
+        "crawl goes on) before it is acted on: `auto`, every replica the master has (none: no "
+        "wait), so a failover loses no lease or release and no host is asked twice at once or "
+        "before its delay; a number; `0`: none. Costs one replication round trip (well under a "
+        "millisecond on a LAN) per master with replicas written in each dispatch, batch start "
+        "and release", default="auto")
     redis_prefix: str = _doc("CRAWL_REDIS_PREFIX", "namespace of the crawler's Redis keys")
     user_agent: str = _doc("CRAWL_USER_AGENT", "its product token picks the robots.txt group")
     from_address: str | None = _doc("CRAWL_FROM", "e-mail address sent in the `From` header",
@@ -328,6 +328,14 @@ def _host_patterns(raw: str) -> tuple[str, ...]:
     return tuple(normalize(part) for part in raw.split(",") if part.strip())
 
 
+def _auto_or(convert: Callable[[str], T]) -> Callable[[str], T | None]:
+    """`auto` (None: the code chooses), or a value `convert` takes."""
+    def parse(raw: str) -> T | None:
+        return None if raw.lower() == "auto" else convert(raw)
+
+    return parse
+
+
 def _email(raw: str) -> str:
     local, at, domain = raw.partition("@")
     if not (local and at and "." in domain) or any(c.isspace() or c in "\r\n" for c in raw):
@@ -372,7 +380,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         dedup_redis_cluster=dedup_cluster,
         redis_parts=_parse(env, "CRAWL_REDIS_PARTS", 32 if redis_cluster or dedup_cluster else 1,
                            _bounded(int, 1, 1024)),
-        redis_replica_acks=_parse(env, "CRAWL_REDIS_REPLICA_ACKS", 0, _bounded(int, 0, 16)),
+        redis_replica_acks=_parse(env, "CRAWL_REDIS_REPLICA_ACKS", None,
+                                  _auto_or(_bounded(int, 0, 16))),
         redis_prefix=_parse(env, "CRAWL_REDIS_PREFIX", "crawl", str),
         user_agent=_parse(env, "CRAWL_USER_AGENT", DEFAULT_USER_AGENT, str),
         from_address=_parse(env, "CRAWL_FROM", None, _email),

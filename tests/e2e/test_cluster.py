@@ -1,7 +1,7 @@
 """A crawl whose state is in a Redis Cluster (CRAWL_REDIS_CLUSTER=true; the Celery broker a
 plain Redis): polite and complete, and still polite and complete when a master dies
-mid-crawl and its replica takes over (CRAWL_REDIS_REPLICA_ACKS=1: no lease or release is
-lost with the master)."""
+mid-crawl and its replica takes over (CRAWL_REDIS_REPLICA_ACKS=auto, the default: no lease or
+release is lost with the master)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_a_crawl_on_a_cluster_is_polite_and_fetches_each_page_once(
 def test_a_master_killed_mid_crawl_its_replica_takes_over(
         tmp_path: Path, redis_url: str, redis_cluster_url: str,
         redis_cluster: RedisClusterServers) -> None:
-    env = cluster_env(tmp_path, redis_url, redis_cluster_url, CRAWL_REDIS_REPLICA_ACKS="1")
+    env = cluster_env(tmp_path, redis_url, redis_cluster_url)  # replica acks: auto, the default
     killed: list[float] = []
 
     def kill_a_master(crawl: subprocess.Popen[bytes]) -> None:

@@ -33,7 +33,6 @@ def test_no_batch_leaves_while_the_pipeline_holds_the_limit(tmp_path: Path,
     ctx.batches.track("earlier", time.time() + 60)
     largest, look_again = dispatch_once(ctx, send)
     assert largest == 0 and sent == [] and look_again is not None  # soon: a batch may end
-    
     ctx.batches.finish("earlier")
     largest, _ = dispatch_once(ctx, send)
     assert largest == 2 and len(sent) == 1

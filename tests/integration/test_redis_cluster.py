@@ -9,6 +9,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from crawlapp.adapters.errors import transient
 from crawlapp.adapters.redis.client import Client, connect
 from crawlapp.adapters.redis.counters import Counters
@@ -67,10 +69,11 @@ def _frontier(client: Client, acks: ReplicaAcks) -> RedisFrontier:
     return frontier
 
 
+@pytest.mark.parametrize("wanted", [1, None], ids=["one", "auto"])
 def test_leases_and_releases_wait_for_a_replica_of_each_master_written(
-        redis_cluster_url: str, redis_cluster: RedisClusterServers) -> None:
+        redis_cluster_url: str, redis_cluster: RedisClusterServers, wanted: int | None) -> None:
     client = connect(redis_cluster_url, cluster=True)
-    acks = ReplicaAcks(client, 1, Counters(client, "t"))
+    acks = ReplicaAcks(client, wanted, Counters(client, "t"))
     frontier = _frontier(client, acks)
     written = {client.get_node_from_key(f"{{t:f:{shard}}}").port for shard in range(8)}
     before = _waits(redis_cluster)
