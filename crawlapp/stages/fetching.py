@@ -280,7 +280,7 @@ def _take_slots(ctx: Context, plan: Plan) -> _Slots:
     """Take the politeness slot of each key the batch asks (one host per key; the others
     are turned away and their URLs go back); a request waits for its key's next time."""
     settings = ctx.settings
-    asking = plan.robots + plan.pages
+    asking = plan.robots + plan.pages + plan.waiting
     addresses: dict[str, str] = {}
     if settings.politeness_key == "ip":
         hosts = {lease.host for lease in asking}
@@ -303,6 +303,7 @@ def _take_slots(ctx: Context, plan: Plan) -> _Slots:
         return [replace(lease, not_before=max(lease.not_before, allowed[lease.host]))
                 for lease in leases if lease.host in allowed]
     plan.robots, plan.pages = waiting(plan.robots), waiting(plan.pages)
+    plan.waiting = [lease for lease in plan.waiting if lease.host in allowed]
     if slots.busy:
         ctx.counters.bump({"politeness:key_busy": len(slots.busy)})
     return slots
