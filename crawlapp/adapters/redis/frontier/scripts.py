@@ -23,7 +23,8 @@ A host with URLs queued is in exactly one of ready, leases, parked:
   idle --enqueue--> ready --dispatch--> leases --release--> ready (URLs left) or idle (none)
    ^                  |                  |  |
    `--dispatch, drop--'                  |  `--release, parking or paused--> parked
-      (queue empty)                      `--lease expired (dispatch): URL requeued--> ready
+      (queue empty)                      `--lease expired (dispatch): URLs requeued--> ready
+  (a lease of several URLs ends with the release of its last URL)
   parked --its time comes (dispatch), or resume--> ready (URLs queued) or idle (none)
   pause: a ready or idle host is parked at once, a leased one when its lease ends
 
