@@ -368,7 +368,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         default_delay=_parse(env, "CRAWL_DEFAULT_DELAY", 1.0, _bounded(float, 0, 3600)),
         max_crawl_delay=_parse(env, "CRAWL_MAX_CRAWL_DELAY", 30.0, _bounded(float, 0, 86400)),
         batch_size=batch_size,
-        urls_per_lease=_parse(env, "CRAWL_URLS_PER_LEASE", 8, _bounded(int, 1, 1000)),
+        urls_per_lease=_parse(env, "CRAWL_URLS_PER_LEASE", 16, _bounded(int, 1, 1000)),
         max_batches_in_flight=_parse(env, "CRAWL_MAX_BATCHES_IN_FLIGHT", 8 * shards,
                                      _bounded(int, 1, 1_000_000)),
         max_leased_per_shard=_parse(env, "CRAWL_MAX_LEASED_PER_SHARD", 4 * batch_size,
