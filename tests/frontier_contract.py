@@ -17,10 +17,10 @@ MakeFrontier = Callable[..., Frontier]  # make(shards=2)
 
 
 def lease_all(f: Frontier, now: float, max_hosts: int = 100, lease: float = 60.0,
-              max_leased: int = 1000, lookahead: float = 0.0, due_by: float | None = None
-              ) -> tuple[list[Lease], float | None]:
+              max_leased: int = 1000, lookahead: float = 0.0, due_by: float | None = None,
+              per_lease: int = 1) -> tuple[list[Lease], float | None]:
     leases, next_ready = f.dispatch(range(f.shards), now, max_hosts, lease, max_leased,
-                                    lookahead, due_by)
+                                    lookahead, due_by, per_lease)
     return [lease for batch in leases.values() for lease in batch], next_ready
 
 
@@ -288,3 +288,57 @@ class FrontierContract:
         # one slot left (max_leased 1), batches of 2: the 8 earliest hosts are candidates
         leases, _ = lease_all(f, NOW + 10, max_hosts=2, max_leased=1)
         assert [lease.host for lease in leases] == ["f.com"]
+
+    def test_a_lease_takes_several_urls_while_the_batch_has_room(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.9 - i / 10) for h in "ab" for i in range(5)]
+              + [QueuedURL("http://c.com/", 1, 0.5)], NOW)
+        f.hold(["c.com"], NOW + 10)
+        leases, _ = lease_all(f, NOW, max_hosts=5, per_lease=3)
+        # two hosts due, batches of 5 URLs: 2 URLs each (not 3), the best first
+        assert [lease.url for lease in leases] == [
+            "http://a.com/0", "http://a.com/1", "http://b.com/0", "http://b.com/1"]
+        assert len({(lease.token, lease.not_before) for lease in leases[:2]}) == 1
+        assert f.stats(NOW)[0].urls_queued == 7 and f.stats(NOW)[0].hosts_leased == 2
+        f.release([Release(lease, NOW + 10) for lease in leases])
+        leases, _ = lease_all(f, NOW + 10, max_hosts=3, per_lease=3)
+        assert [lease.url for lease in leases] == [  # three hosts due for 3 URLs: one each
+            "http://a.com/2", "http://b.com/2", "http://c.com/"]
+        f.release([Release(lease, NOW + 20) for lease in leases])
+        leases, _ = lease_all(f, NOW + 20, max_hosts=50, per_lease=3)
+        assert sorted(lease.url for lease in leases) == [  # what is left, up to 3 URLs each
+            "http://a.com/3", "http://a.com/4", "http://b.com/3", "http://b.com/4"]
+
+    def test_an_expired_lease_returns_every_url_it_held(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://a.com/{i}", 1, 0.9 - i / 10) for i in range(4)], NOW)
+        first, _ = lease_all(f, NOW, lease=10, per_lease=3)
+        assert [lease.url for lease in first] == [f"http://a.com/{i}" for i in range(3)]
+        assert f.renew(first, NOW + 5, 10) == [0, 0, 0]
+        again, _ = lease_all(f, NOW + 16, lease=10, per_lease=5)  # it ran out at NOW + 15
+        assert [lease.url for lease in again] == [f"http://a.com/{i}" for i in range(4)]
+        assert f.renew(first, NOW + 16, 10) == [None, None, None]
+        assert f.release([Release(lease, NOW + 100) for lease in first]) == 0  # stale
+        assert f.stats(NOW + 16)[0].urls_queued == 0
+
+    def test_a_lease_ends_with_its_last_url_and_requeues_those_not_fetched(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://a.com/{i}", 1, 0.9 - i / 10) for i in range(5)], NOW)
+        leases, _ = lease_all(f, NOW, per_lease=4)
+        assert [lease.url for lease in leases] == [f"http://a.com/{i}" for i in range(4)]
+        assert f.release([Release(leases[0], NOW + 5)]) == 0  # fetched; the others go on
+        assert f.host_states(["a.com"], NOW)["a.com"].state == "leased"
+        # /1 fetched, /2 to try again behind the others, /3 not fetched: the lease ends
+        assert f.release([Release(leases[1], NOW + 5), Release(leases[2], NOW + 5, requeue=True,
+                                                               behind=True),
+                          Release(leases[3], NOW + 5, requeue=True)]) == 1
+        assert f.stats(NOW)[0].urls_queued == 3 and lease_all(f, NOW + 4.9)[0] == []
+        again, _ = lease_all(f, NOW + 5, per_lease=4)
+        assert [lease.url for lease in again] == ["http://a.com/3", "http://a.com/4",
+                                                  "http://a.com/2"]
+        # a lease that ran out after some of its URLs were released returns only the others
+        assert f.release([Release(again[0], NOW + 6)]) == 0
+        back, _ = lease_all(f, NOW + 200, per_lease=4)
+        assert [lease.url for lease in back] == ["http://a.com/4", "http://a.com/2"]

@@ -47,7 +47,7 @@ class _Shard:
     idle: dict[str, float] = field(default_factory=dict)
     leases: dict[str, float] = field(default_factory=dict)
     token: dict[str, str] = field(default_factory=dict)
-    leased: dict[str, tuple[float, str]] = field(default_factory=dict)  # (score, member)
+    leased: dict[str, dict[str, float]] = field(default_factory=dict)  # member -> score
     parked: dict[str, float] = field(default_factory=dict)
     why: dict[str, str] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
@@ -71,13 +71,21 @@ class _Shard:
             self.queues.pop(host, None)
         return removed
 
-    def hand_back(self, host: str, behind: bool = False) -> None:
-        """The URL leased under `host` goes back to its queue (`behind`: after its last URL)."""
-        score, member = self.leased[host]
+    def put_back(self, host: str, member: str, score: float, behind: bool = False) -> None:
+        """A URL leased under `host` goes back to its queue (`behind`: after its last URL)."""
         queue = self.queues.get(host)
         if behind and queue:
             score = max(score, max(queue.values()) + 0.001)
         self.queued += self.queue_add(host, member, score)
+
+    def hand_back(self, host: str, member: str, back: bool, behind: bool) -> int:
+        """Take one URL out of `host`'s lease (putting it back with `back`); returns how
+        many URLs the lease still holds."""
+        held = self.leased[host]
+        score = held.pop(member, None)
+        if back and score is not None:
+            self.put_back(host, member, score, behind)
+        return len(held)
 
     def end_lease(self, host: str) -> None:
         del self.leases[host], self.leased[host], self.token[host]
@@ -96,10 +104,11 @@ class _Shard:
         return added
 
     def dispatch(self, now: float, max_hosts: int, lease: float, max_leased: int,
-                 token_prefix: str, horizon: float, due_by: float
+                 token_prefix: str, horizon: float, due_by: float, per_lease: int
                  ) -> tuple[float | None, list[tuple[str, str, str, float]]]:
         for _, host in _lowest(self.leases, now, EXPIRED_PER_DISPATCH):
-            self.hand_back(host)
+            for member, score in self.leased[host].items():
+                self.put_back(host, member, score)
             self.end_lease(host)
             if host in self.queues:
                 self.ready[host] = now
@@ -115,20 +124,22 @@ class _Shard:
                 window, key=lambda c: (-self.boost.get(c[1], 0.0), c))[:room]
             if hosts and len(hosts) < max_hosts and window[0][0] > due_by:
                 hosts = []  # not full and nothing due yet: let the batch grow until the next tick
+            take = (max(1, min(per_lease, max_hosts // len(hosts)))
+                    if 0 < len(hosts) < max_hosts else 1)
             for n, (ready_at, host) in enumerate(hosts):
                 del self.ready[host]
                 queue = self.queues.get(host)
                 if not queue:
                     self.idle[host] = ready_at
                     continue
-                score, member = min((s, m) for m, s in queue.items())
-                self.queue_remove(host, [member])
+                popped = heapq.nsmallest(take, ((s, m) for m, s in queue.items()))
+                self.queue_remove(host, [member for _, member in popped])
                 token, not_before = f"{token_prefix}:{n}", max(now, ready_at)
                 self.leases[host] = not_before + lease
                 self.token[host] = token
-                self.leased[host] = (score, member)
-                self.queued -= 1
-                out.append((host, token, member, not_before))
+                self.leased[host] = {member: score for score, member in popped}
+                self.queued -= len(popped)
+                out += [(host, token, member, not_before) for _, member in popped]
         return min(self.ready.values(), default=None), out
 
     def renew(self, now: float, lease: float, host: str, token: str) -> int | None:
@@ -138,11 +149,11 @@ class _Shard:
         return self.fails.get(host, 0)
 
     def release(self, rel: Release) -> int:
-        host = rel.lease.host
-        if self.token.get(host) != rel.lease.token:
+        host, lease = rel.lease.host, rel.lease
+        if (self.token.get(host) != lease.token
+                or self.hand_back(host, _member(lease.depth, lease.url, lease.hops),
+                                  rel.requeue, rel.behind)):
             return 0
-        if rel.requeue:
-            self.hand_back(host, rel.behind)
         self.end_lease(host)
         if rel.failures == 0:
             self.fails.pop(host, None)
@@ -222,8 +233,8 @@ class MemoryFrontier:
             return added
 
     def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
-                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None
-                 ) -> tuple[dict[int, list[Lease]], float | None]:
+                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None,
+                 per_lease: int = 1) -> tuple[dict[int, list[Lease]], float | None]:
         due_by = now + lookahead if due_by is None else due_by
         leases: dict[int, list[Lease]] = {}
         next_ready: float | None = None
@@ -232,7 +243,7 @@ class MemoryFrontier:
             for shard in shards:
                 first, got = self._shards[shard].dispatch(
                     now, max_hosts, lease_seconds, max_leased, f"{call}.{shard}",
-                    now + lookahead, due_by)
+                    now + lookahead, due_by, per_lease)
                 if first is not None:
                     next_ready = first if next_ready is None else min(next_ready, first)
                 for host, token, member, not_before in got:

@@ -29,13 +29,16 @@ class Frontier(Protocol):
         ...
 
     def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
-                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None
-                 ) -> tuple[dict[int, list[Lease]], float | None]:
-        """Hand expired leases' URLs back, bring back parked hosts whose time came, then lease
-        each shard's hosts ready by now + lookahead (their best URL each, at most `max_hosts`,
-        while fewer than `max_leased` are leased), once the batch is full or its earliest host
-        is due by `due_by` (default now + lookahead). Returns the leases by shard and the
-        earliest next ready time of a host not leased."""
+                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None,
+                 per_lease: int = 1) -> tuple[dict[int, list[Lease]], float | None]:
+        """Hand expired leases' URLs back (every URL of each), bring back parked hosts whose
+        time came, then lease each shard's hosts ready by now + lookahead (their best URL
+        each, at most `max_hosts`, while fewer than `max_leased` are leased), once the batch
+        is full or its earliest host is due by `due_by` (default now + lookahead). When fewer
+        than `max_hosts` hosts are leased, each lease takes up to `per_lease` of its host's
+        best URLs, the batch at most `max_hosts` URLs in all. Returns the leases by shard (a
+        Lease per URL; those of one host share its token and not_before, in the order to
+        fetch them) and the earliest next ready time of a host not leased."""
         ...
 
     def boost(self, scores: Mapping[str, float]) -> None:
@@ -51,8 +54,10 @@ class Frontier(Protocol):
         ...
 
     def release(self, releases: Iterable[Release]) -> int:
-        """End the leases still held; a host paused meanwhile or given a park reason is
-        parked, the others may be fetched again at their next_time. Returns how many ended."""
+        """Take the releases' URLs out of their leases still held (putting back those to
+        requeue); the release of a lease's last URL ends the lease: a host paused meanwhile or
+        given a park reason is parked, the others may be fetched again at its next_time.
+        Returns how many leases ended."""
         ...
 
     def stats(self, now: float) -> list[ShardStats]:

@@ -67,7 +67,8 @@ class QueuedURL:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """One host handed to a fetch task, with the URL to fetch under it.
+    """One host handed to a fetch task, with a URL to fetch under it. A lease of several URLs
+    of its host is one Lease per URL, all with its token and not_before.
 
     `not_before` is the host's next allowed time: the request must not start earlier.
     `hops`: off-scope links in a row that led to the URL.

@@ -103,7 +103,13 @@ class Settings:
     default_delay: float = _doc(
         "CRAWL_DEFAULT_DELAY", "seconds between the end of one request to a host and the start of the next")
     max_crawl_delay: float = _doc("CRAWL_MAX_CRAWL_DELAY", "cap on a robots.txt `Crawl-delay`")
-    batch_size: int = _doc("CRAWL_BATCH_SIZE", "most URLs (from distinct hosts) in one fetch batch")
+    batch_size: int = _doc("CRAWL_BATCH_SIZE", "most URLs in one fetch batch (one per host while as "
+                           "many hosts are due)")
+    urls_per_lease: int = _doc(
+        "CRAWL_URLS_PER_LEASE",
+        "most URLs of one host in a batch, fetched one after the other a delay apart: a host "
+        "takes more than one only while fewer hosts are due than a batch holds (1: one URL "
+        "per host and batch)")
     max_batches_in_flight: int = _doc(
         "CRAWL_MAX_BATCHES_IN_FLIGHT",
         "no new batch is dispatched while this many are between dispatch and their last stage",
@@ -395,6 +401,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         default_delay=_parse(env, "CRAWL_DEFAULT_DELAY", 1.0, _bounded(float, 0, 3600)),
         max_crawl_delay=_parse(env, "CRAWL_MAX_CRAWL_DELAY", 30.0, _bounded(float, 0, 86400)),
         batch_size=batch_size,
+        urls_per_lease=_parse(env, "CRAWL_URLS_PER_LEASE", 16, _bounded(int, 1, 1000)),
         max_batches_in_flight=_parse(env, "CRAWL_MAX_BATCHES_IN_FLIGHT", 8 * shards,
                                      _bounded(int, 1, 1_000_000)),
         max_leased_per_shard=_parse(env, "CRAWL_MAX_LEASED_PER_SHARD", 4 * batch_size,

@@ -1,5 +1,6 @@
-"""Stage 1, fetch: renew the leases, learn robots.txt, fetch the batch, release the hosts
-(or hand pages to render over to the render stage, leases held)."""
+"""Stage 1, fetch: renew the leases, learn robots.txt, fetch the batch (a host's URLs one
+after the other), release the hosts (or hand pages to render over to the render stage,
+leases held)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -45,25 +46,61 @@ class Plan:
     """What the batch does with each held lease."""
 
     robots: list[Lease]      # origin's robots.txt unknown: fetch it in this slot, URL waits
-    pages: list[Lease]       # allowed: fetch the URL
+    pages: list[Lease]       # allowed: fetch the URL (a host's one after the other)
     refused: list[tuple[Lease, str]]  # not fetched, with the reason
+    waiting: list[Lease]     # the other URLs of a host fetching a robots.txt: they go back
 
 
 def plan_batch(leases: list[Lease], policies: dict[str, RobotsPolicy | None],
                user_agent: str, denied: frozenset[str] = frozenset()) -> Plan:
-    """Sort leases by the denylist (`denied` hosts) and what robots.txt says of their URL. Pure."""
-    plan = Plan([], [], [])
+    """Sort leases by the denylist (`denied` hosts) and what robots.txt says of their URL; a
+    host asks one robots.txt at most, and nothing else in that batch. Pure."""
+    plan = Plan([], [], [], [])
+    asking: set[str] = set()  # hosts fetching a robots.txt
     for lease in leases:
         policy = policies.get(origin_of(lease.url))
         if lease.host in denied:
             plan.refused.append((lease, "denylist"))
         elif policy is None or policy.mode == "redirect":
-            plan.robots.append(lease)
+            (plan.waiting if lease.host in asking else plan.robots).append(lease)
+            asking.add(lease.host)
         elif policy.allowed(lease.url, user_agent):
             plan.pages.append(lease)
         else:
             plan.refused.append((lease, f"robots: {policy.blocking_rule(lease.url, user_agent)}"))
+    if asking:
+        plan.waiting += [lease for lease in plan.pages if lease.host in asking]
+        plan.pages = [lease for lease in plan.pages if lease.host not in asking]
     return plan
+
+
+def host_chains(leases: list[Lease]) -> list[list[int]]:
+    """The positions of each host's leases, in order: the requests asked one after the
+    other. Pure."""
+    chains: dict[str, list[int]] = {}
+    for i, lease in enumerate(leases):
+        chains.setdefault(lease.host, []).append(i)
+    return list(chains.values())
+
+
+async def fetch_chain(leases: list[Lease], get: Callable[[Lease], Awaitable[Fetched]],
+                      after: Callable[[Lease, Fetched], float | None], cutoff: float
+                      ) -> list[Fetched]:
+    """Ask one host's leases one after the other: the first at its not_before, each next one
+    no sooner than `after` says of the previous answer (None: the host is asked nothing more
+    in this batch), none but the first later than `cutoff`. Returns the answers of the
+    leases asked, the first ones."""
+    results: list[Fetched] = []
+    start = leases[0].not_before
+    for lease in leases:
+        if results and start > cutoff:
+            break
+        results.append(await start_at(start, get(lease)))
+        after_this = after(lease, results[-1])
+        if after_this is None:
+            break
+        start = after_this
+    return results
 
 
 def sitemap_links(origin: str, policy: RobotsPolicy) -> list[str]:
@@ -85,8 +122,8 @@ def _robots_policy(result: Fetched, before: RobotsPolicy | None) -> RobotsPolicy
 
 
 class EarlyRelease:
-    """Hosts released as their request ends rather than at the end of their batch, so that
-    a host's next request never waits for the slowest one of the batch. Releases made
+    """Hosts released as their last request ends rather than at the end of their batch, so
+    that a host's next request never waits for the slowest one of the batch. Releases made
     within FLUSH_SECONDS of each other go to Redis together, from the fetch loop's executor
     (the loop itself never waits on Redis): a host is due again a delay after its request,
     so holding its release that long costs it nothing while the delay is longer than that
@@ -94,21 +131,22 @@ class EarlyRelease:
 
     FLUSH_SECONDS = 0.2
 
-    def __init__(self, frontier: Frontier, ended: Callable[[Lease, Fetched], Release | None]
-                 ) -> None:
+    def __init__(self, frontier: Frontier,
+                 ended: Callable[[list[Lease], list[Fetched]], list[Release] | None]) -> None:
         self.frontier, self.ended = frontier, ended
         self.pending: list[Release] = []
         self.flushes: list[asyncio.Future[None]] = []
         self.released: dict[str, Release] = {}
 
-    def answered(self, lease: Lease, result: Fetched) -> None:
-        """A request of the batch ended: release its host if `ended` says how."""
-        release = self.ended(lease, result)
-        if release is None:
+    def answered(self, leases: list[Lease], results: list[Fetched]) -> None:
+        """A host's last request of the batch ended (`results` of its first `leases`):
+        release its leases if `ended` says how."""
+        releases = self.ended(leases, results)
+        if releases is None:
             return
         if not self.pending:
             asyncio.get_running_loop().call_later(self.FLUSH_SECONDS, self._flush)
-        self.pending.append(release)
+        self.pending += releases
 
     def _flush(self) -> None:
         batch, self.pending = self.pending, []
@@ -131,28 +169,40 @@ class EarlyRelease:
 
 
 async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
-                     validators: dict[str, dict[str, str]], early: EarlyRelease | None = None
-                     ) -> tuple[list[Fetched], list[Fetched]]:
-    """Every request of the batch at once, each starting no earlier than its lease allows
-    (and its host released as soon as it ends, with `early`)."""
-    async def page(lease: Lease) -> Fetched:
-        result = await start_at(lease.not_before,
-                                fetcher.get(lease.url, validators.get(lease.url)))
+                     validators: dict[str, dict[str, str]],
+                     after: Callable[[Lease, Fetched], float | None], cutoff: float,
+                     early: EarlyRelease | None = None
+                     ) -> tuple[list[Fetched], list[Fetched | None]]:
+    """The batch's hosts at once, each starting no earlier than its lease allows and asking
+    its pages one after the other (`fetch_chain`; its host released as soon as the last
+    ends, with `early`). Returns the robots.txt answers and the pages' (None: not asked)."""
+    def get(lease: Lease) -> Awaitable[Fetched]:
+        return fetcher.get(lease.url, validators.get(lease.url))
+
+    async def chain(leases: list[Lease]) -> list[Fetched]:
+        results = await fetch_chain(leases, get, after, cutoff)
         if early is not None:
-            early.answered(lease, result)
-        return result
+            early.answered(leases, results)
+        return results
 
     robots_calls = [start_at(lease.not_before,
                              fetcher.get(robots_url(origin_of(lease.url),
                                                     policies.get(origin_of(lease.url))),
                                          max_bytes=MAX_ROBOTS_BYTES, truncate=True))
                     for lease in plan.robots]
+    chains = host_chains(plan.pages)
     try:
-        results = await asyncio.gather(*robots_calls, *map(page, plan.pages))
+        robots, answers = await asyncio.gather(
+            asyncio.gather(*robots_calls),
+            asyncio.gather(*(chain([plan.pages[i] for i in c]) for c in chains)))
     finally:
         if early is not None:
             await early.drain()
-    return results[:len(plan.robots)], results[len(plan.robots):]
+    pages: list[Fetched | None] = [None] * len(plan.pages)
+    for positions, results in zip(chains, answers, strict=True):
+        for i, result in zip(positions, results, strict=False):
+            pages[i] = result
+    return robots, pages
 
 
 def _retry_counts(ctx: Context, retried: list[Lease], done: list[Lease],
@@ -230,7 +280,7 @@ def _take_slots(ctx: Context, plan: Plan) -> _Slots:
     """Take the politeness slot of each key the batch asks (one host per key; the others
     are turned away and their URLs go back); a request waits for its key's next time."""
     settings = ctx.settings
-    asking = plan.robots + plan.pages
+    asking = plan.robots + plan.pages + plan.waiting
     addresses: dict[str, str] = {}
     if settings.politeness_key == "ip":
         hosts = {lease.host for lease in asking}
@@ -253,6 +303,7 @@ def _take_slots(ctx: Context, plan: Plan) -> _Slots:
         return [replace(lease, not_before=max(lease.not_before, allowed[lease.host]))
                 for lease in leases if lease.host in allowed]
     plan.robots, plan.pages = waiting(plan.robots), waiting(plan.pages)
+    plan.waiting = [lease for lease in plan.waiting if lease.host in allowed]
     if slots.busy:
         ctx.counters.bump({"politeness:key_busy": len(slots.busy)})
     return slots
@@ -274,14 +325,18 @@ def _give_back_slots(ctx: Context, slots: _Slots, releases: list[Release],
 def fetch_batch(ctx: Context, leases: list[Lease]
                 ) -> tuple[list[Page], int, list[Handover]]:
     """Fetch one batch; every held lease is released with the host's next allowed time,
-    except those of pages to render, which go on held with their page.
+    except those of pages to render, which go on held with their page. A host's URLs are
+    asked one after the other, each a delay after the previous answer, while the host
+    answers in good standing and its lease, renewed here, has half its time left; the URLs
+    not asked go back to its queue.
 
     Returns the page records, how many URLs went back to the frontier to be retried, and
     the pages to render.
     """
     settings = ctx.settings
     ua = settings.product_token
-    failures = ctx.frontier.renew(leases, time.time(), settings.lease_seconds)
+    renewed = time.time()
+    failures = ctx.frontier.renew(leases, renewed, settings.lease_seconds)
     held = [lease for lease, f in zip(leases, failures, strict=True) if f is not None]
     fails_of = {lease.host: f for lease, f in zip(leases, failures, strict=True) if f is not None}
     if len(held) < len(leases):
@@ -309,19 +364,36 @@ def fetch_batch(ctx: Context, leases: list[Lease]
         return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason,
                        behind=requeue and not robots)
 
-    def answered(lease: Lease, result: Fetched) -> Release | None:
-        """The release of a host whose page answered and will not be retried; None for the
-        others (their retry counts are read with the batch)."""
+    def after(lease: Lease, result: Fetched) -> float | None:
+        """When the host may be asked its next URL of the batch: its next time after an
+        answer that leaves it in good standing; None after one to retry or a failure."""
         if result.status is None or is_retryable(result.status, result.error):
             return None
-        return release(lease, result, False)
+        ended = release(lease, result, False)
+        if ended.failures or ended.park_reason:
+            return None
+        fails_of[lease.host] = 0
+        return ended.next_time
+
+    def answered(leases: list[Lease], results: list[Fetched]) -> list[Release] | None:
+        """The releases of a host whose last page answered and will not be retried (those
+        of its URLs not asked put them back); None for the others (their retry counts are
+        read with the batch)."""
+        last = results[-1]
+        if last.status is None or is_retryable(last.status, last.error):
+            return None
+        ended = release(leases[len(results) - 1], last, False)
+        return [replace(ended, lease=lease, requeue=n >= len(results))
+                for n, lease in enumerate(leases)]
 
     # Early releases need the host to be the politeness key (a slot is given back with the
     # batch) and no rendering (a page to render stays leased until rendered).
     early = (EarlyRelease(ctx.frontier, answered)
              if slots is None and not settings.render else None)
+    cutoff = renewed + settings.lease_seconds / 2 - settings.fetch_timeout
     robots, fetched = run_on_fetch_loop(
-        settings, ctx.dns_cache, lambda f: _fetch_all(f, plan, policies, validators, early))
+        settings, ctx.dns_cache,
+        lambda f: _fetch_all(f, plan, policies, validators, after, cutoff, early))
     released = early.released if early is not None else {}
     learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
                for lease, r in zip(plan.robots, robots, strict=True)}
@@ -353,22 +425,38 @@ def fetch_batch(ctx: Context, leases: list[Lease]
             page.error = ended.park_reason
             pages.append(page)
     now = time.time()
-    for lease, reason in plan.refused:
-        pages.append(blocked(page_for(lease), reason, now))
-        releases.append(Release(lease, max(now, lease.not_before), failures=fails_of[lease.host]))
-    transient = [(lease, r) for lease, r in zip(plan.pages, fetched, strict=True)
-                 if is_retryable(r.status, r.error)]
+    pages += [blocked(page_for(lease), reason, now) for lease, reason in plan.refused]
+    asked = [(lease, r) for lease, r in zip(plan.pages, fetched, strict=True) if r is not None]
+    transient = [(lease, r) for lease, r in asked if is_retryable(r.status, r.error)]
     counts = _retry_counts(ctx, [lease for lease, _ in transient],
-                           [lease for lease, r in zip(plan.pages, fetched, strict=True)
-                            if not is_retryable(r.status, r.error)]
+                           [lease for lease, r in asked if not is_retryable(r.status, r.error)]
                            + [lease for lease, _ in plan.refused],
-                           fetch_counts(fetched))
+                           fetch_counts(r for _, r in asked))
     retry = {lease.url for (lease, _), n in zip(transient, counts, strict=True)
              if n <= settings.max_retries}
     _forget_url_state(ctx, [lease.url for lease, _ in transient if lease.url not in retry])
+    ended_of = {lease.url: released.get(lease.url) or release(lease, r, lease.url in retry)
+                for lease, r in asked}
+    # The host's state after its last request (robots.txt's, or its last page's), which
+    # every release of its URLs carries: the frontier takes it from the one ending the lease.
+    last = {r.lease.host: r for r in [*releases, *ended_of.values()]}
+    releases += [Release(lease, max(now, lease.not_before), failures=fails_of[lease.host])
+                 for lease, _ in plan.refused]
+
+    def settled(ended: Release) -> Release:
+        state = last.get(ended.lease.host)
+        return ended if state is None else replace(
+            ended, next_time=state.next_time, failures=state.failures,
+            park_reason=state.park_reason)
+
+    releases += [replace(last[lease.host], lease=lease, requeue=True, behind=False)
+                 for lease in plan.waiting]
+    releases += [Release(lease, lease.not_before, requeue=True)
+                 for lease, r in zip(plan.pages, fetched, strict=True)
+                 if r is None and lease.url not in released]  # not asked
     handovers: list[Handover] = []
-    for lease, result in zip(plan.pages, fetched, strict=True):
-        ended = released.get(lease.url) or release(lease, result, lease.url in retry)
+    for lease, result in asked:
+        ended = settled(ended_of[lease.url])
         if ended.requeue:
             releases.append(ended)
             continue
@@ -381,6 +469,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
             if lease.url not in released:  # else sent as its request ended
                 releases.append(ended)
             pages.append(page)
+    releases = [settled(ended) for ended in releases]
     if slots is not None:
         releases += _give_back_slots(ctx, slots, releases, handovers, fails_of)
     ctx.frontier.release(releases)
@@ -398,7 +487,7 @@ def _report_given_up(ctx: Context, given_up: list[Release]) -> None:
     if not given_up:
         return
     errors: Counter[str] = Counter()
-    for ended in given_up:
+    for ended in {r.lease.host: r for r in given_up}.values():  # a host's URLs alike
         error = (ended.park_reason or "").removeprefix(GIVEN_UP)
         log.warning("giving up %s after %d tries: %s (its URLs stay queued; crawlctl frontier "
                     "resume %s tries again)", ended.lease.host, ended.failures,

@@ -100,3 +100,26 @@ def test_the_dispatcher_sleeps_until_the_doorbell_rings(tmp_path: Path, redis_ur
         stop.set()
         thread.join(5)
     assert not thread.is_alive()  # a stop is seen within a slice of the sleep
+
+
+def test_every_url_of_a_lost_lease_of_several_comes_back_once(tmp_path: Path,
+                                                              redis_url: str) -> None:
+    from crawlapp.ops.dispatcher import recover_lost_batches
+
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+                              "CRAWL_SHARDS": "1", "CRAWL_URLS_PER_LEASE": "3",
+                              "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})
+    upgrade(settings)
+    ctx = Context(settings)
+    urls = [f"http://127.0.0.2:9/{n}" for n in range(4)]
+    add_seeds(ctx, urls)
+    sent: list[list[Lease]] = []
+    dispatch_once(ctx, lambda shard, batch_id, leases: sent.append(leases))
+    ((first, *others),) = sent
+    assert len(others) == 2 and {(lease.host, lease.token) for lease in others} == {
+        (first.host, first.token)}
+    later = time.time() + 3600  # the batch's worker died: past its deadline and its lease
+    assert recover_lost_batches(ctx, later) == 3  # the ledger has every URL of the lease
+    leases, _ = ctx.frontier.dispatch([0], later, 50, 60, 100, per_lease=10)
+    assert sorted(lease.url for lease in leases[0]) == urls  # each once
+    assert ctx.frontier.stats(later)[0].urls_queued == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
+import math
 import time
 import zlib
 from base64 import b32encode
@@ -21,7 +22,15 @@ from crawlapp.adapters.memory_frontier import MemoryFrontier
 from crawlapp.core.records import HostState, Lease, QueuedURL, Release
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer
 from crawlapp.core.settings import load_settings
-from crawlapp.stages.fetching import EarlyRelease, _fetch_all, _robots_policy, plan_batch, sitemap_links
+from crawlapp.stages.fetching import (
+    EarlyRelease,
+    _fetch_all,
+    _robots_policy,
+    fetch_chain,
+    host_chains,
+    plan_batch,
+    sitemap_links,
+)
 from crawlapp.stages.pages import apply_fetch, page_for
 from tests.mock_web import Handler, answer, mock_fetcher, site
 
@@ -31,6 +40,11 @@ DISALLOW_PRIVATE = robots_answer("http://a.test/robots.txt", 200, None,
 
 
 LEASE = Lease(0, "a.test", "token", "http://a.test/p", 0)
+
+
+def once(_: Lease, __: Fetched) -> None:
+    """A fetch chain's `after` that asks each host one URL."""
+    return None
 
 
 def get(handler: Handler, **env: str) -> Fetched:
@@ -148,7 +162,7 @@ def test_a_batch_from_the_frontier_planned_fetched_and_recorded() -> None:
         "http://a.test/page": (200, {"Content-Type": "text/html"}, b"<p>a</p>"),
         "http://b.test/robots.txt": (200, {}, b"Sitemap: http://b.test/map.xml\n"
                                      + b"#" * (2 * MAX_ROBOTS_BYTES))})
-    robots, fetched = asyncio.run(_fetch_all(mock_fetcher(handler), plan, policies, {}))
+    robots, fetched = asyncio.run(_fetch_all(mock_fetcher(handler), plan, policies, {}, once, math.inf))
     assert [r.url for r in robots + fetched] == ["http://b.test/robots.txt", "http://a.test/page"]
     assert len(robots[0].body) == MAX_ROBOTS_BYTES and robots[0].error is None  # cut, not refused
     learned = _robots_policy(robots[0], None)
@@ -181,7 +195,7 @@ def test_no_request_starts_before_its_lease_allows() -> None:
         return answer(200)
 
     plan = plan_batch([second], {"http://a.test": DISALLOW_PRIVATE}, UA)
-    asyncio.run(_fetch_all(mock_fetcher(handler), plan, {}, {}))
+    asyncio.run(_fetch_all(mock_fetcher(handler), plan, {}, {}, once, math.inf))
     assert started and started[0] >= now + 0.3
 
 
@@ -203,12 +217,79 @@ def test_a_host_is_released_as_its_request_ends_not_with_the_batch() -> None:
             seen["a.test"] = frontier.host_states(["a.test"], time.time())["a.test"]
         return answer(200)
 
-    def ended(lease: Lease, _: Fetched) -> Release:
-        return Release(lease, now + 10)
+    def ended(chain: list[Lease], _: list[Fetched]) -> list[Release]:
+        return [Release(lease, now + 10) for lease in chain]
 
     early = EarlyRelease(frontier, ended)
     plan = plan_batch(leases, {"http://a.test": DISALLOW_PRIVATE,
                                "http://b.test": DISALLOW_PRIVATE}, UA)
-    asyncio.run(_fetch_all(mock_fetcher(handler), plan, {}, {}, early))
+    asyncio.run(_fetch_all(mock_fetcher(handler), plan, {}, {}, once, math.inf, early))
     assert (seen["a.test"].state, seen["a.test"].until) == ("waiting", now + 10)
     assert set(early.released) == {"http://a.test/1", "http://b.test/1"}
+
+
+def test_a_hosts_urls_are_asked_one_after_the_other_each_a_delay_after_the_last_answer() -> None:
+    """a.test's lease holds four URLs: each request starts no sooner than the previous one
+    ended + the delay `after` gives, never two at once; /2 answers 503 (`after` says stop)
+    and /3 is not asked. b.test's single URL is asked meanwhile."""
+    frontier = MemoryFrontier(shards=1)
+    now = time.time()
+    frontier.add([QueuedURL(f"http://a.test/{i}", 0, 1.0 - i / 10) for i in range(4)]
+                 + [QueuedURL("http://b.test/0", 0, 1.0)], now)
+    leases = frontier.dispatch([0], now, 10, 60, 100, per_lease=4)[0][0]
+    assert [lease.url for lease in leases] == [f"http://a.test/{i}" for i in range(4)] + [
+        "http://b.test/0"]
+    assert host_chains(leases) == [[0, 1, 2, 3], [4]]
+    spans: dict[str, list[tuple[float, float]]] = {}
+    running: set[str] = set()
+    overlapped: list[str] = []
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        host = request.url.host
+        if host in running:
+            overlapped.append(host)
+        running.add(host)
+        started = time.time()
+        await asyncio.sleep(0.02)
+        running.discard(host)
+        spans.setdefault(host, []).append((started, time.time()))
+        return answer(503 if request.url.path == "/2" else 200)
+
+    delay = 0.05
+
+    def after(_: Lease, result: Fetched) -> float | None:
+        return None if result.status == 503 else result.ended + delay
+
+    policies: dict[str, RobotsPolicy | None] = {"http://a.test": DISALLOW_PRIVATE,
+                                                "http://b.test": DISALLOW_PRIVATE}
+    plan = plan_batch(leases, policies, UA)
+    _, fetched = asyncio.run(_fetch_all(mock_fetcher(slow), plan, {}, {}, after, math.inf))
+    assert [r.status if r else None for r in fetched] == [200, 200, 503, None, 200]
+    a = spans["a.test"]
+    assert len(a) == 3 and not overlapped
+    for n in (1, 2):  # each start a delay after the previous answer was read
+        assert a[n][0] >= fetched[n - 1].ended + delay  # type: ignore[union-attr]
+        assert fetched[n - 1].ended >= a[n - 1][1]  # type: ignore[union-attr]
+
+
+def test_a_chain_asks_no_further_url_past_its_cutoff() -> None:
+    leases = [replace(LEASE, url=f"http://a.test/{i}") for i in range(3)]
+    asked: list[str] = []
+
+    async def get(lease: Lease) -> Fetched:
+        asked.append(lease.url)
+        return Fetched(lease.url, 200, ended=time.time())
+
+    results = asyncio.run(fetch_chain(leases, get, lambda _, r: r.ended, cutoff=0.0))
+    assert asked == ["http://a.test/0"] and len(results) == 1  # the first is always asked
+
+
+def test_a_host_asking_its_robots_txt_asks_nothing_else_in_that_batch() -> None:
+    leases = [replace(LEASE, url=url) for url in
+              ("http://a.test/1", "https://a.test/2", "http://a.test/private/3",
+               "https://a.test/4")]
+    plan = plan_batch(leases, {"http://a.test": DISALLOW_PRIVATE}, UA)
+    assert [lease.url for lease in plan.robots] == ["https://a.test/2"]
+    assert [lease.url for lease in plan.waiting] == ["https://a.test/4", "http://a.test/1"]
+    assert plan.pages == [] and [lease.url for lease, _ in plan.refused] == [
+        "http://a.test/private/3"]

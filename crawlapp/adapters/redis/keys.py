@@ -55,8 +55,8 @@ IDLE = Key("{P:f:<shard>}:idle", "zset", "host -> next allowed time of a host wi
 LEASES = Key("{P:f:<shard>}:leases", "zset", "host -> lease deadline, for hosts handed to a "
              "fetch task")
 TOKEN = Key("{P:f:<shard>}:token", "hash", "host -> token of its current lease")
-LEASED = Key("{P:f:<shard>}:leased", "hash", "host -> \"score<TAB>member\" of the URL handed "
-             "out under its lease")
+LEASED = Key("{P:f:<shard>}:leased", "hash", "host -> the URLs handed out under its lease, a "
+             "line \"score<TAB>member\" each")
 PARKED = Key("{P:f:<shard>}:parked", "zset", "host -> time it comes back (inf while paused "
              "by an operator)")
 WHY = Key("{P:f:<shard>}:why", "hash", "host -> why it is parked")

@@ -115,11 +115,12 @@ class RedisFrontier:
         return sum(queued)
 
     def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
-                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None
-                 ) -> tuple[dict[int, list[Lease]], float | None]:
-        """Lease hosts of each shard ready by now + lookahead, once full or due by `due_by`.
+                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None,
+                 per_lease: int = 1) -> tuple[dict[int, list[Lease]], float | None]:
+        """Lease hosts of each shard ready by now + lookahead, once full or due by `due_by`,
+        up to `per_lease` URLs each when fewer than `max_hosts` hosts are leased.
 
-        Returns the leases and the earliest next ready time of a host not leased.
+        Returns the leases (one per URL) and the earliest next ready time of a host not leased.
         """
         due_by = now + lookahead if due_by is None else due_by
         shards = list(shards)
@@ -130,7 +131,7 @@ class RedisFrontier:
             scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
                                     k.queued, k.queues, k.boost],
                              [now, max_hosts, lease_seconds, max_leased, f"{token}.{shard}",
-                              lookahead, due_by])
+                              lookahead, due_by, per_lease])
         leases: dict[int, list[Lease]] = {}
         next_ready: float | None = None
         replies = self._acks.execute(pipe, [self._keys[shard].leases for shard in shards])
@@ -181,12 +182,14 @@ class RedisFrontier:
         return held
 
     def release(self, releases: Iterable[Release]) -> int:
-        """End leases; each host may be fetched again at its next_time."""
+        """Take URLs out of their leases; a lease ends with its last URL, and its host may be
+        fetched again at that release's next_time."""
         by_shard: dict[int, list[object]] = defaultdict(list)
         for rel in releases:
             by_shard[rel.lease.shard] += [rel.lease.host, rel.lease.token, rel.next_time,
                                           ("2" if rel.behind else "1") if rel.requeue else "0", rel.failures,
-                                          rel.park_reason or ""]
+                                          rel.park_reason or "",
+                                          encode_member(rel.lease.depth, rel.lease.url, rel.lease.hops)]
         if not by_shard:
             return 0
         pipe = self.client.pipeline(transaction=False)

@@ -7,7 +7,7 @@ cluster slot):
                   once passed (a time past is no constraint)
   {P:f:s}:leases  ZSET host -> lease deadline (hosts handed to a fetch task)
   {P:f:s}:token   HASH host -> token of the current lease
-  {P:f:s}:leased  HASH host -> "score\\tmember" of the URL handed out under the lease
+  {P:f:s}:leased  HASH host -> the URLs handed out under the lease, "score\\tmember" lines
   {P:f:s}:parked  ZSET host -> time the host comes back (inf while paused by an operator)
   {P:f:s}:why     HASH host -> why the host is parked
   {P:f:s}:paused  HASH host -> 1 for a host paused by an operator
@@ -23,7 +23,8 @@ A host with URLs queued is in exactly one of ready, leases, parked:
   idle --enqueue--> ready --dispatch--> leases --release--> ready (URLs left) or idle (none)
    ^                  |                  |  |
    `--dispatch, drop--'                  |  `--release, parking or paused--> parked
-      (queue empty)                      `--lease expired (dispatch): URL requeued--> ready
+      (queue empty)                      `--lease expired (dispatch): URLs requeued--> ready
+  (a lease of several URLs ends with the release of its last URL)
   parked --its time comes (dispatch), or resume--> ready (URLs queued) or idle (none)
   pause: a ready or idle host is parked at once, a leased one when its lease ends
 
@@ -34,22 +35,45 @@ it: the queue key has the shard's hash tag, so it is in the same slot as the oth
 
 from crawlapp.adapters.redis.lua import Lua
 
-# A Lua function the scripts that end leases share (it needs their locals leases, token,
-# leased, queued and q): ends `host`'s lease and, with `back`, returns its leased URL to its
-# queue, where the URL keeps its better score; or, with `behind` too, goes after the
-# queue's last URL (a URL to try again after the host's others).
+# Lua functions the scripts that end leases share (they need their locals leases, token,
+# leased, queued and q). A lease holds one or more URLs of its host, which `leased` lists
+# (a line "score<TAB>member" each). put_back returns a URL to its host's queue, where it keeps its
+# better score; or, with `behind`, goes after the queue's last URL (a URL to try again after
+# the host's others). hand_back takes one URL out of `host`'s lease, putting it back with
+# `back`, and returns how many URLs the lease still holds; end_lease ends the lease, with
+# `back` putting every URL it still holds back.
 _END_LEASE = """
-local function end_lease(host, back, behind)
-  local held = back and redis.call('HGET', leased, host)
-  if held then
-    local tab = string.find(held, '\\t', 1, true)
-    local score = tonumber(string.sub(held, 1, tab - 1))
-    if behind then
-      local last = redis.call('ZRANGE', q .. host, -1, -1, 'WITHSCORES')
-      if #last > 0 then score = math.max(score, tonumber(last[2]) + 0.001) end
+local function held_urls(host)
+  local urls = {}
+  for line in string.gmatch(redis.call('HGET', leased, host) or '', '[^\\n]+') do
+    local tab = string.find(line, '\\t', 1, true)
+    table.insert(urls, {string.sub(line, 1, tab - 1), string.sub(line, tab + 1)})
+  end
+  return urls
+end
+local function put_back(host, score, member, behind)
+  score = tonumber(score)
+  if behind then
+    local last = redis.call('ZRANGE', q .. host, -1, -1, 'WITHSCORES')
+    if #last > 0 then score = math.max(score, tonumber(last[2]) + 0.001) end
+  end
+  redis.call('INCRBY', queued, redis.call('ZADD', q .. host, 'LT', score, member))
+end
+local function hand_back(host, member, back, behind)
+  local left = {}
+  for _, url in ipairs(held_urls(host)) do
+    if url[2] == member then
+      if back then put_back(host, url[1], member, behind) end
+    else
+      table.insert(left, url[1] .. '\\t' .. url[2])
     end
-    local added = redis.call('ZADD', q .. host, 'LT', score, string.sub(held, tab + 1))
-    redis.call('INCRBY', queued, added)
+  end
+  if #left > 0 then redis.call('HSET', leased, host, table.concat(left, '\\n')) end
+  return #left
+end
+local function end_lease(host, back)
+  if back then
+    for _, url in ipairs(held_urls(host)) do put_back(host, url[1], url[2], false) end
   end
   redis.call('ZREM', leases, host)
   redis.call('HDEL', leased, host)
@@ -91,7 +115,7 @@ return added
 """)
 
 # KEYS: ready, idle, leases, token, leased, parked, why, queued, host queue prefix, boost
-# ARGV: now, max_hosts, lease_seconds, max_leased, token_prefix, lookahead, due_by
+# ARGV: now, max_hosts, lease_seconds, max_leased, token_prefix, lookahead, due_by, per_lease
 # First returns the URLs of expired leases to their queues, brings back parked hosts whose
 # time has come and forgets idle times that have passed. Then leases up to max_hosts hosts
 # whose next time is at most now + lookahead, while fewer than max_leased hosts are leased,
@@ -99,9 +123,12 @@ return added
 # by `due_by`, so batches grow without making any host late. When more hosts are ready than
 # there is room for, the earliest BOOST_WINDOW x max_hosts of them are candidates (not x room:
 # a slot freed alone must not shrink the choice to the hosts that waited longest), and
-# those with the highest boost go first (ties: the earliest, then by name). A lease carries
-# its host's next time: the fetch must not start before it.
-# Returns {next_ready_time or -1, host1, token1, member1, not_before1, ...}.
+# those with the highest boost go first (ties: the earliest, then by name). When fewer than
+# max_hosts hosts are leased, each lease takes up to per_lease of its host's best URLs, as
+# many as keep the batch within max_hosts URLs (the fetch asks them one after the other).
+# A lease carries its host's next time: the fetch must not start before it.
+# Returns {next_ready_time or -1, host1, token1, member1, not_before1, ...}: a lease of
+# several URLs is one such quadruplet per URL, in the order to fetch them.
 DISPATCH = Lua("""
 local BOOST_WINDOW = 4
 local ready, idle, leases, token, leased = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -109,6 +136,7 @@ local parked, why, queued, q, boost = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[1
 local now = tonumber(ARGV[1])
 local max_hosts, lease, max_leased = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_prefix, horizon, due_by = ARGV[5], now + tonumber(ARGV[6]), tonumber(ARGV[7])
+local per_lease = tonumber(ARGV[8])
 """ + _END_LEASE + """
 local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, 1000)
 for _, host in ipairs(expired) do
@@ -160,23 +188,31 @@ if room > 0 then
   if #hosts > 0 and #hosts < 2 * max_hosts and tonumber(window[2]) > due_by then
     hosts = {}  -- not full and nothing due yet: let the batch grow until the next tick
   end
+  local take = 1
+  if #hosts > 0 and #hosts < 2 * max_hosts then
+    take = math.max(1, math.min(per_lease, math.floor(2 * max_hosts / #hosts)))
+  end
   for i = 1, #hosts, 2 do
     local host, ready_at = hosts[i], hosts[i + 1]
     redis.call('ZREM', ready, host)
-    local popped = redis.call('ZPOPMIN', q .. host)
+    local popped = redis.call('ZPOPMIN', q .. host, take)
     if #popped == 0 then
       redis.call('ZADD', idle, ready_at, host)
     else
       local tok = token_prefix .. ':' .. i
       local not_before = math.max(now, tonumber(ready_at))
+      local held = {}
       redis.call('ZADD', leases, not_before + lease, host)
       redis.call('HSET', token, host, tok)
-      redis.call('HSET', leased, host, popped[2] .. '\\t' .. popped[1])
-      redis.call('DECR', queued)
-      table.insert(out, host)
-      table.insert(out, tok)
-      table.insert(out, popped[1])
-      table.insert(out, tostring(not_before))
+      for j = 1, #popped, 2 do
+        table.insert(held, popped[j + 1] .. '\\t' .. popped[j])
+        table.insert(out, host)
+        table.insert(out, tok)
+        table.insert(out, popped[j])
+        table.insert(out, tostring(not_before))
+      end
+      redis.call('HSET', leased, host, table.concat(held, '\\n'))
+      redis.call('DECRBY', queued, #held)
     end
   end
 end
@@ -207,25 +243,27 @@ return out
 
 # KEYS: ready, idle, leases, token, leased, parked, why, paused, fails, queued,
 #   host queue prefix
-# ARGV: (host, token, next_time, requeue, failures, park_reason) sextuplets;
-# requeue is "1" to put the leased URL back (it was not fetched), "2" to put it back behind
-# the host's other URLs (to try it again), "0" when it was handled;
-# failures is the host's new count of failures in a row; park_reason, when not empty,
-# parks the host until next_time.
-# Ends each lease still held with that token: a host paused meanwhile is parked until
-# resumed; else it becomes ready at next_time if it has URLs queued, or remembers
-# next_time. Returns the number of leases ended.
+# ARGV: (host, token, next_time, requeue, failures, park_reason, member) septuplets, one
+# per URL of a lease; requeue is "1" to put the URL (`member`) back (it was not fetched),
+# "2" to put it back behind the host's other URLs (to try it again), "0" when it was
+# handled; failures is the host's new count of failures in a row; park_reason, when not
+# empty, parks the host until next_time.
+# Takes each URL out of its lease if still held with that token; the release of a lease's
+# last URL ends it, with the host's state from that release: a host paused meanwhile is
+# parked until resumed; else it becomes ready at next_time if it has URLs queued, or
+# remembers next_time. Returns the number of leases ended.
 RELEASE = Lua("""
 local ready, idle, leases, token, leased = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local parked, why, paused, fails = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local queued, q = KEYS[10], KEYS[11]
 """ + _END_LEASE + """
 local ended = 0
-for i = 1, #ARGV, 6 do
+for i = 1, #ARGV, 7 do
   local host, tok, nxt, requeue = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local failures, park_reason = ARGV[i + 4], ARGV[i + 5]
-  if redis.call('HGET', token, host) == tok then
-    end_lease(host, requeue ~= '0', requeue == '2')
+  local failures, park_reason, member = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
+  if redis.call('HGET', token, host) == tok
+      and hand_back(host, member, requeue ~= '0', requeue == '2') == 0 then
+    end_lease(host, false)
     if failures == '0' then
       redis.call('HDEL', fails, host)
     else
