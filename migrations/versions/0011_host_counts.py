@@ -31,7 +31,7 @@ depends_on = None
 
 # Net changes of one statement per host and status (its transition tables old_rows, new_rows).
 NOTE = """
-CREATE FUNCTION host_counts_note() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION host_counts_note() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
         INSERT INTO host_count_deltas (host, status, n)
@@ -51,7 +51,7 @@ END $$
 # The deltas committed so far into host_counts, in host order; one fold at a time. Returns how
 # many (host, status) counts changed.
 FOLD = """
-CREATE FUNCTION host_counts_fold() RETURNS bigint LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION host_counts_fold() RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     folded bigint;
 BEGIN

@@ -26,8 +26,9 @@ from crawlapp.observe.stats import host_report
 from crawlapp.ops import rebuild, takedown
 from crawlapp.ops.seeding import add_seeds
 from crawlapp.stages.recrawling import drain
+from tests.integration.in_process import crawl
 from tests.integration.test_partitions import downgrade
-from tests.integration.test_redis_keys import Seen, crawl
+from tests.integration.test_redis_keys import Seen
 from testweb.server import start_in_background
 from testweb.site import Web, WebSpec
 
@@ -178,3 +179,18 @@ def test_the_migration_fills_the_counters_and_its_downgrade_drops_them(settings:
     upgrade(settings)
     assert folded(engine) == scanned(engine)
     assert sum(scanned(engine).values()) == 410
+
+
+def test_a_database_whose_tables_were_dropped_migrates_again(pg_url: str, tmp_path: Path) -> None:
+    """The functions the migrations made outlive a DROP TABLE of every table (as `make bench`
+    resets its database): migrating again replaces them."""
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "DATABASE_URL": pg_url})
+    upgrade(settings)
+    engine = get_engine(settings)
+    with engine.begin() as conn:
+        for table in sa.inspect(engine).get_table_names():
+            conn.execute(sa.text(f'DROP TABLE IF EXISTS "{table}" CASCADE'))
+    upgrade(settings)
+    with Session(engine) as session, session.begin():
+        repository.add_urls(session, [_row(i, Status.QUEUED) for i in range(10)])
+    assert sum(assert_exact(engine).values()) == 10
