@@ -15,12 +15,10 @@ import pytest
 
 from crawlapp.adapters import http as fetch
 from crawlapp.adapters.context import Context
-from crawlapp.core.records import Lease, Page, QueuedURL
 from crawlapp.core.robots import RobotsPolicy
 from crawlapp.core.settings import load_settings
-from crawlapp.ops.dispatcher import dispatch_once
 from crawlapp.ops.rebuild import mark_alive
-from crawlapp.stages.fetching import fetch_batch
+from tests.integration.in_process import fetch_until_idle
 
 pytestmark = pytest.mark.integration
 DELAY = 0.2
@@ -72,34 +70,12 @@ def ctx(tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Cont
     return ctx
 
 
-def crawl_until_idle(ctx: Context, urls: list[str], limit: float = 30.0
-                     ) -> tuple[list[Page], list[list[Lease]]]:
-    """Queue `urls`, then dispatch and fetch until the frontier is idle: the page records
-    and the batches' leases."""
-    ctx.frontier.add([QueuedURL(u, 0, 1.0 - n / 100) for n, u in enumerate(urls)], time.time())
-    pages: list[Page] = []
-    batches: list[list[Lease]] = []
-    deadline = time.monotonic() + limit
-    sent: list[tuple[str, list[Lease]]] = []
-    while not ctx.frontier.is_idle(time.time()) or ctx.batches.in_flight():
-        assert time.monotonic() < deadline, "the frontier never went idle"
-        dispatch_once(ctx, lambda shard, batch_id, leases: sent.append((batch_id, leases)))
-        while sent:
-            batch_id, leases = sent.pop()
-            found, _, _ = fetch_batch(ctx, leases)
-            pages += found
-            batches.append(leases)
-            ctx.batches.finish(batch_id)
-        time.sleep(0.02)
-    return pages, batches
-
-
 def test_a_hosts_urls_are_asked_a_delay_apart_and_those_not_asked_come_back(
         ctx: Context, server: int) -> None:
     origin = f"http://127.0.0.1:{server}"
     ctx.robots.save({origin: RobotsPolicy(404, "")})  # allow all
     urls = [f"{origin}/{n}" for n in range(6)]
-    pages, batches = crawl_until_idle(ctx, urls)
+    pages, batches = fetch_until_idle(ctx, urls)
     # the first lease holds /0../3; /2 answers 503: /3 is not asked and goes back with /2
     assert [lease.url for lease in batches[0]] == urls[:4]
     assert [lease.url for lease in batches[1]] == [urls[3], urls[4], urls[5], urls[2]]

@@ -19,13 +19,12 @@ import pytest
 from crawlapp.adapters import http as fetch
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.redis.dnscache import DnsCache, Resolution
-from crawlapp.core.records import Lease, Page, QueuedURL
+from crawlapp.core.records import Page
 from crawlapp.core.robots import RobotsPolicy
 from crawlapp.core.settings import load_settings
 from crawlapp.observe.stats import given_up_hosts
-from crawlapp.ops.dispatcher import dispatch_once
 from crawlapp.ops.rebuild import mark_alive
-from crawlapp.stages.fetching import fetch_batch
+from tests.integration.in_process import fetch_until_idle
 from tests.tls import self_signed
 
 pytestmark = pytest.mark.integration
@@ -91,28 +90,6 @@ def make_ctx(tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch):  
     return build
 
 
-def crawl_until_idle(ctx: Context, urls: list[str], limit: float = 30.0
-                     ) -> tuple[list[Page], int]:
-    """Queue `urls`, then dispatch and fetch until the frontier is idle: the page records
-    and the number of batches."""
-    ctx.frontier.add([QueuedURL(u, 0, 1.0) for u in urls], time.time())
-    pages: list[Page] = []
-    batches = 0
-    deadline = time.monotonic() + limit
-    sent: list[tuple[str, list[Lease]]] = []
-    while not ctx.frontier.is_idle(time.time()) or ctx.batches.in_flight():
-        assert time.monotonic() < deadline, "the frontier never went idle"
-        dispatch_once(ctx, lambda shard, batch_id, leases: sent.append((batch_id, leases)))
-        while sent:
-            batch_id, leases = sent.pop()
-            found, _, _ = fetch_batch(ctx, leases)
-            pages += found
-            batches += 1
-            ctx.batches.finish(batch_id)
-        time.sleep(0.02)
-    return pages, batches
-
-
 def _check_given_up(ctx: Context, pages: list[Page], host: str, error: str,
                     caplog: pytest.LogCaptureFixture) -> None:
     robots = [p for p in pages if p.status == "robots"]
@@ -144,7 +121,7 @@ def test_an_unreachable_host_is_given_up_with_its_reason(
     ctx = make_ctx(allowed, names)
     _, port = server
     started = time.monotonic()
-    pages, _ = crawl_until_idle(ctx, [url.format(port=port)])
+    pages, _ = fetch_until_idle(ctx, [url.format(port=port)])
     assert time.monotonic() - started < 15
     _check_given_up(ctx, pages, host.format(port=port), error, caplog)
 
@@ -156,7 +133,7 @@ def test_a_host_whose_tls_certificate_does_not_verify_is_given_up(
     ctx = make_ctx("127.0.0.0/8", {})
     scheme, port = server
     assert scheme == "https"
-    pages, _ = crawl_until_idle(ctx, [f"https://127.0.0.1:{port}/"])
+    pages, _ = fetch_until_idle(ctx, [f"https://127.0.0.1:{port}/"])
     _check_given_up(ctx, pages, f"127.0.0.1:{port}", "tls_certificate", caplog)
 
 
@@ -170,7 +147,7 @@ def test_pages_of_a_host_that_became_unreachable_end_too(
     origin = f"http://127.0.0.1:{port}"
     ctx.robots.save({origin: RobotsPolicy(404, "")})  # allow all
     urls = [f"{origin}/{n}" for n in range(6)]
-    pages, _ = crawl_until_idle(ctx, urls)
+    pages, _ = fetch_until_idle(ctx, urls)
     failed = [p for p in pages if p.status == "failed"]
     assert [p.error for p in failed] == ["ssrf_loopback"] * GIVE_UP_AFTER
     assert given_up_hosts(ctx) == {f"127.0.0.1:{port}": "ssrf_loopback"}
@@ -180,7 +157,7 @@ def test_pages_of_a_host_that_became_unreachable_end_too(
     # An operator who allows the network resumes the host: its other URLs are fetched.
     assert ctx.frontier.resume(f"127.0.0.1:{port}", time.time())
     allowing = make_ctx("127.0.0.0/8", {})
-    pages, _ = crawl_until_idle(allowing, [])
+    pages, _ = fetch_until_idle(allowing, [])
     assert sorted(p.http_status or 0 for p in pages) == [200] * (len(urls) - GIVE_UP_AFTER)
 
 
@@ -188,6 +165,6 @@ def test_a_host_that_answers_is_never_given_up(
         make_ctx, server: tuple[str, int]) -> None:  # type: ignore[no-untyped-def]
     ctx = make_ctx("127.0.0.0/8", {})
     _, port = server
-    pages, _ = crawl_until_idle(ctx, [f"http://127.0.0.1:{port}/{n}" for n in range(3)])
+    pages, _ = fetch_until_idle(ctx, [f"http://127.0.0.1:{port}/{n}" for n in range(3)])
     assert sorted(p.status for p in pages) == ["fetched"] * 3 + ["robots"]
     assert given_up_hosts(ctx) == {}
