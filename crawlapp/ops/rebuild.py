@@ -102,7 +102,8 @@ def _host_counts(ctx: Context) -> int:
 
 
 def _url_seen(ctx: Context) -> int:
-    """Every known URL back in the Bloom filter."""
+    """Every known URL back in the Bloom filter (its parts made their full size first)."""
+    ctx.url_seen.allocate()
     last_id, added = 0, 0
     while True:
         with ctx.sessions() as session:

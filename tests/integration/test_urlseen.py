@@ -107,6 +107,20 @@ def test_bits_set_are_the_positions_of_the_pure_module(client: redis.Redis) -> N
     assert all(client.getbit(bloom.key(shard), off) for off in offsets)
 
 
+def test_allocated_shards_are_full_length_and_keep_their_bits(client: redis.Redis) -> None:
+    shape = BloomShape.for_capacity(10_000, 0.001, max_shard_bits=40_000)
+    bloom = RedisBloom(client, "t", shape)
+    items = [bytes([i]) * 16 for i in range(50)]
+    bloom.add(items)
+    bits = {shard: client.bitcount(bloom.key(shard)) for shard in range(shape.shards)}
+    bloom.allocate()
+    bloom.allocate()  # a second time changes nothing
+    assert {client.strlen(bloom.key(shard)) for shard in range(shape.shards)} \
+        == {-(-shape.bits_per_shard // 8)}
+    assert {shard: client.bitcount(bloom.key(shard)) for shard in range(shape.shards)} == bits
+    assert bloom.check(items) == [True] * 50
+
+
 @pytest.mark.parametrize("method", ["check", "add", "check_and_add"])
 def test_one_round_trip_per_batch(client: redis.Redis, round_trips: dict[str, int],
                                   method: str) -> None:

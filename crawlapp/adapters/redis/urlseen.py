@@ -85,6 +85,16 @@ return seen
 """)
 
 
+# KEYS: a shard's bitmap. ARGV: its length in bytes. Makes it that long (zero bits added) if it
+# is shorter; the bits it holds stay.
+ALLOCATE = Lua("""
+if redis.call('STRLEN', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('SETRANGE', KEYS[1], tonumber(ARGV[1]) - 1, '\\0')
+end
+return 0
+""")
+
+
 class RedisBloom:
     """A Bloom filter of `shape` under `key_prefix`; True means maybe seen."""
 
@@ -108,6 +118,18 @@ class RedisBloom:
 
     def alive(self) -> bool:
         return bool(self.client.exists(self._alive))
+
+    def allocate(self) -> None:
+        """Make every shard's bitmap its full size at once (a rebuild, the first start's
+        included). Left to SETBIT, a bitmap grows as far as its highest bit set so far, and
+        Redis doubles a short string as it grows, so shards of one size end up taking from
+        one to two times it; grown at once they take the same, which keeps a cluster's
+        masters even."""
+        size = -(-self.shape.bits_per_shard // 8)
+        pipe = self.client.pipeline(transaction=False)
+        for shard in range(self.shape.shards):
+            ALLOCATE(pipe, [self.key(shard)], [size])
+        pipe.execute()
 
     def key(self, shard: int) -> str:
         return self._keys[shard]
