@@ -16,7 +16,7 @@ import time
 import redis
 
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.client import Client, Pipeline
+from crawlapp.adapters.redis.client import Client
 
 log = logging.getLogger(__name__)
 
@@ -29,16 +29,20 @@ class Doorbell:
         self.channel = keys.DOORBELL.of(prefix)
         self._pubsub: redis.client.PubSub | None = None
 
-    def ring(self, pipe: Pipeline | None = None) -> None:
-        """Ring, in the caller's pipeline when one is given and can carry it (a cluster's
-        pipeline cannot: PUBLISH then goes on its own)."""
-        if pipe is not None and isinstance(pipe, redis.client.Pipeline):
-            pipe.publish(self.channel, b"")
-        else:
-            self.client.publish(self.channel, b"")
+    def ring(self) -> None:
+        """Ring (PUBLISH on its own: a cluster's pipeline cannot carry it)."""
+        self.client.publish(self.channel, b"")
 
     def subscribe(self) -> None:
-        """Hear the rings from now on (`wait` subscribes too, if need be)."""
+        """Hear the rings from now on; a Redis that does not answer is asked again by the
+        next `wait`."""
+        try:
+            self._subscribe()
+        except (redis.RedisError, OSError) as exc:
+            log.warning("doorbell: %s; subscribing at the next wait", exc)
+            self.close()
+
+    def _subscribe(self) -> None:
         if self._pubsub is None:
             self._pubsub = self.client.pubsub(ignore_subscribe_messages=True)
             self._pubsub.subscribe(self.channel)
@@ -47,7 +51,7 @@ class Doorbell:
         """Wait up to `timeout` seconds for a ring; whether one came (the rings waiting are
         taken with it). A lost connection counts as a ring: the caller looks again."""
         try:
-            self.subscribe()
+            self._subscribe()
             assert self._pubsub is not None
             rung = self._pubsub.get_message(timeout=timeout) is not None
             while rung and self._pubsub.get_message(timeout=0) is not None:
