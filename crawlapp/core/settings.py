@@ -133,7 +133,9 @@ class Settings:
         "CRAWL_FETCH_PROCESSES", "fetch worker processes started by `crawlctl crawl` (fetching "
         "costs a third of a page's CPU, parsing and storing the rest)", default="CPU count / 3, at least 1")
     dispatch_interval: float = _doc(
-        "CRAWL_DISPATCH_INTERVAL", "seconds between two looks of the dispatcher at the frontier")
+        "CRAWL_DISPATCH_INTERVAL",
+        "shortest sleep of the dispatcher between two looks at the frontier (it sleeps until "
+        "its next host is due, at most 2 s, or until URLs are queued or a lease released)")
     beat_dispatch: float = _doc(
         "CRAWL_BEAT_DISPATCH",
         "seconds between the dispatch tasks beat sends, the safety net of the dispatcher "
