@@ -10,7 +10,6 @@ URL rows (the pattern budgets start again from zero).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 
 from redis.typing import EncodableT, FieldT
@@ -43,10 +42,8 @@ class TrapBudgets:
 
     def restore_hosts(self, counts: Mapping[str, int]) -> None:
         """Set the host budgets to these counts (a rebuild's, from the URL rows)."""
-        by_part: dict[int, dict[FieldT, EncodableT]] = defaultdict(dict)
-        for host, n in counts.items():
-            by_part[self.parts.of(host)][host] = n
         pipe = self.client.pipeline(transaction=False)
-        for part, fields in by_part.items():
+        for part, hosts in self.parts.group(counts).items():
+            fields: dict[FieldT, EncodableT] = {host: counts[host] for host in hosts}
             pipe.hset(self.hosts[part], mapping=fields)
         pipe.execute()

@@ -15,10 +15,14 @@ On one server the tags cost nothing; there the default is one part.
 from __future__ import annotations
 
 import functools
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import mmh3
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
+T = TypeVar("T")
 _SEED = 0x2F0A7C15  # a part's hash differs from the Bloom filter's and the frontier's
 
 
@@ -49,5 +53,10 @@ class Parts:
         """The part of an item (a URL, its hash, a host)."""
         return mmh3.hash(item, _SEED, signed=False) % self.count
 
-    def tag_of(self, item: str | bytes) -> str:
-        return self.tags[self.of(item)]
+    def group(self, items: Iterable[T], name: Callable[[T], str] = str) -> dict[int, list[T]]:
+        """`items` by part, each in the part of its `name` (the item itself by default),
+        in their order."""
+        out: dict[int, list[T]] = defaultdict(list)
+        for item in items:
+            out[self.of(name(item))].append(item)
+        return out

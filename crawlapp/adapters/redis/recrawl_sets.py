@@ -11,7 +11,6 @@ frontier rebuild` restores the sets.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 
 from crawlapp.adapters.redis import keys
@@ -94,11 +93,8 @@ class RecrawlSets:
 
     def acknowledge(self, claims: list[str]) -> None:
         """The claimed URLs are in the frontier: forget the claims."""
-        by_part: dict[int, list[str]] = defaultdict(list)
-        for claim in claims:
-            by_part[self.parts.of(claim.split("|", 1)[1])].append(claim)
         pipe = self.client.pipeline(transaction=False)
-        for part, mine in by_part.items():
+        for part, mine in self.parts.group(claims, lambda c: c.split("|", 1)[1]).items():
             pipe.zrem(self._parts[part].claimed, *mine)
         pipe.execute()
 
@@ -122,11 +118,8 @@ class RecrawlSets:
 
     def forget(self, url_hashes: list[str]) -> int:
         """Take pages out of every tier and claim; returns how many were scheduled."""
-        by_part: dict[int, list[str]] = defaultdict(list)
-        for h in url_hashes:
-            by_part[self.parts.of(h)].append(h)
         pipe = self.client.pipeline(transaction=False)
-        for index, hashes in by_part.items():
+        for index, hashes in self.parts.group(url_hashes).items():
             part = self._parts[index]
             for start in range(0, len(hashes), 1000):
                 chunk = hashes[start:start + 1000]

@@ -9,7 +9,6 @@ is fetched in full.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from redis.typing import EncodableT, FieldT
@@ -31,10 +30,7 @@ class Validators:
         self.keys = [keys.VALIDATORS.of(prefix, part=tag) for tag in parts.tags]
 
     def _by_key(self, urls: Sequence[str]) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = defaultdict(list)
-        for url in urls:
-            out[self.keys[self.parts.of(url)]].append(url)
-        return out
+        return {self.keys[part]: mine for part, mine in self.parts.group(urls).items()}
 
     def store(self, packed: Mapping[str, str]) -> None:
         pipe = self.client.pipeline(transaction=False)
