@@ -1,7 +1,8 @@
-"""`python -m crawlapp.app worker|beat ...`: the workers and beat of `crawlctl crawl`, started
-without Celery's command line, which loads every installed Celery plugin (Flower with its web
-server, an interactive shell) at half a second of CPU and 25 MB a process. A fleet runs the
-same processes with `celery -A crawlapp.app worker|beat` (README, "Running a fleet").
+"""`python -m crawlapp.app worker ...`: the workers of `crawlctl crawl`, started without
+Celery's command line, which loads every installed Celery plugin (Flower with its web server,
+an interactive shell) at half a second of CPU and 25 MB a process. A fleet runs the same
+workers with `celery -A crawlapp.app worker` (README, "Running a fleet"); `crawlctl crawl`
+runs beat as a thread of its own (crawlapp.app.beat.BeatThread).
 
 Workers never gossip or synchronise with each other at start (`--without-gossip
 --without-mingle`), as in the fleet's commands.
@@ -27,17 +28,11 @@ def _arguments() -> argparse.ArgumentParser:
     worker.add_argument("-n", "--hostname", required=True, help="node name; %%h is the host")
     worker.add_argument("-E", "--task-events", action="store_true")
     worker.add_argument("--loglevel", default="WARNING")
-    beat = roles.add_parser("beat")
-    beat.add_argument("-s", "--schedule", required=True, help="beat's schedule file")
-    beat.add_argument("--loglevel", default="WARNING")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _arguments().parse_args(argv)
-    if args.role == "beat":
-        app.Beat(schedule=args.schedule, loglevel=args.loglevel).run()
-        return 0
     worker = app.Worker(hostname=host_format(default_nodename(args.hostname)),
                         pool_cls=args.pool, concurrency=args.concurrency,
                         queues=args.queues.split(","), loglevel=args.loglevel,

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
+from celery.beat import PersistentScheduler
+
 from crawlapp.adapters.context import get_context
 from crawlapp.app import app, preload
 from crawlapp.app.chain import send_batch
+from crawlapp.app.config import DISPATCH_ENTRY
 
 # The modules of beat's tasks, imported in their bodies: beat only sends them, and the worker
 # that consumes `control` imports these when it starts (see `preload`).
@@ -50,3 +56,30 @@ def fold_host_counts() -> int:
     from crawlapp.adapters.db import repository  # imported here: see CONTROL_MODULES
     with get_context().sessions.begin() as session:
         return repository.fold_host_counts(session)
+
+
+class BeatThread(threading.Thread):
+    """Beat as a thread of `crawlctl crawl`, which runs the dispatcher itself: the schedule of
+    `celery beat` but for its dispatch tick, kept in `schedule_file` as beat keeps it. It sleeps
+    until its next task is due (beat's own loop wakes every second in a thread) and stops at
+    once; a process of its own would cost a second of CPU to start."""
+
+    def __init__(self, schedule_file: Path) -> None:
+        super().__init__(name="beat", daemon=True)
+        app.conf.beat_schedule = {name: entry for name, entry in app.conf.beat_schedule.items()
+                                  if name != DISPATCH_ENTRY}
+        self.scheduler = PersistentScheduler(app=app, schedule_filename=str(schedule_file))
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                self._stopping.wait(self.scheduler.tick())
+                if self.scheduler.should_sync():
+                    self.scheduler._do_sync()  # as celery.beat.Service does
+        finally:
+            self.scheduler.close()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopping.set()
+        self.join(timeout)

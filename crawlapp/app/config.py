@@ -67,9 +67,10 @@ beat_schedule = {
     # a minute of writes appended, and `crawlctl hosts` reads the totals and what is left.
     "host-counts": {"task": "crawl.host_counts", "schedule": 60.0, "options": {"expires": 60}},
 }
+DISPATCH_ENTRY = "dispatch-ready-hosts"
 if _settings.beat_dispatch:
     # The dispatcher processes keep the fetch queues fed; this tick is the safety net.
-    beat_schedule["dispatch-ready-hosts"] = {
+    beat_schedule[DISPATCH_ENTRY] = {
         "task": "crawl.dispatch", "schedule": _settings.beat_dispatch,
         "options": {"expires": max(5.0, 2 * _settings.beat_dispatch)}}
 beat_schedule_filename = str(_settings.data_dir / "celerybeat-schedule")

@@ -44,6 +44,7 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str 
 
     Example: crawlctl crawl --seeds seeds.txt --scope host --until-idle
     """
+    from crawlapp.app.beat import BeatThread
     from crawlapp.app.chain import send_batch
     from crawlapp.observe import stats
     from crawlapp.ops import crawling
@@ -59,7 +60,8 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGINT, _interrupt_once())
     try:
-        done = crawling.crawl(ctx, send_batch, workers or ctx.settings.worker_concurrency,
+        beat = BeatThread(ctx.settings.data_dir / "celerybeat-schedule")
+        done = crawling.crawl(ctx, send_batch, beat, workers or ctx.settings.worker_concurrency,
                               until_idle, on_interrupt=_stopping)
     except KeyboardInterrupt:
         raise SystemExit(130) from None

@@ -140,7 +140,7 @@ class Settings:
         "CRAWL_BEAT_DISPATCH",
         "seconds between the dispatch tasks beat sends, the safety net of the dispatcher "
         "processes (a fleet without `crawlctl dispatcher` relies on it); 0: none. "
-        "`crawlctl crawl` sets 0 for its beat, as it runs its own dispatcher")
+        "`crawlctl crawl`'s beat sends none: the crawl runs its own dispatcher")
     dispatch_lookahead: float = _doc(
         "CRAWL_DISPATCH_LOOKAHEAD",
         "hosts ready within this many seconds may join a batch; each request still waits for its host's time")

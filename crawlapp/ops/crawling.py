@@ -1,5 +1,5 @@
-"""A crawl on one machine: the stores made ready, then the workers and beat as children and
-the dispatcher as a thread, until the crawl is idle or stopped."""
+"""A crawl on one machine: the stores made ready, then the workers as children and the
+dispatcher and beat as threads, until the crawl is idle or stopped."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from crawlapp.adapters.blobstore import S3BlobStore
 from crawlapp.adapters.context import Context
@@ -38,23 +39,33 @@ class Run:
     log_dir: Path
 
 
-def crawl(ctx: Context, send: SendBatch, workers: int, until_idle: bool,
+class Beat(Protocol):
+    """Beat's schedule, kept by a thread of this process (crawlapp.app.beat.BeatThread)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: bool,
           on_interrupt: Callable[[], None]) -> Run:
-    """Run the fleet and the dispatcher until the crawl is idle (`until_idle`) or forever.
+    """Run the fleet, beat and the dispatcher until the crawl is idle (`until_idle`) or
+    forever.
 
     A KeyboardInterrupt calls `on_interrupt` before the shutdown starts, then goes on up
     once every child has stopped. An idle crawl's workers get a cold shutdown (no task is
     running or queued; a warm one waits for the pool's housekeeping).
     """
-    # The dispatcher runs here, as a thread (one Python process less to start), so beat
-    # sends no dispatch tasks: each would cost the pipeline worker a task a second.
-    fleet = runner.Fleet(ctx.settings.data_dir / "logs", env={"CRAWL_BEAT_DISPATCH": "0"})
+    # The dispatcher and beat run here, as threads (two Python processes fewer to start);
+    # beat sends no dispatch tasks: each would cost the pipeline worker a task a second.
+    fleet = runner.Fleet(ctx.settings.data_dir / "logs")
     started = time.time()
     fleet.start(runner.child_commands(ctx, workers))
     stop = threading.Event()
     thread = threading.Thread(target=dispatching.run, args=(ctx, send, stop),
                               name="dispatcher", daemon=True)
     thread.start()
+    beat.start()
     idle = False
     try:
         if until_idle:
@@ -67,6 +78,7 @@ def crawl(ctx: Context, send: SendBatch, workers: int, until_idle: bool,
         raise
     finally:
         stop.set()
+        beat.stop()
         thread.join(10)
         fleet.stop(timeout=5.0, cold=True) if idle else fleet.stop()
     return Run(time.time() - started, fleet.restarted, fleet.log_dir)

@@ -1,4 +1,4 @@
-"""`crawlctl crawl`: the workers and beat as child processes, and idle detection."""
+"""`crawlctl crawl`: the workers as child processes, and idle detection."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
     """Fetch workers (threads: their tasks mostly wait on the network; one process per three
     cores, as fetching is a third of a page's CPU: on two cores a second fetch process costs
     more CPU per page in switching and halves keep-alive reuse), a pipeline worker
-    (processes: parsing and storing use CPU), with CRAWL_RENDER the render worker, beat and,
+    (processes: parsing and storing use CPU), with CRAWL_RENDER the render worker and,
     with CRAWL_METRICS_PORT, the metrics endpoint."""
     queues = Queues.of(ctx.settings)
 
@@ -63,18 +63,14 @@ def child_commands(ctx: Context, workers: int) -> dict[str, list[str]]:
         **exporter,
         "pipeline-worker": [*celery, "worker", "-Q", ",".join(queues.pipeline), "-P", "prefork",
                             "-c", str(workers), *common, "-n", f"pipeline{os.getpid()}@%h"],
-        "beat": [*celery, "beat", "--loglevel", "WARNING",
-                 "-s", str(ctx.settings.data_dir / "celerybeat-schedule")],
     }
 
 
 @dataclass
 class Fleet:
-    """The child processes of one `crawlctl crawl`, with `env` added to their environment;
-    a child that dies is started again."""
+    """The child processes of one `crawlctl crawl`; a child that dies is started again."""
 
     log_dir: Path
-    env: dict[str, str] = field(default_factory=dict)
     commands: dict[str, list[str]] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     restarts: list[float] = field(default_factory=list)
@@ -91,7 +87,6 @@ class Fleet:
             self.procs[name] = subprocess.Popen(self.commands[name], stdout=log,
                                                 stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL,
-                                                env={**os.environ, **self.env},
                                                 preexec_fn=_die_with_parent)
 
     def supervise(self) -> None:

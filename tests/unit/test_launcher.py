@@ -1,4 +1,4 @@
-"""`crawlctl crawl` starts its workers and beat with `python -m crawlapp.app` (without Celery's
+"""`crawlctl crawl` starts its workers with `python -m crawlapp.app` (without Celery's
 command line): every command it builds is one that launcher reads, with the same meaning."""
 
 from __future__ import annotations
@@ -11,15 +11,14 @@ from crawlapp.core.settings import load_settings
 from crawlapp.ops.runner import child_commands
 
 
-def test_every_worker_and_beat_command_of_a_crawl_is_read_by_the_launcher(tmp_path: Path
-                                                                         ) -> None:
+def test_every_worker_command_of_a_crawl_is_read_by_the_launcher(tmp_path: Path) -> None:
     settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_RENDER": "true",
                               "CRAWL_TASK_EVENTS": "true", "CRAWL_SHARDS": "2",
                               "CRAWL_FETCH_PROCESSES": "2", "CRAWL_FETCH_CONCURRENCY": "8"})
     commands = child_commands(Context(settings), 3)
     read = {name: _arguments().parse_args(command[3:]) for name, command in commands.items()
             if command[1:3] == ["-m", "crawlapp.app"]}
-    assert sorted(read) == ["beat", "fetch-worker-0", "fetch-worker-1", "pipeline-worker",
+    assert sorted(read) == ["fetch-worker-0", "fetch-worker-1", "pipeline-worker",
                             "render-worker"]
     fetch = read["fetch-worker-1"]
     assert (fetch.queues, fetch.pool, fetch.concurrency, fetch.task_events) == (
@@ -28,4 +27,3 @@ def test_every_worker_and_beat_command_of_a_crawl_is_read_by_the_launcher(tmp_pa
     pipeline = read["pipeline-worker"]
     assert (pipeline.pool, pipeline.concurrency) == ("prefork", 3)
     assert "parse" in pipeline.queues.split(",") and "control" in pipeline.queues.split(",")
-    assert read["beat"].schedule == str(tmp_path / "celerybeat-schedule")
