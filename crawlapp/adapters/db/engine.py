@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from crawlapp.core.settings import Settings
 
 _ENGINES: dict[tuple[int, str], Engine] = {}
 MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
+HEAD = "0011"  # the newest migration's revision (a test holds it to Alembic's head)
 
 
 def normalize_url(url: str) -> str:
@@ -57,7 +59,10 @@ def session_factory(settings: Settings) -> sessionmaker[Session]:
 
 
 def upgrade(settings: Settings, revision: str = "head") -> None:
-    """Run Alembic migrations up to `revision`."""
+    """Run Alembic migrations up to `revision`. A database at HEAD already is left as it is
+    without loading Alembic, a third of a second of CPU at every `crawlctl crawl`."""
+    if revision == "head" and _revision(settings) == HEAD:
+        return
     from alembic import command
     from alembic.config import Config
 
@@ -66,3 +71,13 @@ def upgrade(settings: Settings, revision: str = "head") -> None:
     config.set_main_option("sqlalchemy.url", normalize_url(settings.database_url))
     get_engine(settings)  # creates the data dir for SQLite
     command.upgrade(config, revision)
+
+
+def _revision(settings: Settings) -> str | None:
+    """The database's Alembic revision; None if it has none (or cannot be read: Alembic then
+    says why)."""
+    try:
+        with get_engine(settings).connect() as conn:
+            return conn.scalar(text("SELECT version_num FROM alembic_version"))
+    except DBAPIError:
+        return None
