@@ -131,8 +131,9 @@ def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.5) -> None:
         now = time.time()
         try:
             with transient_errors():
-                idle = (is_alive(ctx) and ctx.frontier.is_idle(now)
-                        and not ctx.batches.in_flight() and ctx.recrawls.pending(now) == 0)
+                # A batch in flight, the usual answer while the crawl runs, is one round trip.
+                idle = (not ctx.batches.in_flight() and is_alive(ctx)
+                        and ctx.frontier.is_idle(now) and ctx.recrawls.pending(now) == 0)
         except TransientError as exc:  # Redis restarting: not idle, ask again
             log.warning("cannot read the frontier (%s); trying again", exc)
             idle = False
