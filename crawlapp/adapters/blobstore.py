@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -51,11 +52,14 @@ class BlobStore(Protocol):
 
 
 class LocalBlobStore:
-    """A folder laid out like the bucket; writes are atomic renames."""
+    """A folder laid out like the bucket; writes are atomic renames of a file named after
+    this process, thread and write (no random name to draw, no folder made twice)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.location = str(root)
+        self._folders: set[Path] = set()  # made by this store already
+        self._writes = itertools.count()
 
     def _path(self, key: str) -> Path:
         return self.root / key
@@ -73,8 +77,17 @@ class LocalBlobStore:
         path = self._path(key)
         if path.exists():
             return False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        # No live process writes under this name; one of a dead process is written over.
+        tmp = f"{path.parent}/.tmp-{os.getpid()}-{threading.get_ident()}-{next(self._writes)}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        if path.parent not in self._folders:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(path.parent)
+        try:
+            fd = os.open(tmp, flags, 0o644)
+        except FileNotFoundError:  # its folder was removed since
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, flags, 0o644)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)

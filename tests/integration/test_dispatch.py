@@ -10,7 +10,7 @@ import pytest
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
-from crawlapp.core.records import Lease
+from crawlapp.core.records import Lease, Release
 from crawlapp.core.settings import load_settings
 from crawlapp.ops import dispatcher
 from crawlapp.ops.dispatcher import dispatch_once
@@ -123,3 +123,24 @@ def test_every_url_of_a_lost_lease_of_several_comes_back_once(tmp_path: Path,
     leases, _ = ctx.frontier.dispatch([0], later, 50, 60, 100, per_lease=10)
     assert sorted(lease.url for lease in leases[0]) == urls  # each once
     assert ctx.frontier.stats(later)[0].urls_queued == 0
+
+
+def test_only_the_release_that_ends_a_lease_rings_the_doorbell(tmp_path: Path,
+                                                               redis_url: str) -> None:
+    """A URL of a lease of several going on frees no host: no dispatcher is woken for it."""
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+                              "CRAWL_SHARDS": "1", "CRAWL_URLS_PER_LEASE": "3",
+                              "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})
+    upgrade(settings)
+    ctx = Context(settings)
+    add_seeds(ctx, [f"http://127.0.0.2:9/{n}" for n in range(3)])
+    leases, _ = ctx.frontier.dispatch([0], time.time(), 50, 60, 100, per_lease=3)
+    assert len(leases[0]) == 3
+    bell = ctx.doorbell
+    bell.subscribe()
+    rings = []
+    for lease in leases[0]:
+        ended = ctx.frontier.release([Release(lease, time.time() + 1)])
+        rings.append((ended, bell.wait(1.0)))
+    bell.close()
+    assert rings == [(0, False), (0, False), (1, True)]

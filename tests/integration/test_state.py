@@ -69,6 +69,19 @@ def test_local_blob_store_writes_a_key_once(tmp_path: Path) -> None:
     assert store.get(key) == b"one"
 
 
+def test_local_blob_store_writes_into_a_folder_removed_since_and_leaves_no_temporary_file(
+        tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path)
+    first, second = body_key("ab" * 32), body_key("ab" * 31 + "cd")  # the same folder
+    assert store.put(first, b"one", None)
+    assert store.delete(first)
+    (tmp_path / first).parent.rmdir()  # emptied and removed by hand
+    assert store.put(second, b"two", None)
+    assert store.get(second) == b"two"
+    assert sorted(p.name for p in (tmp_path / second).parent.iterdir()) == [
+        (tmp_path / second).name]
+
+
 def test_s3_blob_store_round_trip(s3_endpoint: str, tmp_path: Path) -> None:
     settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "S3_ENDPOINT_URL": s3_endpoint,
                               "S3_BUCKET": "crawl-test"})

@@ -73,7 +73,7 @@ class ShardKeys:
 class RedisFrontier:
     """Mercator-style back queues in Redis; every operation touches one shard's keys.
     Leases, their renewals and releases are acknowledged by replicas per `acks`; URLs queued
-    and leases released ring the doorbell."""
+    and leases ended ring the doorbell."""
 
     def __init__(self, client: Client, prefix: str, shards: int,
                  acks: ReplicaAcks | None = None, doorbell: Doorbell | None = None) -> None:
@@ -197,9 +197,11 @@ class RedisFrontier:
             k = self._keys[shard]
             scripts.RELEASE(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
                                    k.paused, k.fails, k.queued, k.queues], args)
-        replies = self._acks.execute(pipe, [self._keys[shard].leases for shard in by_shard])
-        self._doorbell.ring()
-        return sum(int(n) for n in replies)
+        ended = sum(int(n) for n in self._acks.execute(
+            pipe, [self._keys[shard].leases for shard in by_shard]))
+        if ended:  # a host may be leased again (a URL of a lease going on frees none)
+            self._doorbell.ring()
+        return ended
 
     def stats(self, now: float) -> list[ShardStats]:
         pipe = self.client.pipeline(transaction=False)
