@@ -62,8 +62,6 @@ def role(pid: int) -> str:
         queues = command.split(" -Q ", 1)[-1].split(" ", 1)[0]
         return ("fetch" if "fetch." in queues else "render" if "render." in queues
                 else "pipeline") + " worker"
-    if " beat " in command:
-        return "beat"
     if "crawlapp.cli crawl " in command:
         return "crawlctl crawl"
     return "other"

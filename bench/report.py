@@ -112,8 +112,7 @@ CONNECTION_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("1st request s", "first_request_seconds", "{:.2f}"),
 )
 STAGES = ("fetch", "parse", "dedup", "store", "extract_links")
-PROCESSES = ("crawlctl crawl", "fetch worker", "pipeline worker", "beat", "render worker",
-             "other")
+PROCESSES = ("crawlctl crawl", "fetch worker", "pipeline worker", "render worker", "other")
 
 
 def _cell(stats: dict[str, Any], name: str, fmt: str, runs: int) -> str:
