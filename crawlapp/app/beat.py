@@ -68,6 +68,7 @@ class BeatThread(threading.Thread):
         super().__init__(name="beat", daemon=True)
         app.conf.beat_schedule = {name: entry for name, entry in app.conf.beat_schedule.items()
                                   if name != DISPATCH_ENTRY}
+        schedule_file.parent.mkdir(parents=True, exist_ok=True)  # a data dir nothing made yet
         self.scheduler = PersistentScheduler(app=app, schedule_filename=str(schedule_file))
         self._stopping = threading.Event()
 
