@@ -17,13 +17,17 @@ from crawlapp.ops.dispatcher import dispatch_once
 from crawlapp.ops.seeding import add_seeds
 
 
+def _context(tmp_path: Path, redis_url: str, **env: str) -> Context:
+    """A context on the tests' Redis and a migrated SQLite database, with `env` settings."""
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+                              "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8", **env})
+    upgrade(settings)
+    return Context(settings)
+
+
 def test_no_batch_leaves_while_the_pipeline_holds_the_limit(tmp_path: Path,
                                                             redis_url: str) -> None:
-    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
-                              "CRAWL_SHARDS": "1", "CRAWL_MAX_BATCHES_IN_FLIGHT": "1",
-                              "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})
-    upgrade(settings)
-    ctx = Context(settings)
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="1", CRAWL_MAX_BATCHES_IN_FLIGHT="1")
     add_seeds(ctx, ["http://127.0.0.2:9/", "http://127.0.0.3:9/"])
     sent: list[tuple[str, list[Lease]]] = []
 
@@ -49,10 +53,7 @@ def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
     from crawlapp.core.urls import url_hash
     from crawlapp.ops.dispatcher import recover_lost_batches
 
-    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
-                              "CRAWL_SHARDS": "1", "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})
-    upgrade(settings)
-    ctx = Context(settings)
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="1")
     add_seeds(ctx, ["http://127.0.0.2:9/"])
     url = "http://127.0.0.2:9/"
     with ctx.sessions.begin() as session:  # a link's priority and off-scope hops
@@ -74,10 +75,7 @@ def test_the_dispatcher_sleeps_until_the_doorbell_rings(tmp_path: Path, redis_ur
     """With nothing queued it looks at the frontier only at its longest sleep (here made a
     minute); URLs queued ring the doorbell and their batch leaves at once."""
     monkeypatch.setattr(dispatcher, "LOST_BATCH_CHECK_SECONDS", 60.0)
-    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
-                              "CRAWL_SHARDS": "2", "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})
-    upgrade(settings)
-    ctx = Context(settings)
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="2")
     looks: list[float] = []
     real_dispatch = ctx.frontier.dispatch
 
@@ -94,7 +92,7 @@ def test_the_dispatcher_sleeps_until_the_doorbell_rings(tmp_path: Path, redis_ur
     try:
         time.sleep(3)  # 12 looks at CRAWL_DISPATCH_INTERVAL (0.25 s) if it polled
         assert len(looks) <= 2, looks
-        add_seeds(Context(settings), ["http://127.0.0.2:9/"])  # another process queues a URL
+        add_seeds(Context(ctx.settings), ["http://127.0.0.2:9/"])  # another process queues a URL
         assert sent.wait(30), "the doorbell did not wake the dispatcher"
     finally:
         stop.set()
@@ -106,11 +104,7 @@ def test_every_url_of_a_lost_lease_of_several_comes_back_once(tmp_path: Path,
                                                               redis_url: str) -> None:
     from crawlapp.ops.dispatcher import recover_lost_batches
 
-    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
-                              "CRAWL_SHARDS": "1", "CRAWL_URLS_PER_LEASE": "3",
-                              "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})
-    upgrade(settings)
-    ctx = Context(settings)
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="1", CRAWL_URLS_PER_LEASE="3")
     urls = [f"http://127.0.0.2:9/{n}" for n in range(4)]
     add_seeds(ctx, urls)
     sent: list[list[Lease]] = []
@@ -128,11 +122,7 @@ def test_every_url_of_a_lost_lease_of_several_comes_back_once(tmp_path: Path,
 def test_only_the_release_that_ends_a_lease_rings_the_doorbell(tmp_path: Path,
                                                                redis_url: str) -> None:
     """A URL of a lease of several going on frees no host: no dispatcher is woken for it."""
-    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
-                              "CRAWL_SHARDS": "1", "CRAWL_URLS_PER_LEASE": "3",
-                              "CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})
-    upgrade(settings)
-    ctx = Context(settings)
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="1", CRAWL_URLS_PER_LEASE="3")
     add_seeds(ctx, [f"http://127.0.0.2:9/{n}" for n in range(3)])
     leases, _ = ctx.frontier.dispatch([0], time.time(), 50, 60, 100, per_lease=3)
     assert len(leases[0]) == 3
