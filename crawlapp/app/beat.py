@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
@@ -58,6 +59,10 @@ def fold_host_counts() -> int:
         return repository.fold_host_counts(session)
 
 
+RETRY_SECONDS = 5.0  # after a tick that failed
+log = logging.getLogger(__name__)
+
+
 class BeatThread(threading.Thread):
     """Beat as a thread of `crawlctl crawl`, which runs the dispatcher itself: the schedule of
     `celery beat` but for its dispatch tick, kept in `schedule_file` as beat keeps it. It sleeps
@@ -75,9 +80,14 @@ class BeatThread(threading.Thread):
     def run(self) -> None:
         try:
             while not self._stopping.is_set():
-                self._stopping.wait(self.scheduler.tick())
-                if self.scheduler.should_sync():
-                    self.scheduler._do_sync()  # as celery.beat.Service does
+                try:
+                    interval = self.scheduler.tick()
+                    if self.scheduler.should_sync():
+                        self.scheduler._do_sync()  # as celery.beat.Service does
+                except Exception:  # beat must outlive a failed tick: nothing restarts a thread
+                    log.exception("beat: a tick failed; trying again in %s s", RETRY_SECONDS)
+                    interval = RETRY_SECONDS
+                self._stopping.wait(interval)
         finally:
             self.scheduler.close()
 

@@ -8,8 +8,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from tests.conftest import crawl_env
@@ -50,3 +52,26 @@ def test_beat_thread_sends_its_schedule_but_dispatch_and_stops_at_once(tmp_path:
             for m in redis.Redis.from_url(redis_url).lrange("control", 0, -1)]
     assert sent == ["crawl.recrawl"]  # due 5 s after the start; nothing else within that
     assert list(schedule.parent.glob("celerybeat-schedule*"))  # kept on disk, as beat does
+
+
+def test_beat_thread_outlives_a_tick_that_failed(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from crawlapp.app import beat as beat_module
+
+    monkeypatch.setattr(beat_module, "RETRY_SECONDS", 0.05)
+    beat = beat_module.BeatThread(tmp_path / "celerybeat-schedule")
+    ticks: list[float] = []
+
+    def tick() -> float:
+        ticks.append(time.monotonic())
+        if len(ticks) == 1:
+            raise ConnectionError("broker gone")  # as a send to a broker that is down
+        return 0.05
+
+    monkeypatch.setattr(beat.scheduler, "tick", tick)
+    beat.start()
+    deadline = time.monotonic() + 10
+    while len(ticks) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    beat.stop()
+    assert len(ticks) >= 3 and not beat.is_alive()
