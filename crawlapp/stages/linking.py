@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from crawlapp.adapters.context import Context
+from crawlapp.adapters.db import repository
 from crawlapp.core.priority import link_priority
 from crawlapp.core.records import Page, Status
 from crawlapp.core.scope import UNSCOPED, Scope
@@ -85,6 +86,19 @@ def _record_hops(ctx: Context, pages: list[Page]) -> None:
                      if page.status == Status.REDIRECTED and page.links})
 
 
+def _at_known_depths(ctx: Context, pages: list[Page]) -> None:
+    """Give each page with links the smaller of its lease's depth and its row's: a URL found
+    closer to a seed while it was fetched had its row lowered while still queued, so no
+    link edge passed that on, and its links would be planned one level too deep."""
+    rows = [page for page in pages if page.links and page.status != Status.ROBOTS]
+    if not rows:
+        return
+    with ctx.sessions() as session:
+        known = repository.depths(session, [page.url_hash for page in rows])
+    for page in rows:
+        page.depth = min(page.depth, known.get(page.url_hash, page.depth))
+
+
 class Extracted(NamedTuple):
     """What extract_links did: new URLs recorded, distinct link targets already known (URL
     dedup hits), links refused by (reason, host), new URLs recorded as blocked by robots.txt."""
@@ -97,6 +111,7 @@ class Extracted(NamedTuple):
 
 def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
     settings = ctx.settings
+    _at_known_depths(ctx, pages)
     hosts = {host_of(link.url) for page in pages for link in page.links}
     pipe = ctx.redis.pipeline(transaction=False)
     denied_reply, rules_reply = ctx.denylist.read(hosts, pipe), ctx.scopes.read(hosts, pipe)

@@ -14,7 +14,7 @@ from crawlapp.core.records import Lease, Link, Page, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.stages.admission import admit
-from crawlapp.stages.linking import plan_links
+from crawlapp.stages.linking import extract_links, plan_links
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -167,3 +167,16 @@ def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_ur
     _retry_counts(ctx, [], [lease], {})  # fetched
     assert not ctx.redis.exists(key)
     assert list(ctx.redis.scan_iter(match=keys.HOPS.of(ctx.settings.redis_prefix, url_hash="*"))) == []
+
+
+def test_a_page_found_closer_while_it_was_fetched_passes_the_smaller_depth_on(
+        tmp_path: Path, redis_url: str) -> None:
+    ctx = make_ctx(tmp_path, redis_url)
+    extract(ctx, [page("http://a.com/p2", 2, ["http://a.com/x"])])  # /x queued at 3, the limit
+    extract(ctx, [page("http://a.com/", 0, ["http://a.com/x"])])    # found at 1 while leased
+    # /x's fetch still carries its lease's depth 3: its link /y is at depth 2, not too deep.
+    extract_links(ctx, [page("http://a.com/x", 3, ["http://a.com/y"])])
+    assert "2\thttp://a.com/y" in queued_members(ctx)
+    with ctx.sessions() as s:
+        row = repository.get_url(s, url_hash("http://a.com/y"))
+        assert row is not None and (row.depth, row.status) == (2, "queued")

@@ -136,6 +136,15 @@ def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
     return known, lowered
 
 
+def depths(session: Session, hashes: Sequence[str]) -> dict[str, int]:
+    """The recorded depth of each of these URLs the database knows."""
+    found: dict[str, int] = {}
+    for chunk in _chunks(list(dict.fromkeys(hashes))):
+        found.update((h, depth) for h, depth in session.execute(
+            _of_hashes(session, select(Url.url_hash, Url.depth), chunk)))
+    return found
+
+
 def set_status(session: Session, hashes: Sequence[str], status: str) -> None:
     for chunk in _chunks(hashes):
         session.execute(update(Url).where(Url.url_hash.in_(chunk)).values(status=status))
