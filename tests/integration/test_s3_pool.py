@@ -1,12 +1,16 @@
 """S3 uploads and checks run as many requests at once as the client's connection pool holds:
-no `Connection pool is full` warning, no connection thrown away (moto's S3 server)."""
+no `Connection pool is full` warning, no connection thrown away; a body's PUT goes on a
+presigned URL, through boto3 when that fails or a proxy is set (moto's S3 server)."""
 
 from __future__ import annotations
 
+import gzip
 import logging
+import socket
 from pathlib import Path
 
 import pytest
+import urllib3
 
 from crawlapp.adapters.blobstore import S3BlobStore, open_blobstore
 from crawlapp.core.settings import load_settings
@@ -26,3 +30,41 @@ def test_concurrent_uploads_fit_the_connection_pool(
     assert store.put_many(items) == 64
     assert store.missing([key for key, _, _ in items] + ["bodies/none"]) == {"bodies/none"}
     assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
+
+
+def _store(s3_endpoint: str, tmp_path: Path, bucket: str) -> S3BlobStore:
+    store = open_blobstore(load_settings({"CRAWL_DATA_DIR": str(tmp_path),
+                                          "S3_ENDPOINT_URL": s3_endpoint, "S3_BUCKET": bucket}))
+    assert isinstance(store, S3BlobStore)
+    store.ensure_bucket()
+    return store
+
+
+def test_a_body_goes_up_on_a_presigned_url_once(s3_endpoint: str, tmp_path: Path) -> None:
+    store = _store(s3_endpoint, tmp_path, "presigned-test")
+    body = gzip.compress(b"<html>one</html>")
+    assert store.put("bodies/ab/cd/one.gz", body, "text/html") is True
+    assert store.put("bodies/ab/cd/one.gz", gzip.compress(b"other"), "text/html") is False
+    assert store.get("bodies/ab/cd/one.gz") == body
+    head = store.client.head_object(Bucket="presigned-test", Key="bodies/ab/cd/one.gz")
+    assert (head["ContentType"], head["ContentEncoding"]) == ("text/html", "gzip")
+    assert store._http is not None and len(store._http.pools) == 1  # the request went there
+
+
+def test_a_presigned_put_that_fails_goes_through_boto3(s3_endpoint: str, tmp_path: Path) -> None:
+    store = _store(s3_endpoint, tmp_path, "fallback-test")
+    with socket.socket() as unused:  # a proxy that refuses every connection
+        unused.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{unused.getsockname()[1]}"
+    store._http = urllib3.ProxyManager(dead)
+    body = gzip.compress(b"<html>two</html>")
+    assert store.put("bodies/ab/cd/two.gz", body, "text/html") is True
+    assert store.put("bodies/ab/cd/two.gz", body, "text/html") is False
+    assert store.get("bodies/ab/cd/two.gz") == body
+
+
+def test_with_a_proxy_in_the_environment_boto3_sends_every_put(
+        s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert _store(s3_endpoint, tmp_path, "proxied-test")._http is None
