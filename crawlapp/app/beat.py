@@ -19,6 +19,8 @@ CONTROL_MODULES = ("crawlapp.adapters.db.engine", "crawlapp.adapters.db.reposito
                    "crawlapp.ops.authority", "crawlapp.ops.dispatcher",
                    "crawlapp.stages.recrawling")
 preload({"control": CONTROL_MODULES})
+RETRY_SECONDS = 5.0  # BeatThread's wait after a tick that failed
+log = logging.getLogger(__name__)
 
 
 @app.task(name="crawl.dispatch")
@@ -57,10 +59,6 @@ def fold_host_counts() -> int:
     from crawlapp.adapters.db import repository  # imported here: see CONTROL_MODULES
     with get_context().sessions.begin() as session:
         return repository.fold_host_counts(session)
-
-
-RETRY_SECONDS = 5.0  # after a tick that failed
-log = logging.getLogger(__name__)
 
 
 class BeatThread(threading.Thread):
