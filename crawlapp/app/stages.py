@@ -18,15 +18,16 @@ import time
 from collections import Counter
 from typing import Any
 
-from celery.exceptions import Ignore
+from celery.exceptions import Ignore, Retry
 from celery.signals import worker_process_shutdown
+from celery.utils.time import get_exponential_backoff_interval
 
 from crawlapp.adapters.context import Context, get_context, timed
 from crawlapp.adapters.errors import transient_errors
 from crawlapp.app import app, preload
 from crawlapp.app.chain import send_render
-from crawlapp.core.errors import TransientError
-from crawlapp.core.records import Handover, Lease, Page
+from crawlapp.core.errors import NotQueued, TransientError
+from crawlapp.core.records import Handover, Lease, Page, QueuedURL
 from crawlapp.stages.tallies import store_counts
 
 # The modules of each queue's stage: each task imports its stage in its body, and a worker
@@ -44,8 +45,9 @@ preload(STAGE_MODULES)
 
 # A server that failed (TransientError, raised by the adapters) is retried with backoff;
 # politeness never waits through a retry.
+BACKOFF, BACKOFF_MAX = 2, 60
 RETRY = {"autoretry_for": (TransientError,),
-         "retry_backoff": 2, "retry_backoff_max": 60, "max_retries": 20}
+         "retry_backoff": BACKOFF, "retry_backoff_max": BACKOFF_MAX, "max_retries": 20}
 
 
 Wire = list[list[Any]]
@@ -146,13 +148,28 @@ def store(pages: Wire, batch_id: str) -> Wire:
     return _wire(stored)
 
 
+def _retry_with(exc: TransientError, **kwargs: Any) -> Retry:
+    """The current task tried again as RETRY makes it, with these keyword arguments: what
+    the try that failed hands the next one."""
+    task = app.current_task
+    countdown = get_exponential_backoff_interval(BACKOFF, task.request.retries, BACKOFF_MAX,
+                                                 full_jitter=True)
+    return task.retry(kwargs={**(task.request.kwargs or {}), **kwargs}, exc=exc,
+                      countdown=countdown)
+
+
 @app.task(name="crawl.extract_links", **RETRY)
 @transient_errors()
 @timed("extract_links")
-def extract_links(pages: Wire, batch_id: str) -> int:
+def extract_links(pages: Wire, batch_id: str, carried: Wire | None = None) -> int:
+    """`carried`: the URLs an earlier try left unqueued (crawlapp.stages.admission.admit)."""
     from crawlapp.stages.linking import extract_links as extract_links_stage  # see STAGE_MODULES
     ctx = _started(batch_id)
-    done = extract_links_stage(ctx, _pages(pages))
+    try:
+        done = extract_links_stage(ctx, _pages(pages),
+                                   [QueuedURL.from_wire(q) for q in carried or ()])
+    except NotQueued as exc:
+        raise _retry_with(exc, carried=[q.to_wire() for q in exc.urls]) from exc
     ctx.counters.bump({"urls:known": done.known, "pages:blocked": done.robots_blocked},
                   refused=done.refused)
     ctx.batches.finish(batch_id)

@@ -3,13 +3,18 @@
 - `InputError`: bad input from the operator or the web (a URL, a host pattern, a setting, a
   seed, a command-line argument). Trying again changes nothing; fixing the input does.
 - `TransientError`: a server that may come back (Redis, Postgres, S3, the broker). The same
-  call may succeed later; `service` names which one failed.
+  call may succeed later; `service` names which one failed. `NotQueued`, one of them, carries
+  the URLs that a failure at the commit or at the frontier left unqueued, for the try again.
 
 `crawlctl` turns the first into exit status 2 and the second into 1, each as one line on
 stderr.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+from crawlapp.core.records import QueuedURL
 
 
 class CrawlError(Exception):
@@ -27,3 +32,13 @@ class TransientError(CrawlError):
         super().__init__(f"{service} is unavailable: {detail}")
         self.service = service
         self.detail = detail
+
+
+class NotQueued(TransientError):
+    """URLs whose rows were committed, or perhaps were (the commit's answer was lost), but
+    that the frontier did not get: the server's failure, and the URLs to queue on the try
+    again (crawlapp.stages.admission.admit)."""
+
+    def __init__(self, error: TransientError, urls: Sequence[QueuedURL]) -> None:
+        super().__init__(error.service, error.detail)
+        self.urls = list(urls)

@@ -64,6 +64,15 @@ class QueuedURL:
     replaces_depth: int | None = None
     hops: int = 0
 
+    def to_wire(self) -> list[Any]:
+        return [self.url, self.depth, self.priority, self.replaces_depth, self.hops]
+
+    @classmethod
+    def from_wire(cls, raw: Sequence[Any]) -> QueuedURL:
+        url, depth, priority, replaces_depth, hops = raw
+        return cls(str(url), int(depth), float(priority),
+                   None if replaces_depth is None else int(replaces_depth), int(hops))
+
 
 @dataclass(frozen=True, slots=True)
 class Lease:

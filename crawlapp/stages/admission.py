@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -24,6 +24,8 @@ from sqlalchemy.orm import Session
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.errors import transient_errors
+from crawlapp.core.errors import NotQueued, TransientError
 from crawlapp.core.priority import NEW_FRESHNESS, depth_priority
 from crawlapp.core.records import QueuedURL, Status
 from crawlapp.core.traps import PatternBudget, url_pattern
@@ -116,11 +118,12 @@ def _within_budget(ctx: Context, session: Session, candidates: list[QueuedURL]
 
 
 def _settle(ctx: Context, session: Session, rows: Rows, now: datetime,
-            authority: Mapping[str, float], insert: bool = True) -> tuple[int, Rows]:
-    """Insert new rows (with `insert`), lower known depths; queue what must be; return the
-    next wave of rows: the recorded link targets of fetched pages whose depth went down,
-    which only lower known rows (a link target without a row was refused: nofollow,
-    denylist, trap, out of scope).
+            authority: Mapping[str, float], insert: bool = True
+            ) -> tuple[int, Rows, list[QueuedURL]]:
+    """Insert new rows (with `insert`), lower known depths; return how many rows are new,
+    the next wave of rows (the recorded link targets of fetched pages whose depth went down,
+    which only lower known rows: a link target without a row was refused, by nofollow, the
+    denylist, a trap or the scope) and what is to be queued.
 
     Two-tier URL dedup: the Bloom filter answers for the whole batch in one round trip;
     "definitely new" rows are inserted (ON CONFLICT still guards a Bloom filter that lost
@@ -152,34 +155,53 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime,
     queue += [QueuedURL(item.url, item.new_depth, item.priority, replaces_depth=item.old_depth,
                         hops=item.hops)
               for item in lowered if item.status == Status.QUEUED]
-    ctx.frontier.add(queue, time.time())
     passed_on = {item.url_hash: item.new_depth + FOLLOWED_STATUSES[item.status]
                  for item in lowered if item.status in FOLLOWED_STATUSES}
     wave: Rows = {}
     for source, target, nofollow in repository.link_targets(session, list(passed_on)):
         if not nofollow:
             add_row(wave, url_row(target, passed_on[source], max_depth, now))
-    return len(new), wave
+    return len(new), wave, queue
 
 
 def admit(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None,
           host_links: set[tuple[str, str]] | None = None,
-          authority: Mapping[str, float] | None = None) -> int:
+          authority: Mapping[str, float] | None = None,
+          carried: Sequence[QueuedURL] = ()) -> int:
     """Record the rows, edges and host graph edges (`host_links`: source host, target
-    host) and queue what is new; commit after the frontier has them. `authority`: the
-    hosts' scores the caller has read already (the others are read here)."""
+    host) and queue what is new; returns how many rows are new. `authority`: the hosts'
+    scores the caller has read already (the others are read here).
+
+    The frontier gets the URLs once the rows are committed: a URL fetched before its row
+    exists would have no row to record its fetch on. A server failing at the commit or at
+    the frontier raises NotQueued with those URLs: the caller tries again with them as
+    `carried`, queued again if their rows are still 'queued' (a commit whose answer was
+    lost went through, and its rows are known by then: nothing else would queue them).
+    """
     now = datetime.now(UTC)
     added = 0
-    with ctx.sessions.begin() as session:
+    queue: list[QueuedURL] = []
+    with ctx.sessions() as session:
         if edges:
             repository.add_links(session, edges)
         if host_links:
             repository.add_host_links(session, host_links)
         insert = True
         while rows:
-            new, rows = _settle(ctx, session, rows, now, authority or {}, insert)
+            new, rows, more = _settle(ctx, session, rows, now, authority or {}, insert)
             added += new
+            queue += more
             insert = False
+        if carried:
+            waiting = repository.priorities_with_status(
+                session, [url_hash(item.url) for item in carried], Status.QUEUED)
+            queue += [item for item in carried if url_hash(item.url) in waiting]
+        try:
+            with transient_errors():
+                session.commit()
+                ctx.frontier.add(queue, time.time())
+        except TransientError as exc:
+            raise NotQueued(exc, queue) from exc
     return added
 
 

@@ -10,13 +10,14 @@ missed because a longer path happened to find it first.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.core.priority import link_priority
-from crawlapp.core.records import Page, Status
+from crawlapp.core.records import Page, QueuedURL, Status
 from crawlapp.core.scope import UNSCOPED, Scope
 from crawlapp.core.traps import TrapRules
 from crawlapp.core.urls import dedup_key, host_of, origin_of
@@ -109,7 +110,9 @@ class Extracted(NamedTuple):
     robots_blocked: int
 
 
-def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
+def extract_links(ctx: Context, pages: list[Page], carried: Sequence[QueuedURL] = ()
+                  ) -> Extracted:
+    """Admit the pages' links; `carried`: what an earlier try left unqueued (see admit)."""
     settings = ctx.settings
     _at_known_depths(ctx, pages)
     hosts = {host_of(link.url) for page in pages for link in page.links}
@@ -123,6 +126,6 @@ def extract_links(ctx: Context, pages: list[Page]) -> Extracted:
                                       settings.traps, denied_reply(replies), scope)
     _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
-    added = admit(ctx, rows, edges, host_links(pages, rows, edges), authority(replies))
+    added = admit(ctx, rows, edges, host_links(pages, rows, edges), authority(replies), carried)
     blocked = sum(1 for row in rows.values() if row["status"] == Status.BLOCKED and row.get("new"))
     return Extracted(added, max(0, len(rows) - added), refused, blocked)

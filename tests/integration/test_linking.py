@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
+import redis
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.redis.frontier.redis_frontier import decode_member
-from crawlapp.core.records import Lease, Link, Page, Status
+from crawlapp.core.errors import NotQueued
+from crawlapp.core.records import Lease, Link, Page, QueuedURL, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.stages.admission import admit
@@ -180,3 +187,73 @@ def test_a_page_found_closer_while_it_was_fetched_passes_the_smaller_depth_on(
     with ctx.sessions() as s:
         row = repository.get_url(s, url_hash("http://a.com/y"))
         assert row is not None and (row.depth, row.status) == (2, "queued")
+
+
+def _lost_commit(monkeypatch: pytest.MonkeyPatch, went_through: bool) -> None:
+    """The next commit fails as a connection lost at COMMIT does, having gone through or not."""
+    real = Session.commit
+
+    def commit(session: Session) -> None:
+        monkeypatch.setattr(Session, "commit", real)
+        if went_through:
+            real(session)
+        raise sa.exc.OperationalError("COMMIT", {}, Exception("server closed the connection"))
+
+    monkeypatch.setattr(Session, "commit", commit)
+
+
+def _frontier_down_once(monkeypatch: pytest.MonkeyPatch, ctx: Context) -> None:
+    real = ctx.frontier.add
+
+    def add(urls: Iterable[QueuedURL], now: float) -> int:
+        monkeypatch.setattr(ctx.frontier, "add", real)
+        raise redis.ConnectionError("Connection reset by peer")
+
+    monkeypatch.setattr(ctx.frontier, "add", add)
+
+
+HOME = page("http://a.com/", 0, ["http://a.com/1", "http://b.com/"])
+QUEUED = ["1\thttp://a.com/1", "1\thttp://b.com/"]
+
+
+@pytest.mark.parametrize("went_through", [False, True])
+def test_a_failed_commit_queues_nothing_and_hands_its_urls_to_the_next_try(
+        tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch,
+        went_through: bool) -> None:
+    ctx = make_ctx(tmp_path, redis_url)
+    _lost_commit(monkeypatch, went_through)
+    with pytest.raises(NotQueued, match="^the database is unavailable") as failed:
+        extract(ctx, [HOME])
+    assert queued_members(ctx) == []  # no URL reaches the frontier before its row is committed
+    assert sorted(q.url for q in failed.value.urls) == ["http://a.com/1", "http://b.com/"]
+    rows, edges, _ = plan_links([HOME], ctx.settings.max_depth, NOW, ctx.settings.traps)
+    assert admit(ctx, rows, edges, carried=failed.value.urls) == (0 if went_through else 2)
+    assert queued_members(ctx) == QUEUED
+    with ctx.sessions() as s:
+        assert repository.status_counts(s)["queued"] == 2
+
+
+def test_a_frontier_failing_after_the_commit_hands_its_urls_to_the_next_try(
+        tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = make_ctx(tmp_path, redis_url)
+    _frontier_down_once(monkeypatch, ctx)
+    with pytest.raises(NotQueued, match="^Redis is unavailable") as failed:
+        extract(ctx, [HOME])
+    assert extract(ctx, [HOME]) == 0 and queued_members(ctx) == []  # the rows are known now
+    with ctx.sessions.begin() as s:  # one of them fetched since (another batch queued it)
+        repository.set_status(s, [url_hash("http://a.com/1")], Status.FETCHED)
+    rows, edges, _ = plan_links([HOME], ctx.settings.max_depth, NOW, ctx.settings.traps)
+    admit(ctx, rows, edges, carried=failed.value.urls)
+    assert queued_members(ctx) == ["1\thttp://b.com/"]
+
+
+def test_the_links_task_tries_again_with_the_urls_it_left_unqueued(
+        tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from crawlapp.app import stages
+    ctx = make_ctx(tmp_path, redis_url)
+    monkeypatch.setattr(stages, "get_context", lambda: ctx)
+    monkeypatch.setattr("crawlapp.adapters.context.get_context", lambda: ctx)
+    _frontier_down_once(monkeypatch, ctx)
+    result = stages.extract_links.apply(args=([HOME.to_wire()], "batch-1"))
+    assert result.successful() and result.result == 0  # its rows were new on the first try
+    assert queued_members(ctx) == QUEUED
