@@ -13,6 +13,9 @@ broker_connection_retry_on_startup = True
 # Unacknowledged messages of a worker that vanished come back after this many seconds
 # (a task of a worker process killed under a live worker comes back at once).
 broker_transport_options = {"visibility_timeout": 600}
+if broker_url.startswith("redis://"):
+    # kombu's Redis transport with one client per channel (crawlapp/adapters/kombu_redis.py).
+    broker_transport = "crawlapp.adapters.kombu_redis:Transport"
 
 task_serializer = "msgpack"
 accept_content = ["msgpack", "json"]
