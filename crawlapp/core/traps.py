@@ -14,6 +14,7 @@ _URI = re.compile(r"^(?:[^:/?#]+:)?(?://[^/?#]*)?([^?#]*)(?:\?([^#]*))?", re.S)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _HEX = re.compile(r"(?<![0-9a-z])(?=[a-f]*[0-9])(?=[0-9]*[a-f])[0-9a-f]{8,}(?![0-9a-z])", re.I)
 _DIGITS = re.compile(r"[0-9]+")
+_MAYBE_YEAR = re.compile(r"[0-9]{4}|%")
 _DATE = re.compile(r"(?<![0-9])([0-9]{4})([/-])([0-9]{1,2})(?:\2([0-9]{1,2}))?(?![0-9])")
 _COMPACT_DATE = re.compile(r"(?<![0-9])([0-9]{4})([0-9]{2})([0-9]{2})(?![0-9])")
 _DATE_KEY = re.compile(r"(?i:(?:^|[^a-z])date)|[a-z]Date")  # date, start_date, eventDate
@@ -27,6 +28,7 @@ SESSION_KEYS = frozenset({
     "sid", "sessid", "sessionid", "session_id", "phpsessid", "jsessionid", "aspsessionid",
     "cfid", "cftoken",
 })
+_MAYBE_SESSION = re.compile(r"sid|session|cf|%", re.I)  # in every key above, or escaped
 YEAR_KEYS = frozenset({"year", "yr", "y"})
 MONTH_KEYS = frozenset({"month", "mon", "mo", "m"})
 DAY_KEYS = frozenset({"day", "d"})
@@ -77,7 +79,12 @@ def _repeats(segments: list[str], start: int, width: int) -> int:
 
 def repeating_segments(path: str, max_repeats: int = 2) -> str | None:
     """'repeating_path' when a segment, or a run of 2-3, occurs > `max_repeats` times in a row."""
-    segments = [segment for segment in path.split("/") if segment]
+    return _repeating([segment for segment in path.split("/") if segment], max_repeats)
+
+
+def _repeating(segments: list[str], max_repeats: int) -> str | None:
+    if len(set(segments)) == len(segments):  # no segment twice: nothing repeats (most paths)
+        return None
     for width in (1, 2, 3):
         for start in range(len(segments) - width * (max_repeats + 1) + 1):
             if _repeats(segments, start, width) > max_repeats:
@@ -140,9 +147,18 @@ def _query_periods(query: str) -> list[tuple[date, date]]:
 
 def calendar(url: str, today: date, max_years: int = 1) -> str | None:
     """'calendar' when the path or query names a date over `max_years` years from `today`."""
-    path, query = _path_and_query(url)
+    return _calendar(*_path_and_query(url), today, max_years)
+
+
+def _calendar(path: str, query: str, today: date, max_years: int) -> str | None:
+    # Most paths name no date, and most queries have no year: every date rule needs four
+    # digits in a row, once the query is decoded (`%` may hide them).
+    periods = ((_text_periods(path) if _DATE.search(path) else [])
+               + (_query_periods(query) if _MAYBE_YEAR.search(query) else []))
+    if not periods:
+        return None
     earliest, latest = _shift_years(today, -max_years), _shift_years(today, max_years)
-    for first, last in _text_periods(path) + _query_periods(query):
+    for first, last in periods:
         if last < earliest or first > latest:
             return "calendar"
     return None
@@ -150,10 +166,14 @@ def calendar(url: str, today: date, max_years: int = 1) -> str | None:
 
 def session_id(url: str) -> str | None:
     """'session_id' for a session id in the path (;jsessionid=, /sid/<hex>/, /(S(..))/) or query."""
-    path, query = _path_and_query(url)
+    return _session_id(*_path_and_query(url))
+
+
+def _session_id(path: str, query: str) -> str | None:
     if _PATH_SESSION.search(path):
         return "session_id"
-    if any(key.lower() in SESSION_KEYS for key, _ in _query_pairs(query)):
+    if _MAYBE_SESSION.search(query) and any(key.lower() in SESSION_KEYS
+                                            for key, _ in _query_pairs(query)):
         return "session_id"
     return None
 
@@ -161,8 +181,11 @@ def session_id(url: str) -> str | None:
 def path_depth(url: str, max_segments: int = 12) -> str | None:
     """'path_too_deep' when the path has more than `max_segments` non-empty segments."""
     path, _ = _path_and_query(url)
-    depth = sum(1 for segment in path.split("/") if segment)
-    return "path_too_deep" if depth > max_segments else None
+    return _too_deep([segment for segment in path.split("/") if segment], max_segments)
+
+
+def _too_deep(segments: list[str], max_segments: int) -> str | None:
+    return "path_too_deep" if len(segments) > max_segments else None
 
 
 def url_length(url: str, max_length: int = 2048) -> str | None:
@@ -172,7 +195,10 @@ def url_length(url: str, max_length: int = 2048) -> str | None:
 def binary_file(url: str) -> str | None:
     """'binary' when the path's last segment ends in an extension of BINARY_EXTENSIONS
     (compressed text, such as a gzipped sitemap `.xml.gz`, is not binary)."""
-    path, _ = _path_and_query(url)
+    return _binary_path(_path_and_query(url)[0])
+
+
+def _binary_path(path: str) -> str | None:
     names = path.rsplit("/", 1)[-1].lower().split(".")
     if len(names) < 2 or names[-1] not in BINARY_EXTENSIONS:
         return None
@@ -212,10 +238,12 @@ class TrapRules:
     def refusal(self, url: str, today: date) -> str | None:
         """The first reason among length, binary file, repeating path, depth, session id
         and calendar."""
-        path, _ = _path_and_query(url)
-        return (url_length(url, self.max_length)
-                or (binary_file(url) if self.skip_binaries else None)
-                or repeating_segments(path, self.max_repeats)
-                or path_depth(url, self.max_segments)
-                or session_id(url)
-                or calendar(url, today, self.max_years))
+        if too_long := url_length(url, self.max_length):
+            return too_long
+        path, query = _path_and_query(url)
+        segments = [segment for segment in path.split("/") if segment]
+        return ((_binary_path(path) if self.skip_binaries else None)
+                or _repeating(segments, self.max_repeats)
+                or _too_deep(segments, self.max_segments)
+                or _session_id(path, query)
+                or _calendar(path, query, today, self.max_years))

@@ -27,6 +27,9 @@ from crawlapp.core.errors import InputError
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+# The authority of an http(s) URL as the URL serializer writes it: lower-case scheme, no
+# whitespace, no IPv6 brackets (urlsplit checks those) and nothing urlsplit would strip.
+_SERIALIZED_AUTHORITY = re.compile(r"(https?)://([^/?#\[\]\t\r\n]*)(?=[/?#]|\Z)")
 TRACKING_PARAMS = frozenset({
     "fbclid", "gclid", "msclkid", "dclid", "yclid", "mc_eid", "mc_cid", "_ga", "igshid",
     "sid", "sessionid", "session_id", "phpsessid", "jsessionid", "aspsessionid", "cfid", "cftoken",
@@ -122,15 +125,22 @@ def request_urls(hrefs: Iterable[str], base: str | None = None, *, max_length: i
 
 
 def _netloc(url: str) -> tuple[str, str, str]:
-    """(scheme, host without a trailing dot, ":port" or "") of a serialized URL."""
-    parts = urlsplit(url)
-    hostport = parts.netloc.rpartition("@")[2]
+    """(scheme, host without a trailing dot, ":port" or "") of a serialized URL. A request
+    URL's authority is read with one regular expression (a tenth of urlsplit's time: the
+    links stage reads it several times per link); any other URL goes through urlsplit."""
+    serialized = _SERIALIZED_AUTHORITY.match(url)
+    if serialized is not None and serialized.group(2).isascii():
+        scheme, netloc = serialized.groups()
+    else:
+        parts = urlsplit(url)
+        scheme, netloc = parts.scheme, parts.netloc
+    hostport = netloc.rpartition("@")[2]
     split_at = hostport.rfind(":")
     if split_at > hostport.rfind("]"):
         host, port = hostport[:split_at], hostport[split_at:]
     else:
         host, port = hostport, ""
-    return parts.scheme, host.rstrip(".") or host, port
+    return scheme, host.rstrip(".") or host, port
 
 
 def host_of(url: str) -> str:

@@ -50,10 +50,12 @@ class Known(Protocol):
 
 
 def url_row(url: str, depth: int, max_depth: int, now: datetime,
-            link_context: float | None = None, hops: int = 0, host: str | None = None
-            ) -> dict[str, Any]:
-    """A URL found, to be admitted (its priority is set on admission: `_score`)."""
-    return {"url_hash": url_hash(url), "url": url, "host": host_of(url) if host is None else host,
+            link_context: float | None = None, hops: int = 0, host: str | None = None,
+            key: str | None = None) -> dict[str, Any]:
+    """A URL found, to be admitted (its priority is set on admission: `_score`); `host`
+    and `key` (its url_hash) when the caller has them."""
+    return {"url_hash": url_hash(url) if key is None else key, "url": url,
+            "host": host_of(url) if host is None else host,
             "depth": depth,
             "link_context": depth_priority(depth) if link_context is None else link_context,
             "discovered_at": now, "hops": hops,

@@ -20,7 +20,7 @@ from crawlapp.core.priority import link_priority
 from crawlapp.core.records import Page, QueuedURL, Status
 from crawlapp.core.scope import UNSCOPED, Scope
 from crawlapp.core.traps import TrapRules
-from crawlapp.core.urls import dedup_key, host_of, origin_of
+from crawlapp.core.urls import dedup_key, host_of, origin_of, url_hash
 from crawlapp.stages.admission import FOLLOWED_STATUSES, Rows, add_row, admit, url_row
 
 
@@ -34,18 +34,28 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
     rows: Rows = {}
     edges: dict[tuple[str, str], dict[str, Any]] = {}
     refused: Counter[tuple[str, str]] = Counter()
+    today = now.date()
+    # What depends on the URL alone, once per URL of the batch (pages share many links).
+    named: dict[str, tuple[str, str]] = {}  # url -> (host, url hash)
+    trapped: dict[str, str | None] = {}
     for page in pages:
         depth = page.depth + FOLLOWED_STATUSES.get(page.status, 1)
         for link in page.links:
-            host = host_of(link.url)
-            out_of_scope, hops = scope.check(link.url, host, page.hops)
-            row = url_row(link.url, depth, max_depth, now,
-                          link_priority(depth, link.boilerplate, link.anchor), hops, host)
-            edges.setdefault((page.url_hash, row["url_hash"]), {
-                "source_hash": page.url_hash, "target_hash": row["url_hash"],
+            url = link.url
+            if (known := named.get(url)) is None:
+                known = named[url] = (host_of(url), url_hash(url))
+            host, key = known
+            out_of_scope, hops = scope.check(url, host, page.hops)
+            row = url_row(url, depth, max_depth, now,
+                          link_priority(depth, link.boilerplate, link.anchor), hops, host, key)
+            edges.setdefault((page.url_hash, key), {
+                "source_hash": page.url_hash, "target_hash": key,
                 "anchor": link.anchor or None, "nofollow": link.nofollow})
-            reason = ("nofollow" if link.nofollow else "denylist" if host in denied
-                      else out_of_scope or traps.refusal(dedup_key(link.url), now.date()))
+            reason = "nofollow" if link.nofollow else "denylist" if host in denied else out_of_scope
+            if not reason:
+                if url not in trapped:
+                    trapped[url] = traps.refusal(dedup_key(url), today)
+                reason = trapped[url]
             if reason:
                 refused[(reason, row["host"])] += 1
                 continue

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from hypothesis.provisional import urls
 
 from crawlapp.core.traps import (
+    SESSION_KEYS,
     PatternBudget,
     TrapRules,
     binary_file,
@@ -96,6 +97,9 @@ def test_repeating_segments_limit() -> None:
     ("http://a.com/cal?y=2027&m=11&d=22", None),
     ("http://a.com/cal?y=2027&m=11&d=23", "calendar"),
     ("http://a.com/cal?year=abcd", None),
+    ("http://a.com/cal?year=%32%30%33%30", "calendar"),  # a year spelled in escapes
+    ("http://a.com/cal?date=2030%2D01%2D05", "calendar"),
+    ("http://a.com/cal?page=203&date=none", None),
     ("http://a.com/cal?month=2031-02", "calendar"),
     ("http://a.com/2024/02/30/", None),
 ])
@@ -131,6 +135,13 @@ def test_calendar_window_and_leap_day() -> None:
 ])
 def test_session_id(url: str, reason: str | None) -> None:
     assert session_id(url) == reason
+
+
+@pytest.mark.parametrize("key", sorted(SESSION_KEYS))
+def test_every_session_key_is_found_in_any_case_and_escaped(key: str) -> None:
+    escaped = "".join(f"%{ord(char):02X}" for char in key)
+    for query in (f"{key}=1", f"x=2&{key.upper()}=1", f"{escaped}=1"):
+        assert session_id(f"http://a.com/page?{query}") == "session_id", query
 
 
 @pytest.mark.parametrize(("url", "reason"), [

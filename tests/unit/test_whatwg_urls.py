@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from crawlapp.core.checks import url_jsonl
-from crawlapp.core.urls import URLRejected, request_url
+from crawlapp.core.urls import URLRejected, _netloc, request_url
 
 DATA = Path(__file__).resolve().parents[2] / ".venv" / "testdata" / "urltestdata.json"
 
@@ -83,3 +84,34 @@ def test_url_check_jsonl_answers_every_case_in_order() -> None:
         assert (answer["fetch"] is None) == (answer["rejected"] is not None)
         if _http(case):
             assert answer["fetch"] == _expected(case)
+
+
+def _urlsplit_netloc(url: str) -> tuple[str, str, str]:
+    """What crawlapp.core.urls._netloc answers, read with urlsplit alone."""
+    parts = urlsplit(url)
+    hostport = parts.netloc.rpartition("@")[2]
+    split_at = hostport.rfind(":")
+    host, port = ((hostport[:split_at], hostport[split_at:]) if split_at > hostport.rfind("]")
+                  else (hostport, ""))
+    return parts.scheme, host.rstrip(".") or host, port
+
+
+ODD = ["http://a.b:80", "https://[::1]:8443/x", "http://[::1/x", "HTTP://A.B/", " http://a/",
+       "http://a\t.b/c", "http://a/\tb", "http://u:p@h:1/?q#f", "http://a?b", "http://a#b",
+       "http://ex\u00e4mple.com/", "http://h./", "http://.../", "http://", "https://:8/",
+       "http:/a/b", "http:a", "ftp://a/b", "http://a@b@c:9/"]
+
+
+def test_the_authority_fast_path_reads_every_url_as_urlsplit_does() -> None:
+    urls = {case[key] for case in _cases() for key in ("input", "href")
+            if isinstance(case.get(key), str)} | set(ODD)
+    for url in urls:
+        try:
+            expected: object = _urlsplit_netloc(url)
+        except ValueError as exc:
+            expected = type(exc)
+        try:
+            got: object = _netloc(url)
+        except ValueError as exc:
+            got = type(exc)
+        assert got == expected, url
