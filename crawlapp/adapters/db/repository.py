@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
-    Insert,
     Select,
     String,
     and_,
@@ -41,7 +40,7 @@ from crawlapp.core.records import Status
 CHUNK = 500
 
 
-def _insert(session: Session, table: Any) -> Insert:
+def _insert(session: Session, table: Any) -> postgresql.Insert | sqlite.Insert:
     """INSERT in the dialect of the session, so ON CONFLICT DO NOTHING is available."""
     dialect = session.get_bind().dialect.name
     return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
@@ -186,7 +185,7 @@ def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
     """Write fetch outcomes onto their URL rows (one executemany); failures bump fail_count."""
     if not rows:
         return
-    values = {col: bindparam(f"v_{col}") for col in columns}
+    values: dict[str, Any] = {col: bindparam(f"v_{col}") for col in columns}
     stmt = (update(Url).where(Url.url_hash == bindparam("v_url_hash"))
             .values(**values, fail_count=Url.fail_count + bindparam("v_failed")))
     flags = [col for col in ("content_dedup", "noindex", "rendered") if col in columns]

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import msgpack
 
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.client import Client
+from crawlapp.adapters.redis.client import Client, text
 from crawlapp.adapters.redis.lua import Lua
 from crawlapp.core.records import Lease
 
@@ -71,8 +71,9 @@ class BatchLedger:
 
     def expired(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
         """Batches past their deadline, with their (url, depth) pairs."""
-        ids = [i.decode() for i in self.client.zrangebyscore(self.due, "-inf", now,
-                                                             start=0, num=limit)]
+        due: list[bytes] = self.client.zrangebyscore(  # type: ignore[assignment]
+            self.due, "-inf", now, start=0, num=limit)  # members only: no scores asked
+        ids = [text(i) for i in due]
         if not ids:
             return {}
         raw = self.client.mget([self._urls(i) for i in ids])

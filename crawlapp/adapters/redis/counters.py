@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.client import Client, Pipeline
+from crawlapp.adapters.redis.client import Client, Pipeline, text
 from crawlapp.adapters.redis.pipeline import joined
 
 
@@ -42,7 +42,7 @@ class Counters:
                 p.hincrby(keys.REFUSED.of(self.prefix, reason=reason), host, n)
 
     def read(self) -> dict[str, int]:
-        return {k.decode(): int(v) for k, v in self.client.hgetall(self.counters).items()}
+        return {text(k): int(v) for k, v in self.client.hgetall(self.counters).items()}
 
     def add_stage_cpu(self, stage: str, seconds: float) -> None:
         """Add the CPU seconds of one batch of `stage`, and count the batch."""
@@ -53,4 +53,4 @@ class Counters:
 
     def read_stage_cpu(self) -> dict[str, float]:
         """CPU seconds spent in each stage so far, summed over every worker."""
-        return {k.decode(): float(v) for k, v in self.client.hgetall(self.stage_cpu).items()}
+        return {text(k): float(v) for k, v in self.client.hgetall(self.stage_cpu).items()}

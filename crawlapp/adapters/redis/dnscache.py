@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.client import Client
+from crawlapp.adapters.redis.client import Client, text
 
 LOCK_SECONDS = 10.0
 WAIT_STEP = 0.05
@@ -93,7 +93,7 @@ class DnsCache:
         while True:
             raw = self.redis.get(key)
             if raw is not None:
-                return Resolution.decode(raw.decode())
+                return Resolution.decode(text(raw))
             if self.redis.set(lock, "1", nx=True, px=int(LOCK_SECONDS * 1000)):
                 break
             if time.monotonic() > deadline:

@@ -80,7 +80,7 @@ class SeedScopes:
         """Replace the Redis copy with the (kind, value) rules (the table's); returns how
         many rules."""
         rules = list(rules)
-        fields = fields_of(rules)
+        fields: dict[Any, Any] = fields_of(rules)  # redis-py's hset wants its own key types
         pipe = self.client.pipeline(transaction=True)
         pipe.delete(self.key)
         if fields:
