@@ -1,7 +1,7 @@
 """The Redis Cluster client (adapters/redis/client.py) on a real cluster when a master dies:
 pipelines and scripts reach its replica once promoted, and the failures meanwhile are the
-crawler's TransientError. The writes politeness rests on wait for a replica of each master
-written (adapters/redis/replicas.py)."""
+crawler's TransientError. The writes politeness and the URLs queued rest on wait for a replica
+of each master written (adapters/redis/replicas.py)."""
 
 from __future__ import annotations
 
@@ -70,13 +70,16 @@ def _frontier(client: Client, acks: ReplicaAcks) -> RedisFrontier:
 
 
 @pytest.mark.parametrize("wanted", [1, None], ids=["one", "auto"])
-def test_leases_and_releases_wait_for_a_replica_of_each_master_written(
+def test_queueing_leases_and_releases_wait_for_a_replica_of_each_master_written(
         redis_cluster_url: str, redis_cluster: RedisClusterServers, wanted: int | None) -> None:
     client = connect(redis_cluster_url, cluster=True)
     acks = ReplicaAcks(client, wanted, Counters(client, "t"))
-    frontier = _frontier(client, acks)
     written = {client.get_node_from_key(f"{{t:f:{shard}}}").port for shard in range(8)}
+    before_add = _waits(redis_cluster)
+    frontier = _frontier(client, acks)
     before = _waits(redis_cluster)
+    assert {port: before[port] - before_add[port] for port in before} == {
+        port: int(port in written) for port in before}  # URLs queued: as for a lease
     leases, _ = frontier.dispatch(range(8), 1.0, 10, 60.0, 100)
     after_dispatch = _waits(redis_cluster)
     assert sum(map(len, leases.values())) == 40

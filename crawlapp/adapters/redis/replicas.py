@@ -17,6 +17,9 @@ politeness slot taken or given back. Lost, each breaks it:
   - a slot: free on the promoted replica (taken), or free at its holder's deadline with no
     time to wait (given back).
 
+A fifth kind is what never losing a URL rests on: URLs queued (ENQUEUE), whose rows the
+database already holds as 'queued' with nothing else to queue them again.
+
 So, with `acks` > 0, each such write is followed by `WAIT acks timeout` on the master that
 holds its keys, and we act on the write (send the batch, fetch, take the host for released)
 only once WAIT answered. WAIT counts the replicas that acknowledged every earlier write *of

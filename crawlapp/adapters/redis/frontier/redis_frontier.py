@@ -109,7 +109,10 @@ class RedisFrontier:
             k = self._keys[shard]
             scripts.ENQUEUE(pipe, [k.ready, k.idle, k.leases, k.parked, k.queued, k.queues],
                             [now, *args])
-        queued = [int(n) for n in pipe.execute()]
+        # Acknowledged by the replicas too: a URL queued on a master that dies before
+        # replicating it would be lost while its row says 'queued' (nothing queues it again).
+        queued = [int(n) for n in self._acks.execute(
+            pipe, [self._keys[shard].leases for shard in by_shard])]
         if any(queued):
             self._doorbell.ring()
         return sum(queued)
