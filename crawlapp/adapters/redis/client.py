@@ -19,12 +19,13 @@ from redis.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.retry import Retry
 
 Client = redis.Redis | RedisCluster
+Pipeline = ServerPipeline | ClusterPipeline
 
 
 def text(value: bytes | str) -> str:
     """A reply as text (the clients answer bytes: no decode_responses)."""
     return value.decode() if isinstance(value, bytes) else value
-Pipeline = ServerPipeline | ClusterPipeline
+
 
 # A master lost is replaced by its replica after cluster-node-timeout plus an election (a few
 # seconds). A command is tried this many times (redis-py 8.1 takes the count from the Retry,
