@@ -268,6 +268,20 @@ class MemoryFrontier:
     def alive(self) -> bool:
         return self._alive
 
+    def layout(self) -> int | None:
+        return self.shards if self._alive else None
+
+    def shards_holding(self, limit: int) -> list[int]:
+        with self._lock:
+            return [n for n, s in enumerate(self._shards[:limit])
+                    if s.ready or s.idle or s.leases or s.parked]
+
+    def reshard(self, now: float, limit: int) -> tuple[int, int]:
+        """Nothing to move: a frontier of one process keeps the number of shards it was made
+        with."""
+        self.mark_alive(now)
+        return 0, 0
+
     def release(self, releases: Iterable[Release]) -> int:
         with self._lock:
             return sum(self._shards[rel.lease.shard].release(rel) for rel in releases)

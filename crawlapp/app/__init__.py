@@ -23,7 +23,7 @@ from celery.signals import task_postrun, worker_init
 from crawlapp.adapters.blobstore import load_client
 from crawlapp.adapters.context import get_context
 from crawlapp.adapters.errors import transient_errors
-from crawlapp.core.errors import TransientError
+from crawlapp.core.errors import FrontierLayoutError, TransientError
 from crawlapp.core.settings import get_settings
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ def _load(sender: WorkController, **_: Any) -> None:
     except Exception:  # a worker that cannot run its tasks stops now, not at its first task
         log.critical("cannot load the modules of this worker's tasks", exc_info=True)
         raise SystemExit(1) from None
+    _check_layout()
     pool = get_implementation(sender.pool_cls)
     if f"{pool.__module__}:{pool.__qualname__}" != ALIASES["prefork"]:
         return
@@ -70,6 +71,21 @@ def _load(sender: WorkController, **_: Any) -> None:
         settings = get_settings()
         load_driver(settings)
         load_client(settings)
+
+
+def _check_layout() -> None:
+    """Stop a worker whose CRAWL_SHARDS is not the number of shards the frontier is laid out
+    in: the URLs it queued would wait in shards that no dispatcher reads."""
+    try:
+        with transient_errors():
+            layout = get_context().frontier.layout()
+    except TransientError as exc:  # Redis restarting: its tasks retry until it is back
+        log.warning("cannot read the frontier's layout (%s); starting anyway", exc)
+        return
+    shards = get_settings().shards
+    if layout and layout != shards:
+        log.critical("%s", FrontierLayoutError(layout, shards))
+        raise SystemExit(1)
 
 
 @task_postrun.connect

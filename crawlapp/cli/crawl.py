@@ -53,7 +53,9 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str 
     ctx = context()
     if scope is not None and seeds is None:
         raise click.UsageError("--scope applies to the seeds of --seeds FILE")
-    added = prepare_and_seed(urls, scope)
+    # This crawl starts every process it needs, with its own settings: the frontier may be
+    # laid out anew for its CRAWL_SHARDS.
+    added = prepare_and_seed(urls, scope, lay_out=True)
     if seeds is not None:
         click.echo(f"{added} new seed(s) queued")
     before = stats.outcomes(ctx)

@@ -51,6 +51,20 @@ def frontier_resume(host: str) -> None:
     click.echo(f"resumed {name}")
 
 
+@frontier.command("reshard")
+def frontier_reshard() -> None:
+    """Lay the frontier out in CRAWL_SHARDS shards after that number changed (the crawl's
+    dispatcher and workers stopped first; they start again with the new number, set as here).
+
+    Example: crawlctl frontier reshard
+    """
+    from crawlapp.ops.rebuild import reshard
+
+    ctx = context()
+    moved = reshard(ctx)
+    click.echo(f"laid out in {ctx.settings.shards} shards: {moved} host(s) moved")
+
+
 @frontier.command("rebuild")
 def frontier_rebuild() -> None:
     """Restore the frontier and caches from the database after Redis lost them.

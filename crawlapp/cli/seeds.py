@@ -43,15 +43,16 @@ SCOPE_OPTION = click.option(
          "Default CRAWL_SCOPE.")
 
 
-def prepare_and_seed(urls: list[str], scope: str | None = None) -> int:
-    """Make the stores ready (saying so if Redis had lost the frontier) and add the seeds
-    with their scope; returns how many were new."""
+def prepare_and_seed(urls: list[str], scope: str | None = None, lay_out: bool = False) -> int:
+    """Make the stores ready (saying so if Redis had lost the frontier; `lay_out`: laying the
+    frontier out in CRAWL_SHARDS shards if it was in another number) and add the seeds with
+    their scope; returns how many were new."""
     from crawlapp.ops.crawling import prepare
     from crawlapp.ops.seeding import add_seeds
 
     ctx = context()
     # On a first crawl there is nothing to rebuild and nothing to say.
-    restored = prepare(ctx)
+    restored = prepare(ctx, lay_out)
     if restored and any(restored.values()):
         click.echo("Redis had lost the frontier; rebuilt from the database: "
                    + ", ".join(f"{k}={v}" for k, v in restored.items()), err=True)

@@ -25,6 +25,23 @@ class InputError(CrawlError, ValueError):
     """Input the crawler cannot use; the message says which input and why."""
 
 
+class FrontierLayoutError(InputError):
+    """The frontier in Redis is laid out in another number of shards than CRAWL_SHARDS, and
+    cannot be laid out anew here or now."""
+
+    def __init__(self, layout: int, shards: int, held: int = 0) -> None:
+        if held:
+            why = (f"{held} host(s) are leased: stop the crawl's dispatcher and workers, wait "
+                   "for the leases to end (CRAWL_LEASE_SECONDS at most), then run it again")
+        else:
+            why = ("stop the crawl's dispatcher and workers, then run `crawlctl frontier "
+                   "reshard` (`crawlctl crawl` does it by itself)")
+        super().__init__(f"the frontier in Redis is laid out in {layout or 'another number of'} "
+                         f"shards and CRAWL_SHARDS is {shards}: set CRAWL_SHARDS={layout or 'as before'}, "
+                         f"or lay it out in {shards} shards: {why}")
+        self.layout, self.shards, self.held = layout, shards, held
+
+
 class TransientError(CrawlError):
     """A server the crawler needs did not answer; it may come back."""
 

@@ -70,6 +70,22 @@ class Frontier(Protocol):
     def alive(self) -> bool:
         ...
 
+    def layout(self) -> int | None:
+        """The number of shards the frontier is laid out in: None when it is not whole, 0
+        when a release that did not note the number laid it out."""
+        ...
+
+    def shards_holding(self, limit: int) -> list[int]:
+        """The shards among the first `limit` that hold any host."""
+        ...
+
+    def reshard(self, now: float, limit: int) -> tuple[int, int]:
+        """Lay a frontier laid out in another number of shards (at most `limit`) out in
+        `shards`, every host in its own shard with its state, and note the layout. Expired
+        leases end first; while one is held nothing moves. Returns (hosts moved, leases
+        held)."""
+        ...
+
     def parked(self) -> dict[str, tuple[float, str]]:
         """Every parked or paused host: (time it comes back, reason)."""
         ...

@@ -19,6 +19,7 @@ from crawlapp.core.traps import TrapRules
 
 T = TypeVar("T")
 
+MAX_SHARDS = 4096  # CRAWL_SHARDS at most
 DEFAULT_USER_AGENT = "crawlapp/0.1 (+https://github.com/crawlapp/crawlapp; crawler@crawlapp.invalid)"
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -372,7 +373,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     redis_cluster = _parse(env, "CRAWL_REDIS_CLUSTER", False, _boolean)
     dedup_cluster = _parse(env, "CRAWL_DEDUP_CLUSTER", redis_cluster, _boolean)
     batch_size = _parse(env, "CRAWL_BATCH_SIZE", 50, _bounded(int, 1, 1000))
-    shards = _parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, 4096))
+    shards = _parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, MAX_SHARDS))
     fetch_timeout = _parse(env, "CRAWL_FETCH_TIMEOUT", 30.0, _bounded(float, 0.1, 600))
     settings = Settings(
         data_dir=data_dir,

@@ -13,20 +13,22 @@ from typing import Protocol
 from crawlapp.adapters.blobstore import S3BlobStore
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
+from crawlapp.core.errors import CrawlError
 from crawlapp.ops import dispatcher as dispatching
 from crawlapp.ops import runner
 from crawlapp.ops.dispatcher import SendBatch
 from crawlapp.ops.rebuild import ensure_frontier
 
 
-def prepare(ctx: Context) -> dict[str, int] | None:
+def prepare(ctx: Context, lay_out: bool = False) -> dict[str, int] | None:
     """Make the stores ready for seeds and fetches: the newest schema, the bucket, and a
-    frontier rebuilt from the database if Redis lost it. Returns what was rebuilt (None or
-    all zeros when there was nothing to)."""
+    frontier rebuilt from the database if Redis lost it (`lay_out`: and laid out in
+    CRAWL_SHARDS shards if it was in another number). Returns what was rebuilt (None or all
+    zeros when there was nothing to)."""
     upgrade(ctx.settings)
     if isinstance(ctx.blobs, S3BlobStore):
         ctx.blobs.ensure_bucket()
-    return ensure_frontier(ctx)
+    return ensure_frontier(ctx, lay_out=lay_out)
 
 
 @dataclass(frozen=True)
@@ -62,17 +64,28 @@ def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: b
     started = time.time()
     fleet.start(runner.child_commands(ctx, workers))
     stop = threading.Event()
-    thread = threading.Thread(target=dispatching.run, args=(ctx, send, stop),
-                              name="dispatcher", daemon=True)
+    ended: list[CrawlError] = []  # what ended the dispatcher (a setting that does not fit)
+
+    def dispatch() -> None:
+        try:
+            dispatching.run(ctx, send, stop)
+        except CrawlError as exc:
+            ended.append(exc)
+
+    def watch() -> None:
+        if ended:
+            raise ended[0]
+
+    thread = threading.Thread(target=dispatch, name="dispatcher", daemon=True)
     thread.start()
     beat.start()
     idle = False
     try:
         if until_idle:
-            runner.wait_until_idle(ctx, fleet)
+            runner.wait_until_idle(ctx, fleet, watch)
             idle = True
         else:
-            runner.wait_forever(fleet)
+            runner.wait_forever(fleet, watch)
     except KeyboardInterrupt:
         on_interrupt()
         raise

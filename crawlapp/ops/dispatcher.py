@@ -11,6 +11,7 @@ from collections.abc import Callable
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.redis.doorbell import Doorbell
+from crawlapp.core.errors import InputError
 from crawlapp.core.records import Lease, QueuedURL, Status
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import ensure_frontier
@@ -95,6 +96,8 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
                     if recovered:
                         log.warning("%d URL(s) of lost batches queued again", recovered)
                 largest, next_ready = dispatch_once(ctx, send, due_within=2 * interval)
+            except InputError:  # a setting that does not fit the frontier: no try fixes it
+                raise
             except Exception:  # a Redis or broker hiccup must not end the dispatcher
                 log.exception("dispatch failed; retrying")
                 stop.wait(1.0)

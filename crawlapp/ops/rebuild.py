@@ -20,6 +20,7 @@ being fetched at that moment may be fetched once more.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -31,13 +32,16 @@ from sqlalchemy import select
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.models import Deny, Host, Url
+from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.core.records import Status
 from crawlapp.core.recrawl import tier_of, validators
 from crawlapp.core.robots import effective_delay
+from crawlapp.core.settings import MAX_SHARDS
 from crawlapp.core.urls import host_of, url_hash
 from crawlapp.stages.admission import requeue
 
 CHUNK = 5000
+log = logging.getLogger(__name__)
 
 
 def _host_delays(ctx: Context) -> dict[str, float]:
@@ -247,10 +251,48 @@ def is_alive(ctx: Context) -> bool:
     return ctx.frontier.alive() and ctx.url_seen.alive()
 
 
-def ensure_frontier(ctx: Context) -> dict[str, int] | None:
-    """Rebuild from the database what a Redis that lost its data held; returns what was
-    restored (None: nothing was lost)."""
-    hot, dedup = not ctx.frontier.alive(), not ctx.url_seen.alive()
+def reshard(ctx: Context) -> int:
+    """Lay the frontier out in CRAWL_SHARDS shards, every host in its own with its state
+    (while no host is leased); returns how many hosts moved."""
+    moved, held = ctx.frontier.reshard(time.time(), MAX_SHARDS)
+    if held:
+        raise FrontierLayoutError(ctx.frontier.layout() or 0, ctx.settings.shards, held)
+    return moved
+
+
+def _check_layout(ctx: Context, layout: int, lay_out: bool) -> None:
+    """Make sure the frontier is laid out in CRAWL_SHARDS shards: lay it out anew if
+    `lay_out`, else raise FrontierLayoutError. A frontier of a release that did not note its
+    number of shards is taken as it is when no shard past CRAWL_SHARDS holds a host."""
+    shards = ctx.settings.shards
+    if lay_out:
+        moved = reshard(ctx)
+        if moved:
+            log.warning("the frontier was laid out in %s shards: %d host(s) moved to their "
+                        "shard of %d", layout or "another number of", moved, shards)
+    elif layout == 0 and max(ctx.frontier.shards_holding(MAX_SHARDS), default=0) < shards:
+        ctx.frontier.mark_alive(time.time())
+    else:
+        raise FrontierLayoutError(layout, shards)
+
+
+def check_layout(ctx: Context) -> None:
+    """Raise FrontierLayoutError if the frontier is laid out in another number of shards
+    than CRAWL_SHARDS (a process that queued URLs by its own number would strand them)."""
+    layout = ctx.frontier.layout()
+    if layout is not None and layout != ctx.settings.shards:
+        _check_layout(ctx, layout, lay_out=False)
+
+
+def ensure_frontier(ctx: Context, *, lay_out: bool = False) -> dict[str, int] | None:
+    """Rebuild from the database what a Redis that lost its data held, and make sure the
+    frontier is laid out in CRAWL_SHARDS shards (`lay_out`: moving the hosts of a frontier
+    laid out in another number; else a FrontierLayoutError); returns what was restored
+    (None: nothing was lost)."""
+    layout = ctx.frontier.layout()
+    if layout is not None and layout != ctx.settings.shards:
+        _check_layout(ctx, layout, lay_out)
+    hot, dedup = layout is None, not ctx.url_seen.alive()
     if not hot and not dedup:
         return None
     return rebuild(ctx, hot=hot, dedup=dedup)

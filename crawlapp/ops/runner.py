@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,14 +121,16 @@ class Fleet:
                 proc.wait()
 
 
-def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.5) -> None:
+def wait_until_idle(ctx: Context, fleet: Fleet, watch: Callable[[], None],
+                    poll: float = 0.5) -> None:
     """Block until the frontier is empty, no batch is in flight and no re-crawl is due, for
     IDLE_CHECKS readings (a Redis that lost the frontier is not idle: the dispatcher
-    rebuilds it first)."""
+    rebuilds it first). `watch` raises what ended a thread the crawl needs."""
     idle_for = 0
     while idle_for < IDLE_CHECKS:
         time.sleep(poll)
         fleet.supervise()
+        watch()
         now = time.time()
         try:
             with transient_errors():
@@ -140,7 +143,8 @@ def wait_until_idle(ctx: Context, fleet: Fleet, poll: float = 0.5) -> None:
         idle_for = idle_for + 1 if idle else 0
 
 
-def wait_forever(fleet: Fleet, poll: float = 1.0) -> None:
+def wait_forever(fleet: Fleet, watch: Callable[[], None], poll: float = 1.0) -> None:
     while True:
         time.sleep(poll)
         fleet.supervise()
+        watch()

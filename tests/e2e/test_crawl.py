@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from crawlapp.core.urls import host_of, shard_of
 from crawlapp.ops.warc import read_records
 from tests.conftest import crawl_env
 from testweb.server import start_in_background
@@ -77,6 +78,36 @@ def test_embedded_default_crawls_every_page_politely(tmp_path: Path, redis_url: 
     assert records[page_url]["status"] == 200
     assert records[page_url]["body"].decode() == page["body"]
     assert records[page_url]["headers"]["ETag"] == page["etag"]
+
+
+def test_a_crawl_with_another_number_of_shards_lays_the_frontier_out_anew(
+        tmp_path: Path, redis_url: str) -> None:
+    """CRAWL_SHARDS changed between two runs (a new default, a bigger fleet): every URL queued
+    under 8 shards, laid out in 3 by `crawlctl frontier reshard`, is crawled by a crawl of 4
+    (which lays it out anew by itself), none left in a shard no dispatcher reads; a command
+    that would queue URLs under yet another number is refused with the reason."""
+    delay = 0.2
+    env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(delay), CRAWL_SHARDS="8")
+    spec = WebSpec(hosts=12, pages_per_host=4, port=0)
+    log = str(tmp_path / "requests.jsonl")
+    with start_in_background(Web(spec), log) as server:
+        web = server.web
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(web.seeds()) + "\n")
+        assert any(shard_of(host_of(url), 8) >= 4 for url in web.seeds())
+        added = crawlctl(env, "seed", "add", "--file", str(seeds))
+        assert added.returncode == 0, added.stderr
+        refused = crawlctl({**env, "CRAWL_SHARDS": "2"}, "seed", "add", "--file", str(seeds))
+        assert refused.returncode == 2
+        assert "laid out in 8 shards and CRAWL_SHARDS is 2" in refused.stderr
+        resharded = crawlctl({**env, "CRAWL_SHARDS": "3"}, "frontier", "reshard")
+        assert resharded.returncode == 0, resharded.stderr
+        assert resharded.stdout.startswith("laid out in 3 shards: ")
+        done = crawlctl({**env, "CRAWL_SHARDS": "4"}, "crawl", "--until-idle", "--workers", "2")
+        assert done.returncode == 0, done.stderr + done.stdout
+    verdict = summary(load(log), web, delay)
+    assert verdict["gap_violations"] == verdict["overlaps"] == verdict["duplicate_fetches"] == 0
+    assert web.expected_pages(MAX_DEPTH) - set(fetched_urls(load(log))) == set()
 
 
 def test_postgres_and_s3_backends(tmp_path: Path, redis_url: str, pg_url: str,

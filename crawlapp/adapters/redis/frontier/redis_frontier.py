@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.client import Client
+from crawlapp.adapters.redis.client import Client, text
 from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.adapters.redis.frontier import scripts
 from crawlapp.adapters.redis.replicas import ReplicaAcks
@@ -17,6 +17,8 @@ from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardSta
 from crawlapp.core.urls import host_of, shard_of
 
 BOOST_CHUNK = 10_000  # fields per HSET
+MOVE_CHUNK = 1000  # URLs of a host moved to its new shard per script call
+MOVE_HOSTS = 500  # hosts moved per pipeline
 _SCHEMES = {"http": "h", "https": "s"}
 _SCHEME_OF = {v: k for k, v in _SCHEMES.items()}
 
@@ -83,6 +85,7 @@ class RedisFrontier:
         self.shards = shards
         self._keys = [ShardKeys.of(prefix, shard) for shard in range(shards)]
         self._alive = keys.ALIVE.of(prefix)
+        self._prefix = prefix
 
     def _of_host(self, host: str) -> ShardKeys:
         return self._keys[shard_of(host, self.shards)]
@@ -299,9 +302,90 @@ class RedisFrontier:
         return not any(pipe.execute())
 
     def mark_alive(self, now: float) -> None:
-        """Note that Redis holds the whole crawl state (a Redis restarted empty has no such
-        note, and is rebuilt from the database)."""
-        self.client.set(self._alive, str(now))
+        """Note that Redis holds the whole crawl state, laid out in this frontier's shards (a
+        Redis restarted empty has no such note, and is rebuilt from the database)."""
+        self.client.set(self._alive, f"{self.shards} {now}")
 
     def alive(self) -> bool:
         return bool(self.client.exists(self._alive))
+
+    def layout(self) -> int | None:
+        """The number of shards the frontier is laid out in: None when Redis does not hold
+        it whole, 0 when a release that did not note the number laid it out."""
+        value = self.client.get(self._alive)
+        if value is None:
+            return None
+        count, _, at = text(value).partition(" ")
+        return int(count) if at else 0
+
+    def shards_holding(self, limit: int) -> list[int]:
+        """The shards among the first `limit` that hold any host."""
+        pipe = self.client.pipeline(transaction=False)
+        for shard in range(limit):
+            k = ShardKeys.of(self._prefix, shard)
+            pipe.exists(k.ready, k.idle, k.leases, k.parked, k.fails, k.boost, k.paused, k.why)
+        return [shard for shard, n in enumerate(pipe.execute()) if n]
+
+    def reshard(self, now: float, limit: int) -> tuple[int, int]:
+        """Move every host that a frontier laid out in another number of shards (at most
+        `limit`) keeps outside its own shard under `self.shards` into its own, with its URLs,
+        next time, parking, failures and boost, then note the layout. Leases that expired
+        are ended first, their URLs back in their queues; while any is still held nothing
+        moves. Returns (hosts moved, leases held). Run again after a failure, it goes on
+        where that one stopped."""
+        shards = self.shards_holding(max(limit, self.shards))
+        pipe = self.client.pipeline(transaction=False)
+        for shard in shards:
+            k = ShardKeys.of(self._prefix, shard)
+            scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
+                                    k.queued, k.queues, k.boost],
+                             [now, 0, 0, 0, "", 0, now, 1])  # leases no host
+            pipe.zcard(k.leases)
+        held = sum(int(n) for n in self._acks.execute(
+            pipe, [ShardKeys.of(self._prefix, shard).leases for shard in shards])[1::2])
+        if held:
+            return 0, held
+        moved = sum(self._move_out(ShardKeys.of(self._prefix, shard), shard) for shard in shards)
+        pipe = self.client.pipeline(transaction=False)
+        for shard in shards:
+            if shard >= self.shards:
+                pipe.delete(ShardKeys.of(self._prefix, shard).queued)
+        pipe.execute()
+        self.mark_alive(now)
+        return moved, 0
+
+    def _move_out(self, k: ShardKeys, shard: int) -> int:
+        """Move the hosts of shard `k` that belong to another to theirs; returns how many."""
+        pipe = self.client.pipeline(transaction=False)
+        for key in (k.ready, k.idle, k.parked):
+            pipe.zrange(key, 0, -1, withscores=True)
+        for key in (k.why, k.paused, k.fails, k.boost):
+            pipe.hgetall(key)
+        ready, idle, parked, *fields = (
+            {text(name): repr(score) if isinstance(score, float) else text(score)
+             for name, score in (reply if isinstance(reply, list) else reply.items())}
+            for reply in pipe.execute())
+        hosts = sorted({host for state in (ready, idle, parked, *fields) for host in state
+                        if shard_of(host, self.shards) != shard})
+        for start in range(0, len(hosts), MOVE_HOSTS):
+            group = hosts[start:start + MOVE_HOSTS]
+            while group:
+                pipe = self.client.pipeline(transaction=False)
+                for host in group:
+                    pipe.zrange(k.queue(host), 0, MOVE_CHUNK - 1, withscores=True)
+                chunks = pipe.execute()
+                pipe = self.client.pipeline(transaction=False)
+                for host, chunk in zip(group, chunks, strict=True):
+                    to = self._of_host(host)
+                    state = [d.get(host, "") for d in (ready, idle, parked, *fields)]
+                    urls = [v for member, score in chunk for v in (repr(score), text(member))]
+                    scripts.MERGE_HOST(pipe, [to.ready, to.idle, to.parked, to.why, to.paused,
+                                              to.fails, to.boost, to.queued, to.queue(host)],
+                                       [host, *state, *urls])
+                    scripts.REMOVE_HOST(pipe, [k.ready, k.idle, k.parked, k.why, k.paused,
+                                               k.fails, k.boost, k.queued, k.queue(host)],
+                                        [host, *(text(member) for member, _ in chunk)])
+                self._acks.execute(pipe, [k.leases, *(self._of_host(h).leases for h in group)])
+                group = [host for host, chunk in zip(group, chunks, strict=True)
+                         if len(chunk) == MOVE_CHUNK]
+        return len(hosts)

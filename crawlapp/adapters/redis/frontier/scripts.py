@@ -353,3 +353,61 @@ if redis.call('EXISTS', q) == 0 then
 end
 return removed
 """)
+
+# KEYS: ready, idle, parked, why, paused, fails, boost, queued, the host's queue
+# ARGV: host, ready_at, idle_at, parked_until, why, paused, fails, boost (each '' when the
+#       shard it comes from had none), then (score, member) pairs
+# Takes in a host moved from another shard (a frontier laid out in another number of
+# shards): its URLs (one queued here already keeps its better score), its parking, failures
+# and boost, and its next time, the later of the two shards' when both knew it. A host
+# parked in either shard stays parked; else it is ready with URLs queued, idle without.
+# Run once per chunk of the host's URLs; returns the number of URLs newly queued.
+MERGE_HOST = Lua("""
+local ready, idle, parked, why, paused, fails = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local boost, queued, q = KEYS[7], KEYS[8], KEYS[9]
+local host = ARGV[1]
+local added = 0
+for i = 9, #ARGV, 2 do
+  added = added + redis.call('ZADD', q, 'LT', ARGV[i], ARGV[i + 1])
+end
+redis.call('INCRBY', queued, added)
+for n, key in ipairs({why, paused, fails, boost}) do
+  if ARGV[n + 4] ~= '' then redis.call('HSET', key, host, ARGV[n + 4]) end
+end
+if ARGV[4] ~= '' then redis.call('ZADD', parked, 'GT', ARGV[4], host) end
+local nxt = 0
+for _, at in ipairs({ARGV[2], ARGV[3], redis.call('ZSCORE', ready, host) or '',
+                     redis.call('ZSCORE', idle, host) or ''}) do
+  if at ~= '' then nxt = math.max(nxt, tonumber(at)) end
+end
+redis.call('ZREM', ready, host)
+redis.call('ZREM', idle, host)
+if not redis.call('ZSCORE', parked, host) then
+  if redis.call('EXISTS', q) == 1 then
+    redis.call('ZADD', ready, nxt, host)
+  elseif nxt > 0 then
+    redis.call('ZADD', idle, nxt, host)
+  end
+end
+return added
+""")
+
+# KEYS: ready, idle, parked, why, paused, fails, boost, queued, the host's queue
+# ARGV: host, then the members MERGE_HOST took to the host's new shard
+# Takes those URLs out of the host's queue here; a host left with none is forgotten here
+# (its state went with them). Returns the number of URLs removed.
+REMOVE_HOST = Lua("""
+local ready, idle, parked, why, paused, fails = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local boost, queued, q = KEYS[7], KEYS[8], KEYS[9]
+local host = ARGV[1]
+local removed = 0
+for i = 2, #ARGV, 500 do
+  removed = removed + redis.call('ZREM', q, unpack(ARGV, i, math.min(i + 499, #ARGV)))
+end
+redis.call('DECRBY', queued, removed)
+if redis.call('EXISTS', q) == 0 then
+  for _, key in ipairs({ready, idle, parked}) do redis.call('ZREM', key, host) end
+  for _, key in ipairs({why, paused, fails, boost}) do redis.call('HDEL', key, host) end
+end
+return removed
+""")
