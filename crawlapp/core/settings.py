@@ -100,7 +100,9 @@ class Settings:
     scope_hops: int = _doc(
         "CRAWL_SCOPE_HOPS", "off-scope links in a row still followed (1: the pages a site links "
         "to, not their links)")
-    shards: int = _doc("CRAWL_SHARDS", "number of `fetch.N` queues")
+    shards: int = _doc("CRAWL_SHARDS", "number of `fetch.N` queues, the same on every process (a "
+                       "fleet on a Redis Cluster: at least 4 x masters; a change: `crawlctl "
+                       "frontier reshard`)")
     default_delay: float = _doc(
         "CRAWL_DEFAULT_DELAY", "seconds between the end of one request to a host and the start of the next")
     max_crawl_delay: float = _doc("CRAWL_MAX_CRAWL_DELAY", "cap on a robots.txt `Crawl-delay`")
@@ -372,8 +374,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     redis_url = _parse(env, "CRAWL_REDIS_URL", redis_default, _url(("redis", "rediss", "unix")))
     redis_cluster = _parse(env, "CRAWL_REDIS_CLUSTER", False, _boolean)
     dedup_cluster = _parse(env, "CRAWL_DEDUP_CLUSTER", redis_cluster, _boolean)
-    batch_size = _parse(env, "CRAWL_BATCH_SIZE", 50, _bounded(int, 1, 1000))
-    shards = _parse(env, "CRAWL_SHARDS", 8, _bounded(int, 1, MAX_SHARDS))
+    batch_size = _parse(env, "CRAWL_BATCH_SIZE", 100, _bounded(int, 1, 1000))
+    shards = _parse(env, "CRAWL_SHARDS", 4, _bounded(int, 1, MAX_SHARDS))
     fetch_timeout = _parse(env, "CRAWL_FETCH_TIMEOUT", 30.0, _bounded(float, 0.1, 600))
     settings = Settings(
         data_dir=data_dir,
