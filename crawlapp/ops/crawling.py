@@ -13,7 +13,7 @@ from typing import Protocol
 from crawlapp.adapters.blobstore import S3BlobStore
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
-from crawlapp.core.errors import CrawlError
+from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.ops import dispatcher as dispatching
 from crawlapp.ops import runner
 from crawlapp.ops.dispatcher import SendBatch
@@ -64,12 +64,12 @@ def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: b
     started = time.time()
     fleet.start(runner.child_commands(ctx, workers))
     stop = threading.Event()
-    ended: list[CrawlError] = []  # what ended the dispatcher (a setting that does not fit)
+    ended: list[FrontierLayoutError] = []  # what ended the dispatcher
 
     def dispatch() -> None:
         try:
             dispatching.run(ctx, send, stop)
-        except CrawlError as exc:
+        except FrontierLayoutError as exc:
             ended.append(exc)
 
     def watch() -> None:

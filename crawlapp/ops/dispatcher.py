@@ -11,7 +11,7 @@ from collections.abc import Callable
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.redis.doorbell import Doorbell
-from crawlapp.core.errors import InputError
+from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.core.records import Lease, QueuedURL, Status
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import ensure_frontier
@@ -96,7 +96,7 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
                     if recovered:
                         log.warning("%d URL(s) of lost batches queued again", recovered)
                 largest, next_ready = dispatch_once(ctx, send, due_within=2 * interval)
-            except InputError:  # a setting that does not fit the frontier: no try fixes it
+            except FrontierLayoutError:  # CRAWL_SHARDS does not fit: no try fixes it
                 raise
             except Exception:  # a Redis or broker hiccup must not end the dispatcher
                 log.exception("dispatch failed; retrying")

@@ -276,14 +276,6 @@ def _check_layout(ctx: Context, layout: int, lay_out: bool) -> None:
         raise FrontierLayoutError(layout, shards)
 
 
-def check_layout(ctx: Context) -> None:
-    """Raise FrontierLayoutError if the frontier is laid out in another number of shards
-    than CRAWL_SHARDS (a process that queued URLs by its own number would strand them)."""
-    layout = ctx.frontier.layout()
-    if layout is not None and layout != ctx.settings.shards:
-        _check_layout(ctx, layout, lay_out=False)
-
-
 def ensure_frontier(ctx: Context, *, lay_out: bool = False) -> dict[str, int] | None:
     """Rebuild from the database what a Redis that lost its data held, and make sure the
     frontier is laid out in CRAWL_SHARDS shards (`lay_out`: moving the hosts of a frontier

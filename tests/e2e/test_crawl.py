@@ -9,13 +9,18 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import connect
+from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import host_of, shard_of
 from crawlapp.ops.warc import read_records
 from tests.conftest import crawl_env
+from tests.e2e.helpers import start_crawl
 from testweb.server import start_in_background
 from testweb.serverlog import fetched_urls, load, summary
 from testweb.site import Web, WebSpec
@@ -108,6 +113,28 @@ def test_a_crawl_with_another_number_of_shards_lays_the_frontier_out_anew(
     verdict = summary(load(log), web, delay)
     assert verdict["gap_violations"] == verdict["overlaps"] == verdict["duplicate_fetches"] == 0
     assert web.expected_pages(MAX_DEPTH) - set(fetched_urls(load(log))) == set()
+
+
+def test_a_crawl_whose_frontier_is_laid_out_anew_by_another_process_stops_saying_why(
+        tmp_path: Path, redis_url: str) -> None:
+    """Another process lays the frontier out in another number of shards mid-crawl: the
+    crawl's dispatcher stops, and so does the crawl, with the reason (never a crawl left
+    waiting on a dispatcher that is gone)."""
+    env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY="0.5")
+    out = tmp_path / "crawl.out"
+    with start_in_background(Web(WebSpec(hosts=3, pages_per_host=40, port=0)),
+                             str(tmp_path / "requests.jsonl")) as server:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(server.web.seeds()) + "\n")
+        crawl = start_crawl(env, seeds, out)
+        alive = keys.ALIVE.of(load_settings(env).redis_prefix)
+        client = connect(redis_url, False)
+        deadline = time.monotonic() + 60
+        while client.get(alive) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        client.set(alive, f"8 {time.time()}")
+        assert crawl.wait(60) == 2, out.read_text()
+    assert "laid out in 8 shards and CRAWL_SHARDS is 4" in out.read_text()
 
 
 def test_postgres_and_s3_backends(tmp_path: Path, redis_url: str, pg_url: str,

@@ -184,13 +184,11 @@ def test_ensure_frontier_refuses_another_number_unless_asked_to_lay_it_out(ctx: 
     with pytest.raises(FrontierLayoutError, match=r"laid out in 8 shards and CRAWL_SHARDS is 4: "
                        r"set CRAWL_SHARDS=8.*crawlctl frontier reshard"):
         rebuild.ensure_frontier(ctx)
-    with pytest.raises(FrontierLayoutError):
-        rebuild.check_layout(ctx)
     with pytest.raises(FrontierLayoutError):  # the dispatcher stops, saying why
         dispatcher.run(ctx, lambda *a: None, threading.Event())
     assert rebuild.ensure_frontier(ctx, lay_out=True) is None
     assert ctx.frontier.layout() == 4
-    rebuild.check_layout(ctx)
+    assert rebuild.ensure_frontier(ctx) is None
     assert sum(s.urls_queued for s in ctx.frontier.stats(now)) == sum(len(_urls(h)) for h in HOSTS)
 
 

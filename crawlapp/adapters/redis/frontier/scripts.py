@@ -326,6 +326,19 @@ end
 return was
 """)
 
+# A Lua function of DROP and REMOVE_HOST (their locals q and queued): takes ARGV[2..] out
+# of the host queue q, counting them off the shard's queued URLs; returns how many.
+_REMOVE_ARGV = """
+local function remove_argv()
+  local removed = 0
+  for i = 2, #ARGV, 500 do
+    removed = removed + redis.call('ZREM', q, unpack(ARGV, i, math.min(i + 499, #ARGV)))
+  end
+  redis.call('DECRBY', queued, removed)
+  return removed
+end
+"""
+
 # KEYS: ready, idle, queued, the host's queue
 # ARGV: host, then the members to remove (none: the host's whole queue)
 # Removes URLs from a host's queue; a host left with nothing queued goes from ready to idle
@@ -335,15 +348,14 @@ DROP = Lua("""
 local ready, idle, queued, q = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local host = ARGV[1]
 local removed = 0
+""" + _REMOVE_ARGV + """
 if #ARGV > 1 then
-  for i = 2, #ARGV, 500 do
-    removed = removed + redis.call('ZREM', q, unpack(ARGV, i, math.min(i + 499, #ARGV)))
-  end
+  removed = remove_argv()
 else
   removed = redis.call('ZCARD', q)
   redis.call('DEL', q)
+  redis.call('DECRBY', queued, removed)
 end
-redis.call('DECRBY', queued, removed)
 if redis.call('EXISTS', q) == 0 then
   local at = redis.call('ZSCORE', ready, host)
   if at then
@@ -354,6 +366,13 @@ end
 return removed
 """)
 
+# The KEYS and host of MERGE_HOST and REMOVE_HOST, which move a host between shards.
+_HOST_STATE_KEYS = """
+local ready, idle, parked, why, paused, fails = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local boost, queued, q = KEYS[7], KEYS[8], KEYS[9]
+local host = ARGV[1]
+"""
+
 # KEYS: ready, idle, parked, why, paused, fails, boost, queued, the host's queue
 # ARGV: host, ready_at, idle_at, parked_until, why, paused, fails, boost (each '' when the
 #       shard it comes from had none), then (score, member) pairs
@@ -362,10 +381,7 @@ return removed
 # and boost, and its next time, the later of the two shards' when both knew it. A host
 # parked in either shard stays parked; else it is ready with URLs queued, idle without.
 # Run once per chunk of the host's URLs; returns the number of URLs newly queued.
-MERGE_HOST = Lua("""
-local ready, idle, parked, why, paused, fails = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local boost, queued, q = KEYS[7], KEYS[8], KEYS[9]
-local host = ARGV[1]
+MERGE_HOST = Lua(_HOST_STATE_KEYS + """
 local added = 0
 for i = 9, #ARGV, 2 do
   added = added + redis.call('ZADD', q, 'LT', ARGV[i], ARGV[i + 1])
@@ -396,15 +412,9 @@ return added
 # ARGV: host, then the members MERGE_HOST took to the host's new shard
 # Takes those URLs out of the host's queue here; a host left with none is forgotten here
 # (its state went with them). Returns the number of URLs removed.
-REMOVE_HOST = Lua("""
-local ready, idle, parked, why, paused, fails = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local boost, queued, q = KEYS[7], KEYS[8], KEYS[9]
-local host = ARGV[1]
-local removed = 0
-for i = 2, #ARGV, 500 do
-  removed = removed + redis.call('ZREM', q, unpack(ARGV, i, math.min(i + 499, #ARGV)))
-end
-redis.call('DECRBY', queued, removed)
+REMOVE_HOST = Lua(_HOST_STATE_KEYS + """
+""" + _REMOVE_ARGV + """
+local removed = remove_argv()
 if redis.call('EXISTS', q) == 0 then
   for _, key in ipairs({ready, idle, parked}) do redis.call('ZREM', key, host) end
   for _, key in ipairs({why, paused, fails, boost}) do redis.call('HDEL', key, host) end
