@@ -55,6 +55,7 @@ def _lay_out_a_crawl(client: Client, now: float) -> RedisFrontier:
         *(Release(lease, now - 1, requeue=True) for host, lease in by_host.items()
           if host not in ("h0.example", "h3.example", "h7.example", "h11.example"))])
     old.pause("h9.example")
+    old.mark_alive(now)
     # h11's lease is never released: it expires (lease_seconds 60) before the reshard's time
     return old
 
@@ -134,9 +135,19 @@ def test_nothing_moves_while_a_host_is_leased(client: Client) -> None:
     assert leases
     before = _state(old, now)
     new = RedisFrontier(client, "t", 4)
+    old.mark_alive(now)
     assert new.reshard(now, MAX_SHARDS) == (0, sum(map(len, leases.values())))
     assert _state(old, now) == before
-    assert new.layout() is None  # never marked: the number stays unknown until laid out
+    assert new.layout() == 8  # still laid out in 8
+
+
+def test_a_frontier_that_is_not_whole_is_not_marked_whole(client: Client) -> None:
+    """Redis lost the frontier: the rebuild from the database must still run after a reshard."""
+    now = time.time()
+    RedisFrontier(client, "t", 8).add([QueuedURL(f"http://{h}/", 0, 0.0) for h in HOSTS], now)
+    new = RedisFrontier(client, "t", 4)
+    assert new.reshard(now, MAX_SHARDS)[0] > 0
+    assert new.layout() is None and set(new.shards_holding(MAX_SHARDS)) <= set(range(4))
 
 
 def test_a_reshard_cut_short_goes_on_where_it_stopped(client: Client,

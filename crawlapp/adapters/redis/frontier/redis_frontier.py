@@ -329,10 +329,12 @@ class RedisFrontier:
     def reshard(self, now: float, limit: int) -> tuple[int, int]:
         """Move every host that a frontier laid out in another number of shards (at most
         `limit`) keeps outside its own shard under `self.shards` into its own, with its URLs,
-        next time, parking, failures and boost, then note the layout. Leases that expired
-        are ended first, their URLs back in their queues; while any is still held nothing
-        moves. Returns (hosts moved, leases held). Run again after a failure, it goes on
-        where that one stopped."""
+        next time, parking, failures and boost, then note the layout (not on a frontier that
+        is not whole: the rebuild from the database notes it). Leases that expired are ended
+        first, their URLs back in their queues; while any is still held nothing moves.
+        Returns (hosts moved, leases held). Run again after a failure, it goes on where that
+        one stopped."""
+        whole = self.layout() is not None
         shards = self.shards_holding(max(limit, self.shards))
         pipe = self.client.pipeline(transaction=False)
         for shard in shards:
@@ -351,7 +353,8 @@ class RedisFrontier:
             if shard >= self.shards:
                 pipe.delete(ShardKeys.of(self._prefix, shard).queued)
         pipe.execute()
-        self.mark_alive(now)
+        if whole:
+            self.mark_alive(now)
         return moved, 0
 
     def _move_out(self, k: ShardKeys, shard: int) -> int:
