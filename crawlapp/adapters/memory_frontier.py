@@ -279,7 +279,6 @@ class MemoryFrontier:
     def reshard(self, now: float, limit: int) -> tuple[int, int]:
         """Nothing to move: a frontier of one process keeps the number of shards it was made
         with."""
-        self.mark_alive(now)
         return 0, 0
 
     def release(self, releases: Iterable[Release]) -> int:
