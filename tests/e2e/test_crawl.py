@@ -126,13 +126,13 @@ def test_a_crawl_whose_frontier_is_laid_out_anew_by_another_process_stops_saying
                              str(tmp_path / "requests.jsonl")) as server:
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("\n".join(server.web.seeds()) + "\n")
+        requests = tmp_path / "requests.jsonl"
         crawl = start_crawl(env, seeds, out)
-        alive = keys.ALIVE.of(load_settings(env).redis_prefix)
-        client = connect(redis_url, False)
-        deadline = time.monotonic() + 60
-        while client.get(alive) is None and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60  # the workers are up (they check the layout first)
+        while (not requests.exists() or requests.stat().st_size == 0) and time.monotonic() < deadline:
             time.sleep(0.2)
-        client.set(alive, f"8 {time.time()}")
+        alive = keys.ALIVE.of(load_settings(env).redis_prefix)
+        connect(redis_url, False).set(alive, f"8 {time.time()}")
         assert crawl.wait(60) == 2, out.read_text()
     assert "laid out in 8 shards and CRAWL_SHARDS is 4" in out.read_text()
 
