@@ -265,9 +265,6 @@ class MemoryFrontier:
     def mark_alive(self, now: float) -> None:
         self._alive = True
 
-    def alive(self) -> bool:
-        return self._alive
-
     def layout(self) -> int | None:
         return self.shards if self._alive else None
 

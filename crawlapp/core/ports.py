@@ -67,9 +67,6 @@ class Frontier(Protocol):
         """Note that the frontier is whole (one restarted empty has no such note)."""
         ...
 
-    def alive(self) -> bool:
-        ...
-
     def layout(self) -> int | None:
         """The number of shards the frontier is laid out in: None when it is not whole, 0
         when a release that did not note the number laid it out."""

@@ -248,7 +248,7 @@ def mark_alive(ctx: Context) -> None:
 
 def is_alive(ctx: Context) -> bool:
     """Whether Redis holds the crawl state whole (each role's Redis, when they are two)."""
-    return ctx.frontier.alive() and ctx.url_seen.alive()
+    return ctx.frontier.layout() is not None and ctx.url_seen.alive()
 
 
 def reshard(ctx: Context) -> int:

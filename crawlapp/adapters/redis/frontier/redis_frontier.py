@@ -306,9 +306,6 @@ class RedisFrontier:
         Redis restarted empty has no such note, and is rebuilt from the database)."""
         self.client.set(self._alive, f"{self.shards} {now}")
 
-    def alive(self) -> bool:
-        return bool(self.client.exists(self._alive))
-
     def layout(self) -> int | None:
         """The number of shards the frontier is laid out in: None when Redis does not hold
         it whole, 0 when a release that did not note the number laid it out."""
@@ -335,23 +332,23 @@ class RedisFrontier:
         Returns (hosts moved, leases held). Run again after a failure, it goes on where that
         one stopped."""
         whole = self.layout() is not None
-        shards = self.shards_holding(max(limit, self.shards))
+        shards = {shard: ShardKeys.of(self._prefix, shard)
+                  for shard in self.shards_holding(max(limit, self.shards))}
         pipe = self.client.pipeline(transaction=False)
-        for shard in shards:
-            k = ShardKeys.of(self._prefix, shard)
+        for k in shards.values():
             scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
                                     k.queued, k.queues, k.boost],
                              [now, 0, 0, 0, "", 0, now, 1])  # leases no host
             pipe.zcard(k.leases)
         held = sum(int(n) for n in self._acks.execute(
-            pipe, [ShardKeys.of(self._prefix, shard).leases for shard in shards])[1::2])
+            pipe, [k.leases for k in shards.values()])[1::2])
         if held:
             return 0, held
-        moved = sum(self._move_out(ShardKeys.of(self._prefix, shard), shard) for shard in shards)
+        moved = sum(self._move_out(k, shard) for shard, k in shards.items())
         pipe = self.client.pipeline(transaction=False)
-        for shard in shards:
-            if shard >= self.shards:
-                pipe.delete(ShardKeys.of(self._prefix, shard).queued)
+        for shard, k in shards.items():
+            if shard >= self.shards:  # a shard the new number does not have: its count goes
+                pipe.delete(k.queued)
         pipe.execute()
         if whole:
             self.mark_alive(now)
