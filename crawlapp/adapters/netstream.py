@@ -1,10 +1,17 @@
-"""httpcore's network layer on asyncio's own streams, for the fetch loop.
+"""httpcore's network layer and locks on asyncio's own, for the fetch loop.
 
 httpcore runs on anyio by default. anyio's socket streams enter a cancel scope around every
 read and write and rebuild a table of socket attributes on each lookup: a third of the HTTP
 client's CPU per request (`python -m bench.fetch_bench`). The fetch loop is always asyncio,
 and each request already runs under one overall timeout (Fetcher.get), so these streams are
 asyncio's StreamReader and StreamWriter, with a timeout only where httpcore asks for one.
+
+httpcore's locks, events and cancellation shields go through anyio too: each lock taken
+yields a turn of the event loop, and each shield and event asks sniffio which library runs
+(a tenth of the fetch process's CPU, six or more per request). `use_asyncio_primitives`
+gives httpcore's HTTP/1.1 modules asyncio's lock and event and a shield that does nothing:
+what httpcore shields is a connection's close, which never suspends on AsyncioStream, so no
+cancellation can reach it.
 """
 
 from __future__ import annotations
@@ -15,6 +22,9 @@ from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
 import httpcore
+import httpcore._async.connection
+import httpcore._async.connection_pool
+import httpcore._async.http11
 import httpx
 
 T = TypeVar("T")
@@ -104,6 +114,44 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         await asyncio.sleep(seconds)
 
 
+class _Event:
+    """httpcore's AsyncEvent on asyncio: a pool request waiting for its connection."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait(self, timeout: float | None = None) -> None:
+        if self._event.is_set():
+            return
+        try:
+            await _within(timeout, self._event.wait())
+        except TimeoutError as exc:
+            raise httpcore.PoolTimeout(str(exc)) from exc
+
+
+class _NoShield:
+    """httpcore's AsyncShieldCancellation for connections on AsyncioStream (see above)."""
+
+    def __enter__(self) -> _NoShield:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+def use_asyncio_primitives() -> None:
+    """Give httpcore's asynchronous HTTP/1.1 pool asyncio's lock and event, and _NoShield."""
+    for module in (httpcore._async.connection, httpcore._async.http11,
+                   httpcore._async.connection_pool):
+        for name, primitive in (("AsyncLock", asyncio.Lock), ("AsyncEvent", _Event),
+                                ("AsyncShieldCancellation", _NoShield)):
+            if hasattr(module, name):
+                setattr(module, name, primitive)
+
+
 class AsyncioTransport(httpx.AsyncHTTPTransport):
     """httpx's transport with its connection pool on AsyncioBackend.
 
@@ -112,6 +160,7 @@ class AsyncioTransport(httpx.AsyncHTTPTransport):
     """
 
     def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits) -> None:
+        use_asyncio_primitives()
         super().__init__(verify=ssl_context, trust_env=False, limits=limits)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context, max_connections=limits.max_connections,

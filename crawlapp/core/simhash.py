@@ -31,6 +31,9 @@ MAX_DISTANCE = 3
 BAND_COUNT = 4
 
 _WORD_RE = re.compile(r"\w+")
+# An ASCII character's byte where \w matches it ([A-Za-z0-9_]), a space elsewhere.
+_ASCII_WORD_BYTES = bytes(c if chr(c).isalnum() or c == ord("_") else 32 for c in range(128)) \
+    + b" " * 128
 # WHATWG MIME sniffing's "binary data bytes": control characters that text never contains.
 _BINARY_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
 _SNIFF_CHARS = 1024
@@ -49,30 +52,38 @@ def visible_text(html: bytes | str, content_type: str | None = None) -> str:
     return text_of(root)
 
 
-def tokens(text: str) -> list[str]:
-    """The words of `text`."""
-    return _WORD_RE.findall(text)
+def tokens(text: str) -> list[bytes]:
+    """The words of `text` (runs of \\w characters), UTF-8 encoded, as the shingles are hashed.
+
+    ASCII text, most pages, is split by a byte table: a tenth of the regex's CPU.
+    """
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_WORD_BYTES).split()
+    # \w never matches ASCII whitespace, and UTF-8 never encodes a non-ASCII character
+    # with ASCII bytes, so joining and splitting on spaces gives back the same words.
+    return " ".join(_WORD_RE.findall(text)).encode().split()
 
 
-def shingles(words: list[str], size: int = 3) -> list[str]:
+def shingles(words: list[bytes], size: int = 3) -> list[bytes]:
     """Runs of `size` consecutive words joined by a space; the words themselves if fewer."""
     if len(words) < size:
         return words
-    return list(map(" ".join, zip(*(words[k:] for k in range(size)), strict=False)))
+    return list(map(b" ".join, zip(*(words[k:] for k in range(size)), strict=False)))
 
 
 def simhash(text: str, shingle: int = 3) -> int:
     """64-bit SimHash (unsigned) of the word shingles of `text`; 0 for text without words.
 
     A shingle's hash is the first 64 bits of its MurmurHash3 x64 128 (mmh3.hash64's first
-    value), taken for all shingles in one pass: the little-endian halves of hash_bytes.
+    value), taken for all shingles in one pass: the first 8 bytes of each hash_bytes,
+    little-endian, read backwards so that each row of bits runs from bit 63 down to bit 0.
     """
     features = shingles(tokens(text), shingle)
     if not features:
         return 0
-    hashes = np.frombuffer(b"".join(map(mmh3.hash_bytes, features)), dtype="<u8")[::2]
-    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)  # MSB first
-    majority = bits.sum(axis=0, dtype=np.int64) * 2 > len(features)
+    digests = np.frombuffer(b"".join(map(mmh3.hash_bytes, features)), dtype=np.uint8)
+    bits = np.unpackbits(digests.reshape(-1, 16)[:, 7::-1], axis=1)
+    majority = np.add.reduce(bits, axis=0, dtype=np.uint32) * 2 > len(features)
     return int.from_bytes(np.packbits(majority).tobytes(), "big")
 
 

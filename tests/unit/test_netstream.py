@@ -29,13 +29,19 @@ class Server:
     """Answers each request RESPONSE (or nothing with `silent`), keeping the connection
     open, or closing it right after the response with `close_after`; counts connections."""
 
-    def __init__(self, silent: bool = False, close_after: bool = False) -> None:
-        self.silent, self.close_after = silent, close_after
+    def __init__(self, silent: bool = False, close_after: bool = False,
+                 stall_first: bool = False) -> None:
+        self.silent, self.close_after, self.stall_first = silent, close_after, stall_first
         self.connections = 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         try:
+            if self.stall_first and self.connections == 1:  # half a body, then nothing
+                await reader.readuntil(b"\r\n\r\n")
+                writer.write(RESPONSE.replace(b"Length: 5", b"Length: 10"))
+                await writer.drain()
+                await asyncio.sleep(10)
             while (await reader.readuntil(b"\r\n\r\n")) and not self.silent:
                 writer.write(RESPONSE)
                 await writer.drain()
@@ -89,6 +95,25 @@ def test_a_connection_the_server_closed_while_idle_is_not_used_again() -> None:
 
     assert asyncio.run(body()) == [(200, None)] * 3
     assert server.connections == 3
+
+
+def test_a_request_cut_short_by_its_timeout_leaves_the_host_usable() -> None:
+    """httpcore's locks and shields are asyncio's here (use_asyncio_primitives): a request
+    cancelled mid-body releases its connection's lock and closes it."""
+    server = Server(stall_first=True)
+
+    async def body() -> tuple[list[tuple[int | None, str | None]], object]:
+        async with serving(server) as port:
+            client = fetcher(timeout="0.5")
+            results = [await client.get(f"http://127.0.0.1:{port}/{n}") for n in range(2)]
+            pool = next(iter(client._transports.values()))._pool
+            lock = pool.connections[0]._connection._state_lock
+            return [(r.status, r.error) for r in results], lock
+
+    results, lock = asyncio.run(body())
+    assert results == [(200, FetchError.TIMEOUT), (200, None)]
+    assert server.connections == 2
+    assert isinstance(lock, asyncio.Lock)
 
 
 def test_https_through_the_asyncio_streams(tmp_path: Path) -> None:

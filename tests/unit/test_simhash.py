@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 import time
 
 import mmh3
@@ -120,6 +121,12 @@ def test_fingerprints_follow_their_definition(text: str) -> None:
     expected = sum(1 << k for k in range(64)
                    if 2 * sum(h >> k & 1 for h in hashes) > len(hashes))
     assert simhash(text) == expected
+
+
+@given(st.one_of(st.text(), st.text(alphabet=st.characters(max_codepoint=127))))
+def test_the_words_are_the_runs_of_word_characters(text: str) -> None:
+    """The byte-table split of ASCII text and the regex of other text agree with \\w+."""
+    assert tokens(text) == [word.encode() for word in re.findall(r"\w+", text)]
 
 
 def test_short_and_empty_texts() -> None:
