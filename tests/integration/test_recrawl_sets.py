@@ -43,3 +43,18 @@ def test_a_page_moves_between_tiers_and_can_be_made_due(tmp_path: Path, redis_ur
     assert stats["daily"]["pages"] == 0 and stats["hourly"]["pages"] == 1
     assert ctx.recrawls.make_due(["a", "zzz"], NOW) == 1
     assert ctx.recrawls.claim(NOW, 10, 60) == ["hourly|a"]
+
+
+def test_one_schedule_of_many_pages_in_several_parts(tmp_path: Path, redis_url: str) -> None:
+    """Each page ends in exactly the tier of its last item, whichever part it falls in."""
+    ctx = Context(load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+                                 "CRAWL_REDIS_PARTS": "4"}))
+    tiers = ["hourly", "daily", "weekly", "monthly"]
+    ctx.recrawls.schedule([(f"p{n}", tiers[n % 4], NOW + n) for n in range(40)])
+    ctx.recrawls.schedule([(f"p{n}", tiers[(n + 1) % 4], NOW - n) for n in range(0, 40, 2)]
+                          + [("p1", "hourly", NOW + 1), ("p1", "monthly", NOW - 1)])
+    assert {tier: s["pages"] for tier, s in ctx.recrawls.stats(NOW).items()} == {
+        "hourly": 0, "daily": 19, "weekly": 0, "monthly": 21}
+    claimed = ctx.recrawls.claim(NOW, 100, 60)
+    assert sorted(claimed) == sorted([f"{tiers[(n + 1) % 4]}|p{n}" for n in range(0, 40, 2)]
+                                     + ["monthly|p1"])

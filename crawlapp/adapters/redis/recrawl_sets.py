@@ -71,14 +71,18 @@ class RecrawlSets:
         return self._parts[self.parts.of(url_hash)]
 
     def schedule(self, items: Iterable[tuple[str, str, float]]) -> None:
-        """Put each (url_hash, tier, next time) in its tier, and out of the other tiers."""
+        """Put each (url_hash, tier, next time) in its tier, and out of the other tiers (the
+        last item of a url_hash wins): a ZADD and a ZREM per tier of each part touched."""
+        latest = {url_hash: (tier, when) for url_hash, tier, when in items}
         pipe = self.client.pipeline(transaction=False)
-        for url_hash, tier, when in items:
-            part = self._of(url_hash)
-            for other, key in part.tiers.items():
-                if other != tier:
-                    pipe.zrem(key, url_hash)
-            pipe.zadd(part.tiers[tier], {url_hash: when})
+        for index, hashes in self.parts.group(latest).items():
+            for tier, key in self._parts[index].tiers.items():
+                scores = {h: latest[h][1] for h in hashes if latest[h][0] == tier}
+                others = [h for h in hashes if latest[h][0] != tier]
+                if scores:
+                    pipe.zadd(key, scores)
+                if others:
+                    pipe.zrem(key, *others)
         pipe.execute()
 
     def claim(self, now: float, limit: int, claim_seconds: float) -> list[str]:
