@@ -30,6 +30,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 KEPT_HEADERS = ("content-type", "etag", "last-modified", "location", "retry-after",
                 "x-robots-tag", "content-encoding")
+_KEPT = frozenset(KEPT_HEADERS)
 KEEPALIVE_SECONDS = 60.0
 _LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)\Z")
 # TLS failures of the connection itself (a closed or reset connection is "connect").
@@ -187,7 +188,7 @@ class Fetcher:
         response = await transport.handle_async_request(request)
         try:
             result.status = response.status_code
-            result.headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
+            result.headers = headers_of(response.headers)
             result.request_headers = header_block(request.headers.raw)
             result.response_headers = header_block(response.headers.raw)
             result.ip_address = _server_ip(response)
@@ -195,7 +196,7 @@ class Fetcher:
             if declared.isdigit() and int(declared) > cap and not truncate:
                 result.error = FetchError.TOO_LARGE
                 return
-            decoder = BoundedDecoder(response.headers.get("content-encoding"), cap)
+            decoder = BoundedDecoder(result.headers.get("content-encoding"), cap)
             try:
                 async for chunk in response.aiter_raw():
                     decoder.feed(chunk)
@@ -206,6 +207,16 @@ class Fetcher:
                 result.body = decoder.body()
         finally:
             await response.aclose()
+
+
+def headers_of(headers: httpx.Headers) -> dict[str, str]:
+    """The KEPT_HEADERS of a response as httpx.Headers gives them (the values of a repeated
+    one joined by ", "), read in one pass over its headers."""
+    kept: dict[str, str] = {}
+    for name, value in headers.multi_items():
+        if name in _KEPT:
+            kept[name] = f"{kept[name]}, {value}" if name in kept else value
+    return kept
 
 
 def header_block(raw: list[tuple[bytes, bytes]]) -> str:

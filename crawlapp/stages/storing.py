@@ -115,7 +115,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     database keeps next_crawl_at too); bodies leave the batch. Pages taken down meanwhile are
     not written. Pages that stop being stored originals give up their content claims, and
     their copies go to another original (or back to the frontier). Running it twice on a
-    batch changes nothing."""
+    batch changes nothing. The header blocks leave the batch with the bodies."""
     # Work on copies: the batch as received stays whole (bodies included), so a task retried
     # after a failure below uploads the same bodies again.
     pages = [replace(page) for page in pages]
@@ -151,6 +151,8 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
                          "requeued: its original is no longer stored")
     ctx.recrawls.schedule(planned)
     send_back(ctx, queued)
+    for page in pages:  # in the fetch history now; the links stage does not read them
+        page.request_headers = page.response_headers = ""
     return pages
 
 

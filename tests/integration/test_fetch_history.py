@@ -55,7 +55,10 @@ def store(ctx: Context, *answers: Fetched) -> None:
              for f in answers]
     batch = dedup_pages(ctx, pages)
     store_pages(ctx, copy.deepcopy(batch))
-    store_pages(ctx, batch)  # redelivered: recorded once
+    passed_on = store_pages(ctx, batch)  # redelivered: recorded once
+    # The header blocks are in the history: the links stage gets none, a retry all of them.
+    assert [(p.request_headers, p.response_headers) for p in passed_on] == [("", "")] * len(batch)
+    assert all(p.request_headers == SENT for p in batch)
 
 
 def history(ctx: Context) -> list[tuple[str, int, bool, bool]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from crawlapp.adapters.http import Fetcher, tls_failure
+from crawlapp.adapters.http import KEPT_HEADERS, Fetcher, headers_of, tls_failure
 from crawlapp.adapters.netstream import AsyncioStream, AsyncioTransport
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.core.records import FetchError
@@ -153,3 +153,14 @@ def test_a_refused_connection_and_a_silent_server_are_fetch_errors() -> None:
         return refused.error, silent.error
 
     assert asyncio.run(body()) == (FetchError.CONNECT, FetchError.TIMEOUT)
+
+
+def test_the_headers_kept_are_those_httpx_gives() -> None:
+    """headers_of reads the kept headers in one pass, as httpx.Headers' own look-ups would."""
+    headers = httpx.Headers([
+        (b"Content-Type", b"text/html"), (b"X-Robots-Tag", b"noindex"), (b"Server", b"x"),
+        (b"x-robots-tag", b"nofollow"), (b"LOCATION", "/caf\u00e9".encode()),
+        (b"ETag", b'"a"'), (b"Set-Cookie", b"a=1")])
+    assert headers_of(headers) == {k: headers[k] for k in KEPT_HEADERS if k in headers} == {
+        "content-type": "text/html", "x-robots-tag": "noindex, nofollow",
+        "location": "/caf\u00e9", "etag": '"a"'}
