@@ -55,6 +55,9 @@ class BlobStore(Protocol):
         """Remove `key`; True if it was there."""
 
 
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
+
 class LocalBlobStore:
     """A folder laid out like the bucket; writes are atomic renames of a file named after
     this process, thread and write (no random name to draw; a folder is made only when a
@@ -78,19 +81,24 @@ class LocalBlobStore:
         return None  # a stat per key costs about what a listing would
 
     def put(self, key: str, data: bytes, content_type: str | None) -> bool:
-        path = self._path(key)
-        if path.exists():
+        # os calls on str paths: a third of the CPU of pathlib and a file object per body.
+        path = f"{self.location}/{key}"
+        if os.path.exists(path):
             return False
+        folder = path.rpartition("/")[0]
         # No live process writes under this name; one of a dead process is written over.
-        tmp = f"{path.parent}/.tmp-{os.getpid()}-{threading.get_ident()}-{next(self._writes)}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        tmp = f"{folder}/.tmp-{os.getpid()}-{threading.get_ident()}-{next(self._writes)}"
         try:
-            fd = os.open(tmp, flags, 0o644)
+            fd = os.open(tmp, _NEW_FILE, 0o644)
         except FileNotFoundError:  # its folder is not there yet (or was removed)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, flags, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            os.makedirs(folder, exist_ok=True)
+            fd = os.open(tmp, _NEW_FILE, 0o644)
+        try:
+            rest = memoryview(data)
+            while rest:
+                rest = rest[os.write(fd, rest):]
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
         return True
 

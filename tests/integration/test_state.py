@@ -67,6 +67,9 @@ def test_local_blob_store_writes_a_key_once(tmp_path: Path) -> None:
     assert store.put_many([(key, b"one", "text/html")]) == 1
     assert store.put(key, b"two", "text/html") is False
     assert store.get(key) == b"one"
+    large = bytes(range(256)) * 40_000  # 10 MB, written whole
+    assert store.put(body_key("cd" * 32), large, None)
+    assert store.get(body_key("cd" * 32)) == large
 
 
 def test_local_blob_store_writes_into_a_folder_removed_since_and_leaves_no_temporary_file(
