@@ -6,6 +6,7 @@ import base64
 import hashlib
 import itertools
 import os
+import re
 import threading
 import urllib.request
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from crawlapp.core.settings import Settings
 PREFIX = "bodies"
 S3_CONCURRENCY = 16  # S3 requests in flight at once (HEADs of a check, PUTs of a batch)
 PRESIGNED_SECONDS = 300  # how long a PUT's presigned URL is good for (it is used at once)
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9/._-]+\Z")  # nothing to quote in a URL: body keys
 
 
 class BodyMissing(FileNotFoundError):
@@ -131,12 +133,13 @@ class S3BlobStore:
     environment every PUT goes through boto3, which honours it.
     """
 
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: Any, bucket: str, credentials: Any = None) -> None:
         self.client = client
         self.bucket = bucket
         self.location = f"s3://{bucket}"
         self._pool: ThreadPoolExecutor | None = None  # for put_many, made on first use
         self._http = _direct_pool(client)
+        self._presign = _Presigner(client, bucket, credentials) if credentials else None
 
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError
@@ -181,9 +184,10 @@ class S3BlobStore:
         else (put_object tries again and reports it)."""
         import urllib3
 
-        url = self.client.generate_presigned_url(
-            "put_object", Params={"Bucket": self.bucket, "Key": key},
-            ExpiresIn=PRESIGNED_SECONDS)
+        url = (self._presign.url(key) if self._presign is not None and _PLAIN_KEY.match(key)
+               else self.client.generate_presigned_url(
+                   "put_object", Params={"Bucket": self.bucket, "Key": key},
+                   ExpiresIn=PRESIGNED_SECONDS))
         headers = {"If-None-Match": "*", "Content-Encoding": "gzip",
                    "Content-Type": content_type or "application/octet-stream",
                    "Content-MD5": base64.b64encode(hashlib.md5(data).digest()).decode()}
@@ -241,6 +245,36 @@ class S3BlobStore:
             self.client.create_bucket(Bucket=self.bucket)
 
 
+class _Presigner:
+    """Presigned PUT URLs of one bucket's keys, signed by botocore's SigV4 query signer.
+
+    The client's generate_presigned_url resolves the endpoint, validates and serialises the
+    parameters and runs its event hooks for every key: three quarters of its 0.13 ms a URL.
+    The URL of a key with nothing to quote (_PLAIN_KEY: body keys) is the same but for the
+    key, so one URL from the client gives the rest of it, and each key only needs its
+    signature. The credentials are frozen for each URL: temporary ones are refreshed.
+    """
+
+    PROBE = f"{PREFIX}/probe"
+
+    def __init__(self, client: Any, bucket: str, credentials: Any) -> None:
+        from botocore.auth import S3SigV4QueryAuth
+        from botocore.awsrequest import AWSRequest
+
+        self._auth, self._request = S3SigV4QueryAuth, AWSRequest
+        probe = client.generate_presigned_url("put_object", Params={"Bucket": bucket,
+                                                                    "Key": self.PROBE})
+        self._prefix = probe.split("?", 1)[0].removesuffix(self.PROBE)
+        self._region = client.meta.region_name
+        self._credentials = credentials
+
+    def url(self, key: str) -> str:
+        request = self._request(method="PUT", url=self._prefix + key)
+        self._auth(self._credentials.get_frozen_credentials(), "s3", self._region,
+                   expires=PRESIGNED_SECONDS).add_auth(request)
+        return str(request.url)
+
+
 def _direct_pool(client: Any) -> Any:
     """The urllib3 pool of presigned PUTs (None with a proxy set: boto3 sends them), with
     the CA bundle botocore uses (AWS_CA_BUNDLE, else its own) and its timeouts."""
@@ -275,8 +309,9 @@ def open_blobstore(settings: Settings) -> BlobStore:
     import boto3
     from botocore.config import Config
 
-    client = boto3.client("s3", endpoint_url=settings.s3_endpoint_url,
-                          config=Config(retries={"max_attempts": 5, "mode": "standard"},
-                                        max_pool_connections=S3_CONCURRENCY,
-                                        signature_version="s3v4"))
-    return S3BlobStore(client, settings.s3_bucket)
+    session = boto3.session.Session()
+    client = session.client("s3", endpoint_url=settings.s3_endpoint_url,
+                            config=Config(retries={"max_attempts": 5, "mode": "standard"},
+                                          max_pool_connections=S3_CONCURRENCY,
+                                          signature_version="s3v4"))
+    return S3BlobStore(client, settings.s3_bucket, session.get_credentials())

@@ -7,12 +7,14 @@ from __future__ import annotations
 import gzip
 import logging
 import socket
+from datetime import datetime
 from pathlib import Path
 
+import botocore.auth
 import pytest
 import urllib3
 
-from crawlapp.adapters.blobstore import S3BlobStore, open_blobstore
+from crawlapp.adapters.blobstore import PRESIGNED_SECONDS, S3BlobStore, body_key, open_blobstore
 from crawlapp.core.settings import load_settings
 
 pytestmark = pytest.mark.integration
@@ -68,3 +70,21 @@ def test_with_a_proxy_in_the_environment_boto3_sends_every_put(
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     assert _store(s3_endpoint, tmp_path, "proxied-test")._http is None
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", None])
+def test_a_presigned_url_is_the_one_boto3_gives(
+        endpoint: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store signs each body's URL itself: the same URL, signature included, as the
+    client's generate_presigned_url at the same moment (no request is sent)."""
+    monkeypatch.setattr(botocore.auth, "get_current_datetime",
+                        lambda *_: datetime(2026, 11, 23, 12, 0, 0))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    env = {"CRAWL_DATA_DIR": str(tmp_path), "S3_BUCKET": "sign-test"}
+    store = open_blobstore(load_settings(env | ({"S3_ENDPOINT_URL": endpoint} if endpoint else {})))
+    assert isinstance(store, S3BlobStore) and store._presign is not None
+    key = body_key("ab" * 32)
+    assert store._presign.url(key) == store.client.generate_presigned_url(
+        "put_object", Params={"Bucket": "sign-test", "Key": key}, ExpiresIn=PRESIGNED_SECONDS)
