@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import services
-from bench.crawlers import CRAWLERS, ROOT, Setup, run
+from bench.crawlers import CRAWLERS, ROOT, Setup, run, tidy
 from bench.report import aggregate, politeness_floor, table
 from crawlapp.core.settings import load_settings
 from testweb.site import Web, WebSpec
@@ -172,6 +172,7 @@ def main() -> None:
         if few is not None:  # politeness sets its wall time: once, whatever the budget
             for crawler in plan.crawlers:
                 one_run(few, crawler, "run 1/1")
+    tidy(setup.out)
     results: list[dict[str, Any]] = [
         {"web": name, "crawler": crawler, "runs": len(done), "stats": aggregate(done),
          "each_run": done}

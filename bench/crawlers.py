@@ -139,12 +139,10 @@ def figures(pages: int, measured: Measured, log: dict[str, Any], floor: float,
 
 def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str) -> dict[str, Any]:
     """One crawl of a fresh server for `spec` by `crawler`; its figures."""
-    # Each run writes under a new directory. Writing files again at the paths of files just
-    # deleted cost up to ten times the system CPU of new paths on the ext4 this bench was
-    # measured on (over a millisecond a body instead of 0.1): the store stage of a run that
-    # rewrote the previous run's bodies was charged several tenths of a millisecond a page.
-    for previous in setup.out.glob(f"{tag}-*"):
-        shutil.rmtree(previous, ignore_errors=True)
+    # Each run writes under a new directory, and nothing is deleted until the bench is over
+    # (tidy): on the ext4 this bench was measured on, files created in the minutes after
+    # thousands were deleted cost two to four times the system CPU (0.25 ms a body instead
+    # of 0.07), which the store stage of the next run was charged.
     setup.out.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=setup.out))
     log_path = workdir / "requests.jsonl"
@@ -165,6 +163,17 @@ def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str) -> di
             stage: round(1000 * stages.get(stage, 0.0) / max(pages, 1), 3) for stage in STAGES}
         result["pages_per_fetch_batch"] = round(pages / max(stages.get("fetch:batches", 0), 1), 1)
     return result
+
+
+def tidy(out: Path) -> None:
+    """Delete every run's directory but the newest of each web and crawler."""
+    newest: dict[str, Path] = {}
+    for path in sorted(out.glob("*-*-*"), key=lambda p: p.stat().st_mtime):
+        if path.is_dir():
+            tag = path.name.rsplit("-", 1)[0]
+            if tag in newest:
+                shutil.rmtree(newest[tag], ignore_errors=True)
+            newest[tag] = path
 
 
 def _ours(crawler: str, seeds: Path, workdir: Path, setup: Setup

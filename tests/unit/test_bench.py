@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from bench import services
 from bench.__main__ import Few, parse_few, parse_sizes, plan_from_env
-from bench.crawlers import Measured, figures
+from bench.crawlers import Measured, figures, tidy
 from bench.procs import Group, ProcStat, descendants, read_stat
 from bench.report import (
     aggregate,
@@ -173,3 +174,15 @@ def test_postgres_pids_leave_out_other_databases(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(services, "cmdline", titles.__getitem__)
     stats = {pid: _stat(pid, 1) for pid in titles} | {9: _stat(9, 8)}
     assert sorted(services.postgres_pids(1, "bench", stats)) == [1, 2, 3, 4, 6]
+
+
+def test_tidy_keeps_the_newest_run_of_each_web_and_crawler(tmp_path: Path) -> None:
+    made = []
+    for n, tag in enumerate(["300x50-embedded", "300x50-postgres-s3", "300x50-embedded",
+                             "4x300@1-embedded", "300x50-postgres-s3"]):
+        run = tmp_path / f"{tag}-run{n}"
+        run.mkdir()
+        os.utime(run, (n, n))
+        made.append(run)
+    tidy(tmp_path)
+    assert [run.exists() for run in made] == [False, False, True, True, True]
