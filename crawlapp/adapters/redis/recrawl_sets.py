@@ -67,9 +67,6 @@ class RecrawlSets:
         self.parts = parts
         self._parts = [_Part(prefix, tag) for tag in parts.tags]
 
-    def _of(self, url_hash: str) -> _Part:
-        return self._parts[self.parts.of(url_hash)]
-
     def schedule(self, items: Iterable[tuple[str, str, float]]) -> None:
         """Put each (url_hash, tier, next time) in its tier, and out of the other tiers (the
         last item of a url_hash wins): a ZADD and a ZREM per tier of each part touched."""
