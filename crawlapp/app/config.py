@@ -10,6 +10,11 @@ ALL_QUEUES = Queues.of(_settings).all
 
 broker_url = _settings.broker_url
 broker_connection_retry_on_startup = True
+# AMQP heartbeats every 10 s (Celery's default is 120 s): a worker whose consumer waits on a
+# reply that never comes after a reconnection (seen after RabbitMQ cut every connection)
+# misses them, RabbitMQ closes its connection within about 30 s, and the worker connects
+# again, instead of consuming nothing for minutes. The Redis transport has no heartbeats.
+broker_heartbeat = 10
 # Unacknowledged messages of a worker that vanished come back after this many seconds
 # (a task of a worker process killed under a live worker comes back at once).
 broker_transport_options = {"visibility_timeout": 600}
