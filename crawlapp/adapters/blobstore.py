@@ -8,6 +8,7 @@ import itertools
 import os
 import re
 import threading
+import time
 import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -239,7 +240,17 @@ class S3BlobStore:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=S3_CONCURRENCY,
                                             thread_name_prefix="s3-put")
-        return sum(self._pool.map(lambda item, put: self._send(*item, put), items, signed))
+        return sum(self._pool.map(self._upload, items, signed))
+
+    def _upload(self, item: tuple[str, bytes, str | None], signed: _SignedPut | None) -> bool:
+        """put_many's work on an upload thread, its CPU added to _UPLOAD_CPU."""
+        started = time.thread_time()
+        try:
+            return self._send(*item, signed)
+        finally:
+            used = time.thread_time() - started
+            with _UPLOAD_CPU_LOCK:
+                _UPLOAD_CPU[0] += used
 
     def delete(self, key: str) -> bool:
         if not self.exists(key):
@@ -284,6 +295,18 @@ class _Presigner:
         self._auth(self._credentials.get_frozen_credentials(), "s3", self._region,
                    expires=PRESIGNED_SECONDS).add_auth(request)
         return str(request.url)
+
+
+_UPLOAD_CPU = [0.0]  # CPU seconds of this process's upload threads not yet reported
+_UPLOAD_CPU_LOCK = threading.Lock()
+
+
+def upload_threads_cpu() -> float:
+    """CPU seconds this process's S3 upload threads used since the previous call: the store
+    stage's, spent on threads its timer does not see."""
+    with _UPLOAD_CPU_LOCK:
+        used, _UPLOAD_CPU[0] = _UPLOAD_CPU[0], 0.0
+    return used
 
 
 def _direct_pool(client: Any) -> Any:

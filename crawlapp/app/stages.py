@@ -22,6 +22,7 @@ from celery.exceptions import Ignore, Retry
 from celery.signals import worker_process_shutdown
 from celery.utils.time import get_exponential_backoff_interval
 
+from crawlapp.adapters.blobstore import upload_threads_cpu
 from crawlapp.adapters.context import Context, get_context, timed
 from crawlapp.adapters.errors import transient_errors
 from crawlapp.app import app, preload
@@ -137,7 +138,7 @@ def dedup(pages: Wire, batch_id: str) -> Wire:
 
 @app.task(name="crawl.store", **RETRY)
 @transient_errors()
-@timed("store")
+@timed("store", elsewhere=upload_threads_cpu)
 def store(pages: Wire, batch_id: str) -> Wire:
     from crawlapp.stages.storing import store_pages  # imported here: see STAGE_MODULES
     ctx = _started(batch_id)

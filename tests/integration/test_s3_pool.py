@@ -14,7 +14,13 @@ import botocore.auth
 import pytest
 import urllib3
 
-from crawlapp.adapters.blobstore import PRESIGNED_SECONDS, S3BlobStore, body_key, open_blobstore
+from crawlapp.adapters.blobstore import (
+    PRESIGNED_SECONDS,
+    S3BlobStore,
+    body_key,
+    open_blobstore,
+    upload_threads_cpu,
+)
 from crawlapp.core.settings import load_settings
 
 pytestmark = pytest.mark.integration
@@ -29,7 +35,9 @@ def test_concurrent_uploads_fit_the_connection_pool(
     store.ensure_bucket()
     caplog.set_level(logging.WARNING, logger="urllib3.connectionpool")
     items = [(f"bodies/{n:04d}", b"x" * 100, "text/html") for n in range(64)]
+    upload_threads_cpu()
     assert store.put_many(items) == 64
+    assert upload_threads_cpu() > 0 and upload_threads_cpu() == 0  # the store stage's, once
     assert store.missing([key for key, _, _ in items] + ["bodies/none"]) == {"bodies/none"}
     assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import DBAPIError
 
 from crawlapp.adapters.blobstore import LocalBlobStore, S3BlobStore, body_key, open_blobstore
 from crawlapp.adapters.db import repository
@@ -59,6 +60,39 @@ def test_fetch_results_and_links_are_recorded_once(sessions) -> None:  # type: i
         assert url is not None
         assert (url.status, url.http_status, url.fail_count) == ("fetched", 200, 1)
         assert repository.outbound_links(s, h) == 1
+
+
+def test_a_batch_of_rows_is_written_whole_with_every_value(sessions) -> None:  # type: ignore[no-untyped-def]
+    """A batch with a URL twice, odd characters in text columns, None and flags: each row
+    once, each value as given (on Postgres the rows go as arrays: _unnested)."""
+    odd = 'http://a.com/q?x="a,b"&y={1}\\z'
+    rows = [row("http://a.com/1", depth=3) | {"hops": 0, "link_context": 0.5},
+            row(odd) | {"hops": 2, "link_context": None},
+            row("http://a.com/1", depth=3) | {"hops": 0, "link_context": 0.5}]
+    with sessions.begin() as s:
+        assert repository.add_urls(s, rows) == {url_hash("http://a.com/1"), url_hash(odd)}
+        repository.record_fetches(s, [
+            {"url_hash": url_hash(odd), "status": "failed", "last_error": "timeout",
+             "last_fetched_at": NOW},
+            {"url_hash": url_hash(odd), "status": "fetched", "http_status": 200,
+             "title": 'a "title", {with} \\ marks', "simhash": -(2 ** 63), "noindex": True,
+             "last_fetched_at": NOW}])
+    with sessions() as s:
+        url = repository.get_url(s, url_hash(odd))
+        assert url is not None
+        assert (url.url, url.hops, url.link_context, url.depth) == (odd, 2, None, 0)
+        assert (url.status, url.http_status, url.title, url.simhash, url.noindex,
+                url.last_error, url.fail_count) == (
+            "fetched", 200, 'a "title", {with} \\ marks', -(2 ** 63), True, None, 0)
+
+
+def test_a_value_too_long_for_its_column_fails_the_batch(pg_url: str, tmp_path: Path) -> None:
+    """Not cut short: Postgres's varchar(255) column refuses a longer host."""
+    settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "DATABASE_URL": pg_url})
+    upgrade(settings)
+    too_long = row("http://a.com/long") | {"host": "h" * 300}
+    with session_factory(settings)() as s, pytest.raises(DBAPIError, match="too long"):
+        repository.add_urls(s, [row("http://a.com/ok"), too_long])
 
 
 def test_local_blob_store_writes_a_key_once(tmp_path: Path) -> None:

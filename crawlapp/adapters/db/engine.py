@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.exc import DBAPIError
@@ -32,6 +33,15 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def
     cur.close()
 
 
+def _binary_arrays(dbapi_connection: Any, _record: object) -> None:
+    """psycopg sends a list (an ARRAY parameter, cast in the SQL) in binary: its text form
+    quotes each value with regular expressions in Python, half the client's CPU of an
+    INSERT from arrays (repository._unnested)."""
+    from psycopg.types.array import ListBinaryDumper
+
+    dbapi_connection.adapters.register_dumper(list, ListBinaryDumper)
+
+
 def get_engine(settings: Settings) -> Engine:
     """One engine per process and URL (a forked worker child builds its own)."""
     url = normalize_url(settings.database_url)
@@ -44,6 +54,7 @@ def get_engine(settings: Settings) -> Engine:
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
             engine = create_engine(url, pool_pre_ping=True, pool_size=4, max_overflow=4)
+            event.listen(engine, "connect", _binary_arrays)
         _ENGINES[key] = engine
     return engine
 
