@@ -20,6 +20,8 @@ an S3 server of the tests' own, so that nothing of the user's is read, flushed o
 from __future__ import annotations
 
 import atexit
+import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -226,13 +228,14 @@ def pg_url(pg_database: str) -> str:
     return url
 
 
-@pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3-compatible server on loopback, for the whole session."""
+@contextlib.contextmanager
+def _moto_server(**env: str) -> Iterator[str]:
+    """moto's S3-compatible server on a free loopback port (`env` added to its environment);
+    its URL."""
     port = _free_port()
     moto = shutil.which("moto_server", path=str(Path(sys.executable).parent))
     assert moto, "moto_server is installed with the dev extras"
-    proc = subprocess.Popen([moto, "-H", "127.0.0.1", "-p", str(port)],
+    proc = subprocess.Popen([moto, "-H", "127.0.0.1", "-p", str(port)], env=os.environ | env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while True:
@@ -244,12 +247,41 @@ def s3_endpoint() -> Iterator[str]:
                 proc.kill()
                 raise RuntimeError("moto_server did not start") from None
             time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3-compatible server on loopback, for the whole session."""
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
+    with _moto_server() as url:
+        yield url
+
+
+@pytest.fixture
+def s3_checking_signatures() -> Iterator[tuple[str, dict[str, str]]]:
+    """A moto S3 server that checks every request's SigV4 signature and its sender's rights,
+    as S3 does (its first 3 requests excepted: they make a user, its key and its policy);
+    its URL and the AWS_* variables of a user allowed s3:*."""
+    import boto3
+
+    with _moto_server(INITIAL_NO_AUTH_ACTION_COUNT="3") as url:
+        iam = boto3.client("iam", endpoint_url=url, region_name="us-east-1",
+                           aws_access_key_id="setup", aws_secret_access_key="setup")
+        iam.create_user(UserName="crawler")
+        key = iam.create_access_key(UserName="crawler")["AccessKey"]
+        iam.put_user_policy(UserName="crawler", PolicyName="s3", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17",
+             "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+        yield url, {"AWS_ACCESS_KEY_ID": key["AccessKeyId"],
+                    "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+                    "AWS_DEFAULT_REGION": "us-east-1"}
 
 
 def crawl_env(tmp_path: Path, redis_url: str, **extra: str) -> dict[str, str]:

@@ -1,21 +1,18 @@
 """S3 uploads and checks run as many requests at once as the client's connection pool holds:
-no `Connection pool is full` warning, no connection thrown away; a body's PUT goes on a
-presigned URL, through boto3 when that fails or a proxy is set (moto's S3 server)."""
+no `Connection pool is full` warning, no connection thrown away; a body's PUT is signed by
+the store, and goes through boto3 when that fails or a proxy is set (moto's S3 server)."""
 
 from __future__ import annotations
 
 import gzip
 import logging
 import socket
-from datetime import datetime
 from pathlib import Path
 
-import botocore.auth
 import pytest
 import urllib3
 
 from crawlapp.adapters.blobstore import (
-    PRESIGNED_SECONDS,
     S3BlobStore,
     body_key,
     open_blobstore,
@@ -34,7 +31,8 @@ def test_concurrent_uploads_fit_the_connection_pool(
     assert isinstance(store, S3BlobStore)
     store.ensure_bucket()
     caplog.set_level(logging.WARNING, logger="urllib3.connectionpool")
-    items = [(f"bodies/{n:04d}", b"x" * 100, "text/html") for n in range(64)]
+    items: list[tuple[str, bytes, str | None]] = [
+        (f"bodies/{n:04d}", b"x" * 100, "text/html") for n in range(64)]
     upload_threads_cpu()
     assert store.put_many(items) == 64
     assert upload_threads_cpu() > 0 and upload_threads_cpu() == 0  # the store stage's, once
@@ -80,19 +78,45 @@ def test_with_a_proxy_in_the_environment_boto3_sends_every_put(
     assert _store(s3_endpoint, tmp_path, "proxied-test")._http is None
 
 
-@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", None])
-def test_a_presigned_url_is_the_one_boto3_gives(
-        endpoint: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The store signs each body's URL itself: the same URL, signature included, as the
-    client's generate_presigned_url at the same moment (no request is sent)."""
-    monkeypatch.setattr(botocore.auth, "get_current_datetime",
-                        lambda *_: datetime(2026, 11, 23, 12, 0, 0))
+def test_a_signed_put_is_one_s3_accepts(
+        s3_checking_signatures: tuple[str, dict[str, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store signs each body's PUT itself (_Signer): a server that checks signatures
+    takes it, and refuses it with one signed header changed."""
+    endpoint, credentials = s3_checking_signatures
+    for name, value in credentials.items():
+        monkeypatch.setenv(name, value)
+    store = _store(endpoint, tmp_path, "signed-test")
+    monkeypatch.setattr(store, "_put_object", _no_fallback)
+    key, body = body_key("ab" * 32), gzip.compress(b"<html>signed</html>")
+    assert store.put(key, body, "text/html") is True
+    assert store.put(key, body, "text/html") is False
+    assert store.put_many([(body_key(f"{n:02x}" * 32), body, None) for n in range(3)]) == 3
+    url, headers = store._signed(body_key("cd" * 32), body, "text/html")  # type: ignore[misc]
+    assert "?" not in url and "Signature=" in headers["Authorization"]
+    assert store._http.request("PUT", url, body=body, retries=False,
+                               headers=headers | {"Content-Type": "text/plain"}).status == 403
+    assert store.get(key) == body
+
+
+def _no_fallback(*_: object) -> bool:
+    raise AssertionError("the signed PUT was refused")
+
+
+def test_a_body_on_aws_is_signed_for_its_region(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no endpoint set, the PUT goes where the client's own presigned URL goes (the
+    bucket's AWS endpoint), signed for the client's region (no request is sent)."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test-key")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    env = {"CRAWL_DATA_DIR": str(tmp_path), "S3_BUCKET": "sign-test"}
-    store = open_blobstore(load_settings(env | ({"S3_ENDPOINT_URL": endpoint} if endpoint else {})))
-    assert isinstance(store, S3BlobStore) and store._presign is not None
+    store = open_blobstore(load_settings({"CRAWL_DATA_DIR": str(tmp_path),
+                                          "S3_BUCKET": "sign-test"}))
+    assert isinstance(store, S3BlobStore)
     key = body_key("ab" * 32)
-    assert store._presign.url(key) == store.client.generate_presigned_url(
-        "put_object", Params={"Bucket": "sign-test", "Key": key}, ExpiresIn=PRESIGNED_SECONDS)
+    url, headers = store._signed(key, b"body", None)  # type: ignore[misc]
+    assert url == store.client.generate_presigned_url(
+        "put_object", Params={"Bucket": "sign-test", "Key": key}).split("?")[0]
+    assert url == f"https://{headers['Host']}/{key}"
+    assert "Credential=test-key/" in headers["Authorization"]
+    assert "/eu-west-1/s3/aws4_request" in headers["Authorization"]
