@@ -27,9 +27,12 @@ def free_port() -> int:
 
 
 def free_cluster_port() -> int:
-    """A free port whose cluster bus port (itself + 10000) is free too."""
+    """A free port whose cluster bus port (itself + 10000) is free too, both below the
+    kernel's ephemeral ports: a node killed by a test is started again on its ports, which
+    an outgoing connection could have been given meanwhile."""
+    top = min(_ephemeral_low(), 65536) - 10000
     for _ in range(100):
-        port = random.randrange(20000, 55000)
+        port = random.randrange(10000, top) if top > 12000 else random.randrange(20000, 55000)
         with socket.socket() as one, socket.socket() as bus:
             try:
                 one.bind(("127.0.0.1", port))
@@ -38,6 +41,15 @@ def free_cluster_port() -> int:
                 continue
             return port
     raise RuntimeError("no free pair of loopback ports for a cluster node")
+
+
+def _ephemeral_low() -> int:
+    """The lowest port the kernel gives outgoing connections (32768 if it does not say)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as ports:
+            return int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 class RedisServer:
