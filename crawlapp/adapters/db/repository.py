@@ -76,13 +76,14 @@ def _insert_many(session: Session, table: Any, rows: Sequence[dict[str, Any]],
                  conflict: list[str] | None = None, returning: Any = None) -> Any:
     """INSERT rows that are new (ON CONFLICT DO NOTHING on `conflict`), in one statement;
     the result, RETURNING `returning` if given. On Postgres from _unnested(rows)."""
-    rows = _uniform(rows)
     stmt: Any = _insert(session, table)
-    params: list[dict[str, Any]] | None = rows
+    params: list[dict[str, Any]] | None = None
     if session.get_bind().dialect.name == "postgresql":
-        keys = sorted(rows[0])
+        keys = sorted({key for row in rows for key in row})
         values = _unnested({key: table.__table__.c[key].type for key in keys}, rows)
-        stmt, params = stmt.from_select(keys, select(*(values.c[k] for k in keys))), None
+        stmt = stmt.from_select(keys, select(*(values.c[k] for k in keys)))
+    else:
+        params = _uniform(rows)
     stmt = stmt.on_conflict_do_nothing(index_elements=conflict)
     if returning is not None:
         stmt = stmt.returning(returning)
@@ -90,7 +91,8 @@ def _insert_many(session: Session, table: Any, rows: Sequence[dict[str, Any]],
 
 
 def _unnested(types: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
-    """The rows as a table of the server's (columns `types`): one array a column, unnested.
+    """The rows as a table of the server's (columns `types`, None where a row has no
+    value): one array a column, unnested.
 
     A statement on it has the same text whatever the number of rows, so neither SQLAlchemy
     nor psycopg builds and parses a list of a placeholder a value, as an executemany does
@@ -99,7 +101,7 @@ def _unnested(types: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
     column fails the statement, as it would row by row, where a cast to varchar(n) would
     cut it short.
     """
-    arrays = [bindparam(f"a_{key}", [row[key] for row in rows],
+    arrays = [bindparam(f"a_{key}", [row.get(key) for row in rows],
                         type_=postgresql.ARRAY(String() if isinstance(type_, String) else type_))
               for key, type_ in types.items()]
     return func.unnest(*arrays).table_valued(*types).render_derived()
