@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 import uuid
 from collections import Counter
@@ -18,10 +17,10 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop, start_at
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.adapters.redis.pipeline import Pipeline, joined
+from crawlapp.core.ledger import LeaseLedger, given_up
 from crawlapp.core.politeness import (
     GIVEN_UP,
     Throttle,
-    host_next,
     is_retryable,
     is_unreachable,
     politeness_key,
@@ -30,12 +29,12 @@ from crawlapp.core.politeness import (
 from crawlapp.core.ports import Frontier
 from crawlapp.core.records import Fetched, Handover, Lease, Page, Release
 from crawlapp.core.recrawl import conditional_headers
-from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer, robots_url
+from crawlapp.core.render_rule import wants_render
+from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer, robots_url
 from crawlapp.core.scope import hostname, is_address
 from crawlapp.core.sitemaps import default_sitemap
 from crawlapp.core.urls import origin_of, request_urls
 from crawlapp.stages.pages import apply_fetch, blocked, page_for, robots_page
-from crawlapp.stages.rendering import wants_render
 from crawlapp.stages.tallies import fetch_counts
 
 log = logging.getLogger(__name__)
@@ -205,18 +204,23 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
     return robots, pages
 
 
-def _retry_counts(ctx: Context, retried: list[Lease], done: list[Lease],
-                  observed: Mapping[str, int]) -> list[int]:
-    """Bump the retry count of transiently failed URLs; forget the retries, conditional-GET
-    validators and redirect hops of the URLs `done`; add the batch's fetch counters in the
-    same round trip."""
-    if not retried and not done:
-        return []
+def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lease]) -> set[str]:
+    """The asked URLs that go back to be tried again: their retry counts are bumped and
+    those past CRAWL_MAX_RETRIES are done with, as are the URLs answered and `refused`
+    (their retries, validators and hops forgotten); the batch's fetch counters are added
+    in the same round trip."""
+    to_retry = [lease for lease, r in asked if is_retryable(r.status, r.error)]
+    done = [lease for lease, r in asked if not is_retryable(r.status, r.error)] + refused
+    if not to_retry and not done:
+        return set()
     pipe = ctx.redis.pipeline(transaction=False)
-    counts = ctx.retries.bump([lease.url for lease in retried], pipe)
+    counts = ctx.retries.bump([lease.url for lease in to_retry], pipe)
     _forget_url_state(ctx, [lease.url for lease in done], pipe)
-    ctx.counters.bump(observed, pipe=pipe)
-    return counts(pipe.execute())
+    ctx.counters.bump(fetch_counts(r for _, r in asked), pipe=pipe)
+    retry = {lease.url for lease, n in zip(to_retry, counts(pipe.execute()), strict=True)
+             if n <= ctx.settings.max_retries}
+    _forget_url_state(ctx, [lease.url for lease in to_retry if lease.url not in retry])
+    return retry
 
 
 def _forget_url_state(ctx: Context, urls: list[str], pipe: Pipeline | None = None) -> None:
@@ -310,7 +314,7 @@ def _take_slots(ctx: Context, plan: Plan) -> _Slots:
 
 
 def _give_back_slots(ctx: Context, slots: _Slots, releases: list[Release],
-                     handovers: list[Handover], fails_of: Mapping[str, int]) -> list[Release]:
+                     handovers: list[Handover], ledger: LeaseLedger) -> list[Release]:
     """Give the batch's slots back, each free from its host's next allowed time; the leases
     turned away end with their URL back in the queue, to be asked a delay later."""
     next_of = {r.lease.host: r.next_time for r in releases}
@@ -319,7 +323,7 @@ def _give_back_slots(ctx: Context, slots: _Slots, releases: list[Release],
                          for key, host in slots.taken.items()}, slots.holder)
     later = time.time() + ctx.settings.default_delay
     return [Release(lease, max(later, lease.not_before), requeue=True,
-                    failures=fails_of[lease.host]) for lease in slots.busy]
+                    failures=ledger.failures[lease.host]) for lease in slots.busy]
 
 
 def fetch_batch(ctx: Context, leases: list[Lease]
@@ -334,163 +338,119 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     the pages to render.
     """
     settings = ctx.settings
-    ua = settings.product_token
     renewed = time.time()
     failures = ctx.frontier.renew(leases, renewed, settings.lease_seconds)
     held = [lease for lease, f in zip(leases, failures, strict=True) if f is not None]
-    fails_of = {lease.host: f for lease, f in zip(leases, failures, strict=True) if f is not None}
     if len(held) < len(leases):
         log.warning("%d lease(s) expired before the batch ran; their URLs were requeued",
                     len(leases) - len(held))
-    policies, denied, hops, validators, throttles = _known(ctx, held)
-    plan = plan_batch(held, policies, ua, denied)
+    known = _known(ctx, held)
+    plan = plan_batch(held, known.policies, settings.product_token, known.denied)
     slots = _take_slots(ctx, plan) if settings.politeness_key != "host" else None
-    raised: dict[str, Throttle] = {}
-
-    def release(lease: Lease, result: Fetched, requeue: bool, robots: bool = False) -> Release:
-        """How the lease ends; a retried URL (not robots.txt's) goes behind its host's others."""
-        policy = policies.get(origin_of(lease.url))
-        delay = effective_delay(policy.crawl_delay(ua) if policy else None,
-                                settings.default_delay, settings.max_crawl_delay)
-        throttle = throttles.get(lease.host)
-        # The margin covers a server that logs a response as ended a little after the
-        # crawler has read all of it (a busy server resumes its writer late).
-        nxt = host_next(result.ended + settings.delay_margin, delay, result.status, result.error,
-                        result.headers.get("retry-after"), fails_of[lease.host], settings.backoff,
-                        throttled=throttle.level_at(result.ended) if throttle else 0,
-                        jitter=random.random(), robots=robots)
-        if nxt.throttle is not None:
-            raised[lease.host] = nxt.throttle
-        return Release(lease, nxt.next_time, requeue, nxt.failures, nxt.park_reason,
-                       behind=requeue and not robots)
-
-    def after(lease: Lease, result: Fetched) -> float | None:
-        """When the host may be asked its next URL of the batch: its next time after an
-        answer that leaves it in good standing; None after one to retry or a failure."""
-        if result.status is None or is_retryable(result.status, result.error):
-            return None
-        ended = release(lease, result, False)
-        if ended.failures or ended.park_reason:
-            return None
-        fails_of[lease.host] = 0
-        return ended.next_time
-
-    def answered(leases: list[Lease], results: list[Fetched]) -> list[Release] | None:
-        """The releases of a host whose last page answered and will not be retried (those
-        of its URLs not asked put them back); None for the others (their retry counts are
-        read with the batch)."""
-        last = results[-1]
-        if last.status is None or is_retryable(last.status, last.error):
-            return None
-        ended = release(leases[len(results) - 1], last, False)
-        return [replace(ended, lease=lease, requeue=n >= len(results))
-                for n, lease in enumerate(leases)]
-
+    ledger = LeaseLedger(settings, known.policies, known.throttles,
+                         {lease.host: f for lease, f in zip(leases, failures, strict=True)
+                          if f is not None})
     # Early releases need the host to be the politeness key (a slot is given back with the
     # batch) and no rendering (a page to render stays leased until rendered).
-    early = (EarlyRelease(ctx.frontier, answered)
+    early = (EarlyRelease(ctx.frontier, ledger.host_answered)
              if slots is None and not settings.render else None)
     cutoff = renewed + settings.lease_seconds / 2 - settings.fetch_timeout
-    robots, fetched = run_on_fetch_loop(
-        settings, ctx.dns_cache,
-        lambda f: _fetch_all(f, plan, policies, validators, after, cutoff, early))
-    released = early.released if early is not None else {}
-    learned = {origin_of(lease.url): _robots_policy(r, policies.get(origin_of(lease.url)))
-               for lease, r in zip(plan.robots, robots, strict=True)}
-    policies.update(learned)
+    robots, fetched = run_on_fetch_loop(settings, ctx.dns_cache, lambda f: _fetch_all(
+        f, plan, known.policies, known.validators, ledger.next_start, cutoff, early))
+    if early is not None:
+        ledger.sent_early(early.released)
 
-    # A robots.txt that could not be fetched (5xx, no answer) is asked again with the host's
-    # backoff while its URL waits; only after CRAWL_MAX_RETRIES more failures does the
-    # answer "nothing allowed" stand (cached, and the host's URLs recorded as blocked).
-    # A host that cannot be reached at all (address guard, DNS, invalid name, TLS) is given
-    # up after CRAWL_GIVE_UP_AFTER tries instead: its waiting URL is recorded failed with
-    # the reason, and nothing is cached, so that `frontier resume` asks for robots.txt again.
-    releases = [release(lease, r, True, robots=True)
-                for lease, r in zip(plan.robots, robots, strict=True)]
-    releases = [replace(r, requeue=False) if _given_up(r) else r for r in releases]
-    failures_now = {origin_of(r.lease.url): r.failures for r in releases}
-    unreachable = {origin_of(lease.url) for lease, r in zip(plan.robots, robots, strict=True)
-                   if is_unreachable(r.error)}
-    ctx.robots.save({origin: policy for origin, policy in learned.items()
-                     if policy.mode != "disallow_all"
-                     or (failures_now[origin] > settings.max_retries
-                         and origin not in unreachable)})
-    pages: list[Page] = []
-    for lease, result, ended in zip(plan.robots, robots, releases, strict=True):
-        origin = origin_of(lease.url)
-        pages.append(robots_page(result, lease.host, sitemap_links(origin, learned[origin]),
-                                 robots_cache.record(origin, learned[origin], ua), lease.hops))
-        if _given_up(ended):
-            page = apply_fetch(page_for(lease), result)
-            page.error = ended.park_reason
-            pages.append(page)
+    pages = _robots_answers(ctx, ledger, plan.robots, robots)
     now = time.time()
-    pages += [blocked(page_for(lease), reason, now) for lease, reason in plan.refused]
+    for lease, reason in plan.refused:
+        pages.append(blocked(page_for(lease), reason, now))
+        ledger.refused(lease, now)
+    for lease in plan.waiting:
+        ledger.waiting(lease)
     asked = [(lease, r) for lease, r in zip(plan.pages, fetched, strict=True) if r is not None]
-    transient = [(lease, r) for lease, r in asked if is_retryable(r.status, r.error)]
-    counts = _retry_counts(ctx, [lease for lease, _ in transient],
-                           [lease for lease, r in asked if not is_retryable(r.status, r.error)]
-                           + [lease for lease, _ in plan.refused],
-                           fetch_counts(r for _, r in asked))
-    retry = {lease.url for (lease, _), n in zip(transient, counts, strict=True)
-             if n <= settings.max_retries}
-    _forget_url_state(ctx, [lease.url for lease, _ in transient if lease.url not in retry])
-    ended_of = {lease.url: released.get(lease.url) or release(lease, r, lease.url in retry)
-                for lease, r in asked}
-    # The host's state after its last request (robots.txt's, or its last page's), which
-    # every release of its URLs carries: the frontier takes it from the one ending the lease.
-    last = {r.lease.host: r for r in [*releases, *ended_of.values()]}
-    releases += [Release(lease, max(now, lease.not_before), failures=fails_of[lease.host])
-                 for lease, _ in plan.refused]
-
-    def settled(ended: Release) -> Release:
-        state = last.get(ended.lease.host)
-        return ended if state is None else replace(
-            ended, next_time=state.next_time, failures=state.failures,
-            park_reason=state.park_reason)
-
-    releases += [replace(last[lease.host], lease=lease, requeue=True, behind=False)
-                 for lease in plan.waiting]
-    releases += [Release(lease, lease.not_before, requeue=True)
-                 for lease, r in zip(plan.pages, fetched, strict=True)
-                 if r is None and lease.url not in released]  # not asked
-    handovers: list[Handover] = []
+    for lease, r in zip(plan.pages, fetched, strict=True):
+        if r is None:
+            ledger.not_asked(lease)
+    retry = _retries(ctx, asked, [lease for lease, _ in plan.refused])
     for lease, result in asked:
-        ended = settled(ended_of[lease.url])
-        if ended.requeue:
-            releases.append(ended)
-            continue
-        page = apply_fetch(page_for(lease), result)
-        page.redirect_hops = hops[lease.url]
-        page.render_reason = wants_render(settings, page, result.body)
-        if page.render_reason:  # rendered under this lease, released by the render stage
-            handovers.append(Handover(page, lease, ended.next_time, ended.failures))
-        else:
-            if lease.url not in released:  # else sent as its request ended
-                releases.append(ended)
-            pages.append(page)
-    releases = [settled(ended) for ended in releases]
+        ledger.answered(lease, result, lease.url in retry)
+    answered, handovers = _answered_pages(ctx, ledger, asked, known.hops)
+    pages += answered
+
+    releases = ledger.releases()
     if slots is not None:
-        releases += _give_back_slots(ctx, slots, releases, handovers, fails_of)
+        releases += _give_back_slots(ctx, slots, releases, handovers, ledger)
     ctx.frontier.release(releases)
-    ctx.throttles.update(raised, [host for host, t in throttles.items() if t.level_at(now) == 0])
-    _report_given_up(ctx, [r for r in releases if _given_up(r)])
+    ctx.throttles.update(ledger.raised, [host for host, t in known.throttles.items()
+                                         if t.level_at(now) == 0])
+    _report_given_up(ctx, [r for r in releases if given_up(r)])
     return pages, len(retry), handovers
 
 
-def _given_up(ended: Release) -> bool:
-    return bool(ended.park_reason and ended.park_reason.startswith(GIVEN_UP))
+def _robots_answers(ctx: Context, ledger: LeaseLedger, leases: list[Lease],
+                    answers: list[Fetched]) -> list[Page]:
+    """Learn the robots.txt answers the batch got (asked under `leases`): their policies
+    cached, their leases ended, their records (and those of hosts given up) made.
+
+    A robots.txt that could not be fetched (5xx, no answer) is asked again with the host's
+    backoff while its URL waits; only after CRAWL_MAX_RETRIES more failures does the answer
+    "nothing allowed" stand (cached, and the host's URLs recorded as blocked). A host that
+    cannot be reached at all (address guard, DNS, invalid name, TLS) is given up after
+    CRAWL_GIVE_UP_AFTER tries instead: its waiting URL is recorded failed with the reason,
+    and nothing is cached, so that `frontier resume` asks for robots.txt again.
+    """
+    ua = ctx.settings.product_token
+    learned = {origin_of(lease.url): _robots_policy(r, ledger.policies.get(origin_of(lease.url)))
+               for lease, r in zip(leases, answers, strict=True)}
+    ledger.learn(learned)
+    pages: list[Page] = []
+    standing: set[str] = set()  # origins whose answer is cached
+    for lease, result in zip(leases, answers, strict=True):
+        origin = origin_of(lease.url)
+        ended = ledger.robots(lease, result)
+        if (learned[origin].mode != "disallow_all"
+                or (ended.failures > ctx.settings.max_retries and not is_unreachable(result.error))):
+            standing.add(origin)
+        pages.append(robots_page(result, lease.host, sitemap_links(origin, learned[origin]),
+                                 robots_cache.record(origin, learned[origin], ua), lease.hops))
+        if given_up(ended):
+            page = apply_fetch(page_for(lease), result)
+            page.error = ended.park_reason
+            pages.append(page)
+    ctx.robots.save({origin: learned[origin] for origin in standing})
+    return pages
 
 
-def _report_given_up(ctx: Context, given_up: list[Release]) -> None:
+def _answered_pages(ctx: Context, ledger: LeaseLedger, asked: list[tuple[Lease, Fetched]],
+                    hops: Mapping[str, int]) -> tuple[list[Page], list[Handover]]:
+    """The records of the pages answered and not to be retried, and those of them to render
+    (their leases go on held, with the host's state after the batch)."""
+    pages: list[Page] = []
+    handovers: list[Handover] = []
+    for lease, result in asked:
+        ended = ledger.settled(lease)
+        if ended.requeue:
+            continue
+        page = apply_fetch(page_for(lease), result)
+        page.redirect_hops = hops[lease.url]
+        page.render_reason = wants_render(ctx.settings, page, result.body)
+        if page.render_reason:  # rendered under this lease, released by the render stage
+            handovers.append(Handover(page, lease, ended.next_time, ended.failures))
+            ledger.keep(lease)
+        else:
+            pages.append(page)
+    return pages, handovers
+
+
+def _report_given_up(ctx: Context, ended: list[Release]) -> None:
     """One warning per host given up, and the counters `unreachable:<error>` (stats)."""
-    if not given_up:
+    if not ended:
         return
     errors: Counter[str] = Counter()
-    for ended in {r.lease.host: r for r in given_up}.values():  # a host's URLs alike
-        error = (ended.park_reason or "").removeprefix(GIVEN_UP)
+    for release in {r.lease.host: r for r in ended}.values():  # a host's URLs alike
+        error = (release.park_reason or "").removeprefix(GIVEN_UP)
         log.warning("giving up %s after %d tries: %s (its URLs stay queued; crawlctl frontier "
-                    "resume %s tries again)", ended.lease.host, ended.failures,
-                    unreachable_sentence(error), ended.lease.host)
+                    "resume %s tries again)", release.lease.host, release.failures,
+                    unreachable_sentence(error), release.lease.host)
         errors[error] += 1
     ctx.counters.bump(errors, prefix="unreachable:")

@@ -24,7 +24,7 @@ from crawlapp.adapters.browser.cdp import find_chromium
 from crawlapp.adapters.browser.renderer import Answer, HostSlots, Rendered, Renderer
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop
-from crawlapp.core.records import Fetched, Handover, Page, Release, Status
+from crawlapp.core.records import Fetched, Handover, Page, Release
 from crawlapp.core.robots import RobotsPolicy, effective_delay
 from crawlapp.core.settings import Settings
 from crawlapp.core.urls import host_of, origin_of
@@ -61,16 +61,6 @@ class SubresourceCache:
 
 
 _CACHE = SubresourceCache()  # used on the process's fetch loop only
-
-
-def wants_render(settings: Settings, page: Page, body: bytes) -> str | None:
-    """Why a page just fetched goes to the render stage ('host' or 'shell'), or None. Pure."""
-    if not settings.render or page.status != Status.FETCHED or page.not_modified:
-        return None
-    # Imported here: its HTML parsers are for the fetch workers of a crawl that renders.
-    from crawlapp.core.render_rule import render_reason
-    return render_reason(page.host, body, page.content_type, settings.render_hosts,
-                         settings.render_min_text)
 
 
 def apply_render(page: Page, rendered: Rendered, store_raw: bool) -> Page:

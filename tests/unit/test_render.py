@@ -11,11 +11,12 @@ from dataclasses import replace
 import pytest
 
 from crawlapp.adapters.browser.renderer import HostSlots, Rendered, refusal
+from crawlapp.core.app_shell import MIN_TEXT, is_shell, shell_hints
 from crawlapp.core.records import Fetched, Handover, Lease, Link, Page, Status
-from crawlapp.core.render_rule import is_shell, render_reason, shell_hints
+from crawlapp.core.render_rule import render_reason, wants_render
 from crawlapp.core.settings import load_settings
 from crawlapp.observe.stats import render_summary
-from crawlapp.stages.rendering import SubresourceCache, apply_render, wants_render
+from crawlapp.stages.rendering import SubresourceCache, apply_render
 
 HTML = "text/html; charset=utf-8"
 TEXT = " ".join(["word"] * 80)
@@ -49,11 +50,11 @@ def test_a_shell_has_little_text_and_another_hint() -> None:
 def test_render_reason_host_patterns_first_then_shell() -> None:
     plain = f"<html><body><p>{TEXT}</p></body></html>".encode()
     patterns = ("app.example.com", "*.spa.test")
-    assert render_reason("app.example.com", plain, HTML, patterns) == "host"
-    assert render_reason("x.spa.test:8080", plain, HTML, patterns) == "host"
-    assert render_reason("example.com", plain, HTML, patterns) is None
-    assert render_reason("example.com", SHELL, HTML, patterns) == "shell"
-    assert render_reason("app.example.com", SHELL, "application/pdf", patterns) is None
+    assert render_reason("app.example.com", plain, HTML, patterns, MIN_TEXT) == "host"
+    assert render_reason("x.spa.test:8080", plain, HTML, patterns, MIN_TEXT) == "host"
+    assert render_reason("example.com", plain, HTML, patterns, MIN_TEXT) is None
+    assert render_reason("example.com", SHELL, HTML, patterns, MIN_TEXT) == "shell"
+    assert render_reason("app.example.com", SHELL, "application/pdf", patterns, MIN_TEXT) is None
     assert render_reason("example.com", SHELL, HTML, (), min_text=0) is None
 
 

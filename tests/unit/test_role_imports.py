@@ -1,5 +1,5 @@
 """Each process of a crawl imports what its role uses: a fetch worker and beat load neither the
-database nor the parsers; a prefork worker loads its stages before its pool forks."""
+database nor the parsers nor the browser; a prefork worker loads its stages before its pool forks."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def test_fetch_workers_and_beat_load_no_database_nor_parsers(tmp_path: Path,
                                                              queues: str) -> None:
     modules = loaded(tmp_path, queues)
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+    assert sorted(m for m in modules if m.startswith("crawlapp.adapters.browser")) == []
     assert ("crawlapp.stages.fetching" in modules) == bool(queues)
     assert "crawlapp.stages.parsing" not in modules
 
