@@ -55,19 +55,22 @@ _ADDRESS_KINDS = {"loopback": "a loopback address", "private": "a private addres
 JITTER = 0.1  # a throttle block is lengthened by up to this share, at random
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Backoff:
-    max_backoff: float = 300.0
-    max_retry_after: float = 86400.0
-    park_after: int = 8
-    park_seconds: float = 600.0
-    max_retries: int = 2
+    """How failures slow a host down: the settings of the same names (`Settings.backoff`),
+    and `abort_grace`, a fixed rule."""
+
+    max_backoff: float
+    max_retry_after: float
+    park_after: int
+    park_seconds: float
+    max_retries: int
+    give_up_after: int
+    throttle_seconds: float
+    throttle_max: float
+    forgive_after: float
+    robots_retry: float
     abort_grace: float = 5.0
-    give_up_after: int = 3
-    throttle_seconds: float = 60.0
-    throttle_max: float = 86400.0
-    forgive_after: float = 1800.0
-    robots_retry: float = 60.0
 
 
 class Throttle(NamedTuple):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +21,7 @@ T = TypeVar("T")
 
 MAX_SHARDS = 4096  # CRAWL_SHARDS at most
 DEFAULT_USER_AGENT = "crawlapp/0.1 (+https://github.com/crawlapp/crawlapp; crawler@crawlapp.invalid)"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -28,241 +29,14 @@ class SettingsError(InputError):
     """A setting has a value the crawler cannot use; the message names the variable."""
 
 
-def _doc(env: str, meaning: str, default: str | None = None) -> Any:
-    """A Settings field documented by its variable, its meaning and (when the default is not
-    a plain value) how its default is chosen; docs/settings.md is generated from these."""
-    return field(metadata={"env": env, "meaning": meaning, "default": default})
-
-
-@dataclass(frozen=True)
-class Settings:
-    data_dir: Path = _doc(
-        "CRAWL_DATA_DIR", "SQLite file, local bodies, logs, beat schedule", default="`./var`")
-    database_url: str = _doc(
-        "DATABASE_URL",
-        "`postgresql://user@host/db` for Postgres (psycopg 3)", default="SQLite in the data dir")
-    s3_endpoint_url: str | None = _doc(
-        "S3_ENDPOINT_URL", "S3, MinIO or any S3-compatible server; unset: bodies in the data dir")
-    s3_bucket: str | None = _doc("S3_BUCKET", "bucket of the page bodies (required with `S3_ENDPOINT_URL`)")
-    broker_url: str = _doc("CELERY_BROKER_URL", "Redis or RabbitMQ (`amqp://`)")
-    redis_url: str = _doc(
-        "CRAWL_REDIS_URL",
-        "the hot, bounded state: frontier, leases, batch ledger, robots and DNS caches, counters "
-        "(and the rest, unless CRAWL_DEDUP_REDIS_URL is set)", default="the broker, if Redis")
-    dedup_redis_url: str = _doc(
-        "CRAWL_DEDUP_REDIS_URL",
-        "what grows with the crawl: URL-seen filter, content claims and SimHash bands, canonical "
-        "pointers, re-crawl sets", default="CRAWL_REDIS_URL")
-    redis_cluster: bool = _doc(
-        "CRAWL_REDIS_CLUSTER",
-        "`true`: CRAWL_REDIS_URL names any node of a Redis Cluster (redis-py's RedisCluster finds "
-        "the others and follows failovers), or several, comma-separated (a process started while "
-        "the first is down asks the next); the Celery broker stays a plain Redis or RabbitMQ (a "
-        "cluster cannot be a kombu broker), so CELERY_BROKER_URL must then be set apart")
-    dedup_redis_cluster: bool = _doc(
-        "CRAWL_DEDUP_CLUSTER",
-        "`true`: CRAWL_DEDUP_REDIS_URL names a node of a Redis Cluster; must equal "
-        "CRAWL_REDIS_CLUSTER when both roles share one URL", default="CRAWL_REDIS_CLUSTER")
-    redis_parts: int = _doc(
-        "CRAWL_REDIS_PARTS",
-        "keys each structure that grows with the crawl is cut into (URL-seen filter, re-crawl "
-        "sets, validators, trap budgets), spread evenly over a cluster's slots: at least 4 x the "
-        "masters; changing it on a crawl under way needs `crawlctl frontier rebuild`",
-        default="32 when either Redis role is a cluster, else 1")
-    redis_replica_acks: int | None = _doc(
-        "CRAWL_REDIS_REPLICA_ACKS",
-        "replicas that must acknowledge each lease, lease renewal, release and politeness slot "
-        "(Redis `WAIT`, at most 1 s; fewer are counted, `redis:replica_acks_short`, and the "
-        "crawl goes on) before it is acted on: `auto`, every replica the master has (none: no "
-        "wait), so a failover loses no lease or release and no host is asked twice at once or "
-        "before its delay; a number; `0`: none. Costs one replication round trip (well under a "
-        "millisecond on a LAN) per master with replicas written in each dispatch, batch start "
-        "and release", default="auto")
-    redis_prefix: str = _doc("CRAWL_REDIS_PREFIX", "namespace of the crawler's Redis keys")
-    user_agent: str = _doc("CRAWL_USER_AGENT", "its product token picks the robots.txt group")
-    from_address: str | None = _doc("CRAWL_FROM", "e-mail address sent in the `From` header",
-                                    default="unset: no header")
-    allowed_networks: tuple[IPNetwork, ...] = _doc(
-        "CRAWL_ALLOWED_NETWORKS",
-        "CIDRs exempt from the private-address guard (`127.0.0.0/8` for local tests)", default="empty")
-    max_depth: int = _doc("CRAWL_MAX_DEPTH", "links deeper than this from a seed are not queued")
-    scope: str = _doc(
-        "CRAWL_SCOPE", "the scope of a seed added without `--scope`: `any` (every link), `host` "
-        "(the seed's host name), `domain` (its registrable domain and subdomains, Public Suffix "
-        "List), `prefix` (its scheme://host/path up to the last `/`); the crawl's scope is the "
-        "union of its seeds'")
-    scope_include: Patterns = _doc(
-        "CRAWL_SCOPE_INCLUDE", "URLs also in scope: SURT prefixes (`http://(com,example,)/docs`, "
-        "or a URL) or `re:REGEX`, comma- or space-separated", default="empty")
-    scope_exclude: Patterns = _doc(
-        "CRAWL_SCOPE_EXCLUDE", "URLs out of scope whatever else says (seeds excepted), refused as "
-        "`excluded`; patterns as `CRAWL_SCOPE_INCLUDE`", default="empty")
-    scope_hops: int = _doc(
-        "CRAWL_SCOPE_HOPS", "off-scope links in a row still followed (1: the pages a site links "
-        "to, not their links)")
-    shards: int = _doc("CRAWL_SHARDS", "number of `fetch.N` queues, the same on every process (a "
-                       "fleet on a Redis Cluster: at least 4 x masters; a change: `crawlctl "
-                       "frontier reshard`)")
-    default_delay: float = _doc(
-        "CRAWL_DEFAULT_DELAY", "seconds between the end of one request to a host and the start of the next")
-    max_crawl_delay: float = _doc("CRAWL_MAX_CRAWL_DELAY", "cap on a robots.txt `Crawl-delay`")
-    batch_size: int = _doc("CRAWL_BATCH_SIZE", "most URLs in one fetch batch (one per host while as "
-                           "many hosts are due)")
-    urls_per_lease: int = _doc(
-        "CRAWL_URLS_PER_LEASE",
-        "most URLs of one host in a batch, fetched one after the other a delay apart: a host "
-        "takes more than one only while fewer hosts are due than a batch holds (1: one URL "
-        "per host and batch)")
-    max_batches_in_flight: int = _doc(
-        "CRAWL_MAX_BATCHES_IN_FLIGHT",
-        "no new batch is dispatched while this many are between dispatch and their last stage",
-        default="8 x shards")
-    max_leased_per_shard: int = _doc(
-        "CRAWL_MAX_LEASED_PER_SHARD", "most hosts of one shard leased at once", default="4 x batch size")
-    lease_seconds: float = _doc(
-        "CRAWL_LEASE_SECONDS",
-        "a lease not renewed or released by then expires", default="max(120, 4 x fetch timeout)")
-    fetch_timeout: float = _doc("CRAWL_FETCH_TIMEOUT", "total seconds for one request, body included")
-    max_body_bytes: int = _doc("CRAWL_MAX_BODY_BYTES", "larger bodies are aborted and recorded `too_large`")
-    max_url_length: int = _doc("CRAWL_MAX_URL_LENGTH", "longer URLs are refused")
-    max_links_per_page: int = _doc("CRAWL_MAX_LINKS_PER_PAGE", "links taken from one page")
-    robots_ttl: int = _doc("CRAWL_ROBOTS_TTL", "seconds a robots.txt answer is cached")
-    worker_concurrency: int = _doc(
-        "CRAWL_WORKER_CONCURRENCY",
-        "pipeline worker processes started by `crawlctl crawl`", default="CPU count")
-    fetch_concurrency: int = _doc(
-        "CRAWL_FETCH_CONCURRENCY", "fetch batches run at once by each fetch worker (threads)")
-    fetch_processes: int = _doc(
-        "CRAWL_FETCH_PROCESSES", "fetch worker processes started by `crawlctl crawl` (fetching "
-        "costs a third of a page's CPU, parsing and storing the rest)", default="CPU count / 3, at least 1")
-    dispatch_interval: float = _doc(
-        "CRAWL_DISPATCH_INTERVAL",
-        "shortest sleep of the dispatcher between two looks at the frontier (it sleeps until "
-        "its next host is due, at most 2 s, or until URLs are queued or a lease released)")
-    beat_dispatch: float = _doc(
-        "CRAWL_BEAT_DISPATCH",
-        "seconds between the dispatch tasks beat sends, the safety net of the dispatcher "
-        "processes (a fleet without `crawlctl dispatcher` relies on it); 0: none. "
-        "`crawlctl crawl`'s beat sends none: the crawl runs its own dispatcher")
-    dispatch_lookahead: float = _doc(
-        "CRAWL_DISPATCH_LOOKAHEAD",
-        "hosts ready within this many seconds may join a batch; each request still waits for its host's time")
-    max_backoff: float = _doc(
-        "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors")
-    max_retry_after: float = _doc(
-        "CRAWL_MAX_RETRY_AFTER", "cap on a `Retry-After` (429, 503): the host waits that long")
-    throttle_seconds: float = _doc(
-        "CRAWL_THROTTLE_SECONDS",
-        "a host answering 429 or 503 without `Retry-After` waits this long, doubling with each "
-        "such answer (plus up to 10 % jitter)")
-    throttle_max: float = _doc("CRAWL_THROTTLE_MAX", "cap on that doubling wait")
-    forgive_after: float = _doc(
-        "CRAWL_FORGIVE_AFTER",
-        "quiet seconds after a throttle wait ends before the doubling starts again from "
-        "CRAWL_THROTTLE_SECONDS")
-    robots_retry: float = _doc(
-        "CRAWL_ROBOTS_RETRY",
-        "a host whose robots.txt answers 429 or 5xx, or does not answer, is deferred this long, "
-        "doubling with each failure (or a longer `Retry-After`), before robots.txt is asked "
-        "again, at most CRAWL_MAX_RETRIES times")
-    park_after: int = _doc("CRAWL_PARK_AFTER", "a host failing this many times in a row is parked")
-    park_seconds: float = _doc("CRAWL_PARK_SECONDS", "how long a failing host stays parked")
-    max_retries: int = _doc(
-        "CRAWL_MAX_RETRIES", "tries again of a URL answered 429/5xx or refused connection")
-    give_up_after: int = _doc(
-        "CRAWL_GIVE_UP_AFTER",
-        "a host whose requests fail this many times in a row for a reason that will not change "
-        "soon (private-address guard, DNS, invalid host name, TLS) is given up: parked until "
-        "`crawlctl frontier resume`")
-    max_pages_per_host: int = _doc(
-        "CRAWL_MAX_PAGES_PER_HOST", "URLs queued per host; the rest are recorded `over_budget`")
-    near_duplicate_bits: int = _doc(
-        "CRAWL_NEAR_DUPLICATE_BITS", "SimHash distance (0-3) under which a page is a near duplicate")
-    trap_pattern_cap: int = _doc(
-        "CRAWL_TRAP_PATTERN_CAP",
-        "URLs of one shape (digits and ids abstracted) per host; the rest are recorded `trap`")
-    max_redirects: int = _doc("CRAWL_MAX_REDIRECTS", "redirect hops followed from a URL found by a link")
-    expected_urls: int = _doc("CRAWL_EXPECTED_URLS", "URLs the Bloom filter of seen URLs is sized for")
-    delay_margin: float = _doc(
-        "CRAWL_DELAY_MARGIN", "seconds added to every delay, for servers that log a response's end late")
-    bloom_fp_rate: float = _doc(
-        "CRAWL_BLOOM_FP_RATE", "false-positive rate of that Bloom filter at its expected size")
-    fetch_binaries: bool = _doc(
-        "CRAWL_FETCH_BINARIES", "fetch links to images, media, archives and executables too")
-    dns_ttl: float = _doc("CRAWL_DNS_TTL", "seconds a host name's addresses are cached (Redis)")
-    dns_negative_ttl: float = _doc("CRAWL_DNS_NEGATIVE_TTL", "seconds a failed lookup is cached")
-    resolve: Mapping[str, tuple[str, ...]] = _doc(
-        "CRAWL_RESOLVE",
-        "names answered without DNS, `name=address` separated by commas or spaces (a name "
-        "given twice has both addresses), as curl's --resolve: several names on one test "
-        "server", default="none")
-    politeness_key: str = _doc(
-        "CRAWL_POLITENESS_KEY",
-        "one request at a time, the delay between them, per `host` name, per registrable "
-        "`domain` (Public Suffix List), or per server address (`ip`); robots.txt stays per "
-        "origin")
-    task_events: bool = _doc(
-        "CRAWL_TASK_EVENTS",
-        "workers send Celery task events from the start (Flower turns them on when it runs)")
-    quorum_queues: bool = _doc(
-        "CRAWL_QUORUM_QUEUES",
-        "with a RabbitMQ broker, declare the crawl's queues as quorum queues (replicated; "
-        "a stage's delayed retries go through Celery's native delayed delivery)")
-    metrics_port: int | None = _doc(
-        "CRAWL_METRICS_PORT", "`crawlctl crawl` serves the Prometheus metrics on this port",
-        default="unset: not served")
-    metrics_addr: str = _doc("CRAWL_METRICS_ADDR", "address the metrics endpoint listens on")
-    render: bool = _doc(
-        "CRAWL_RENDER", "render pages that need it in headless Chromium (`render.N` queues)")
-    render_hosts: tuple[str, ...] = _doc(
-        "CRAWL_RENDER_HOSTS", "hosts whose pages are always rendered (`example.com`, "
-        "`*.example.com`, comma-separated); other pages only when they look like an app shell",
-        default="empty")
-    render_timeout: float = _doc(
-        "CRAWL_RENDER_TIMEOUT", "seconds one page may take to render; then it goes on unrendered")
-    render_recycle: int = _doc("CRAWL_RENDER_RECYCLE", "a browser is started again after this many pages")
-    render_max_memory_mb: int = _doc(
-        "CRAWL_RENDER_MAX_MEMORY_MB", "a browser using more memory (PSS, MiB) is started again")
-    render_other_hosts: tuple[str, ...] = _doc(
-        "CRAWL_RENDER_OTHER_HOSTS",
-        "patterns of other hosts a rendered page's scripts may load from (refused otherwise)",
-        default="empty")
-    render_store_raw: bool = _doc(
-        "CRAWL_RENDER_STORE_RAW", "keep the body as fetched too, next to the rendered one")
-    render_min_text: int = _doc(
-        "CRAWL_RENDER_MIN_TEXT", "visible characters under which a page with scripts may be a shell")
-    render_processes: int = _doc(
-        "CRAWL_RENDER_PROCESSES", "render worker processes (one browser each) started by `crawlctl crawl`")
-    chromium_path: str | None = _doc(
-        "CRAWL_CHROMIUM", "the browser to render with", default="`chromium` on the PATH")
-    priority_weights: Weights = _doc(
-        "CRAWL_PRIORITY_WEIGHTS",
-        "weights of host authority, freshness and link context in a URL's priority "
-        "(non-negative, sum above 0)", default="`0.4,0.3,0.3`")
-    authority_interval: float = _doc(
-        "CRAWL_AUTHORITY_INTERVAL", "seconds between two computations of host authority "
-        "from the host graph (beat)")
-
-    @property
-    def product_token(self) -> str:
-        """The User-Agent's product token, the name robots.txt groups are matched by."""
-        return self.user_agent.split("/", 1)[0].split()[0]
-
-    @property
-    def blob_dir(self) -> Path:
-        return self.data_dir / "blobs"
-
-    @property
-    def traps(self) -> TrapRules:
-        return TrapRules(max_length=self.max_url_length, pattern_cap=self.trap_pattern_cap,
-                         skip_binaries=not self.fetch_binaries)
-
-    @property
-    def backoff(self) -> Backoff:
-        return Backoff(self.max_backoff, self.max_retry_after, self.park_after,
-                       self.park_seconds, self.max_retries, give_up_after=self.give_up_after,
-                       throttle_seconds=self.throttle_seconds, throttle_max=self.throttle_max,
-                       forgive_after=self.forgive_after, robots_retry=self.robots_retry)
+def setting(env: str, meaning: str, *, default: Any, convert: Callable[[str], Any] = str,
+            doc_default: str | None = None) -> Any:
+    """A Settings field declared whole: its variable `env`; its `default`, a value or, when
+    callable, a function of the settings read before it (by field name); `convert` of a value
+    that is set (a ValueError refuses it); its `meaning`, and `doc_default`, its default in
+    words where that is not a plain value, for docs/settings.md."""
+    return field(metadata={"env": env, "meaning": meaning, "default": default,
+                           "convert": convert, "doc_default": doc_default})
 
 
 def _parse(env: Mapping[str, str], name: str, default: T, convert: Callable[[str], T]) -> T:
@@ -287,6 +61,10 @@ def _bounded(kind: Callable[[str], T], low: float, high: float) -> Callable[[str
         return value
 
     return convert
+
+
+def _directory(raw: str) -> Path:
+    return Path(raw).resolve()
 
 
 def _networks(raw: str) -> tuple[IPNetwork, ...]:
@@ -364,113 +142,337 @@ def _url(schemes: tuple[str, ...]) -> Callable[[str], str]:
     return convert
 
 
+_REDIS_URL = _url(("redis", "rediss", "unix"))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Read in field order: a computed default sees the fields above it."""
+
+    data_dir: Path = setting(
+        "CRAWL_DATA_DIR", "SQLite file, local bodies, logs, beat schedule",
+        default=lambda read: _directory("./var"), convert=_directory, doc_default="`./var`")
+    database_url: str = setting(
+        "DATABASE_URL", "`postgresql://user@host/db` for Postgres (psycopg 3)",
+        default=lambda read: f"sqlite:///{read['data_dir'] / 'crawl.db'}",
+        convert=_url(("sqlite", "postgresql", "postgres")), doc_default="SQLite in the data dir")
+    s3_endpoint_url: str | None = setting(
+        "S3_ENDPOINT_URL", "S3, MinIO or any S3-compatible server; unset: bodies in the data dir",
+        default=None, convert=_url(("http", "https")))
+    s3_bucket: str | None = setting(
+        "S3_BUCKET", "bucket of the page bodies (required with `S3_ENDPOINT_URL`)", default=None)
+    broker_url: str = setting(
+        "CELERY_BROKER_URL", "Redis or RabbitMQ (`amqp://`)", default=DEFAULT_REDIS_URL,
+        convert=_url(("redis", "rediss", "amqp", "amqps", "pyamqp")))
+    redis_url: str = setting(
+        "CRAWL_REDIS_URL",
+        "the hot, bounded state: frontier, leases, batch ledger, robots and DNS caches, counters "
+        "(and the rest, unless CRAWL_DEDUP_REDIS_URL is set)",
+        default=lambda read: (read["broker_url"] if read["broker_url"].startswith("redis")
+                              else DEFAULT_REDIS_URL),
+        convert=_REDIS_URL, doc_default="the broker, if Redis")
+    dedup_redis_url: str = setting(
+        "CRAWL_DEDUP_REDIS_URL",
+        "what grows with the crawl: URL-seen filter, content claims and SimHash bands, canonical "
+        "pointers, re-crawl sets",
+        default=lambda read: read["redis_url"], convert=_REDIS_URL, doc_default="CRAWL_REDIS_URL")
+    redis_cluster: bool = setting(
+        "CRAWL_REDIS_CLUSTER",
+        "`true`: CRAWL_REDIS_URL names any node of a Redis Cluster (redis-py's RedisCluster finds "
+        "the others and follows failovers), or several, comma-separated (a process started while "
+        "the first is down asks the next); the Celery broker stays a plain Redis or RabbitMQ (a "
+        "cluster cannot be a kombu broker), so CELERY_BROKER_URL must then be set apart",
+        default=False, convert=_boolean)
+    dedup_redis_cluster: bool = setting(
+        "CRAWL_DEDUP_CLUSTER",
+        "`true`: CRAWL_DEDUP_REDIS_URL names a node of a Redis Cluster; must equal "
+        "CRAWL_REDIS_CLUSTER when both roles share one URL",
+        default=lambda read: read["redis_cluster"], convert=_boolean,
+        doc_default="CRAWL_REDIS_CLUSTER")
+    redis_parts: int = setting(
+        "CRAWL_REDIS_PARTS",
+        "keys each structure that grows with the crawl is cut into (URL-seen filter, re-crawl "
+        "sets, validators, trap budgets), spread evenly over a cluster's slots: at least 4 x the "
+        "masters; changing it on a crawl under way needs `crawlctl frontier rebuild`",
+        default=lambda read: 32 if read["redis_cluster"] or read["dedup_redis_cluster"] else 1,
+        convert=_bounded(int, 1, 1024), doc_default="32 when either Redis role is a cluster, else 1")
+    redis_replica_acks: int | None = setting(
+        "CRAWL_REDIS_REPLICA_ACKS",
+        "replicas that must acknowledge each lease, lease renewal, release and politeness slot "
+        "(Redis `WAIT`, at most 1 s; fewer are counted, `redis:replica_acks_short`, and the "
+        "crawl goes on) before it is acted on: `auto`, every replica the master has (none: no "
+        "wait), so a failover loses no lease or release and no host is asked twice at once or "
+        "before its delay; a number; `0`: none. Costs one replication round trip (well under a "
+        "millisecond on a LAN) per master with replicas written in each dispatch, batch start "
+        "and release",
+        default=None, convert=_auto_or(_bounded(int, 0, 16)), doc_default="auto")
+    redis_prefix: str = setting(
+        "CRAWL_REDIS_PREFIX", "namespace of the crawler's Redis keys", default="crawl")
+    user_agent: str = setting(
+        "CRAWL_USER_AGENT", "its product token picks the robots.txt group", default=DEFAULT_USER_AGENT)
+    from_address: str | None = setting(
+        "CRAWL_FROM", "e-mail address sent in the `From` header",
+        default=None, convert=_email, doc_default="unset: no header")
+    allowed_networks: tuple[IPNetwork, ...] = setting(
+        "CRAWL_ALLOWED_NETWORKS",
+        "CIDRs exempt from the private-address guard (`127.0.0.0/8` for local tests)",
+        default=(), convert=_networks, doc_default="empty")
+    max_depth: int = setting(
+        "CRAWL_MAX_DEPTH", "links deeper than this from a seed are not queued",
+        default=5, convert=_bounded(int, 0, 1000))
+    scope: str = setting(
+        "CRAWL_SCOPE", "the scope of a seed added without `--scope`: `any` (every link), `host` "
+        "(the seed's host name), `domain` (its registrable domain and subdomains, Public Suffix "
+        "List), `prefix` (its scheme://host/path up to the last `/`); the crawl's scope is the "
+        "union of its seeds'", default="any", convert=_choice(SCOPES))
+    scope_include: Patterns = setting(
+        "CRAWL_SCOPE_INCLUDE", "URLs also in scope: SURT prefixes (`http://(com,example,)/docs`, "
+        "or a URL) or `re:REGEX`, comma- or space-separated",
+        default=Patterns(), convert=Patterns.parse, doc_default="empty")
+    scope_exclude: Patterns = setting(
+        "CRAWL_SCOPE_EXCLUDE", "URLs out of scope whatever else says (seeds excepted), refused as "
+        "`excluded`; patterns as `CRAWL_SCOPE_INCLUDE`",
+        default=Patterns(), convert=Patterns.parse, doc_default="empty")
+    scope_hops: int = setting(
+        "CRAWL_SCOPE_HOPS", "off-scope links in a row still followed (1: the pages a site links "
+        "to, not their links)", default=0, convert=_bounded(int, 0, 100))
+    shards: int = setting(
+        "CRAWL_SHARDS", "number of `fetch.N` queues, the same on every process (a fleet on a "
+        "Redis Cluster: at least 4 x masters; a change: `crawlctl frontier reshard`)",
+        default=2, convert=_bounded(int, 1, MAX_SHARDS))
+    default_delay: float = setting(
+        "CRAWL_DEFAULT_DELAY", "seconds between the end of one request to a host and the start of the next",
+        default=1.0, convert=_bounded(float, 0, 3600))
+    max_crawl_delay: float = setting(
+        "CRAWL_MAX_CRAWL_DELAY", "cap on a robots.txt `Crawl-delay`",
+        default=30.0, convert=_bounded(float, 0, 86400))
+    batch_size: int = setting(
+        "CRAWL_BATCH_SIZE", "most URLs in one fetch batch (one per host while as many hosts are due)",
+        default=200, convert=_bounded(int, 1, 1000))
+    urls_per_lease: int = setting(
+        "CRAWL_URLS_PER_LEASE",
+        "most URLs of one host in a batch, fetched one after the other a delay apart: a host "
+        "takes more than one only while fewer hosts are due than a batch holds (1: one URL "
+        "per host and batch)", default=16, convert=_bounded(int, 1, 1000))
+    max_batches_in_flight: int = setting(
+        "CRAWL_MAX_BATCHES_IN_FLIGHT",
+        "no new batch is dispatched while this many are between dispatch and their last stage",
+        default=lambda read: 8 * read["shards"], convert=_bounded(int, 1, 1_000_000),
+        doc_default="8 x shards")
+    max_leased_per_shard: int = setting(
+        "CRAWL_MAX_LEASED_PER_SHARD", "most hosts of one shard leased at once",
+        default=lambda read: 4 * read["batch_size"], convert=_bounded(int, 1, 1_000_000),
+        doc_default="4 x batch size")
+    fetch_timeout: float = setting(
+        "CRAWL_FETCH_TIMEOUT", "total seconds for one request, body included",
+        default=30.0, convert=_bounded(float, 0.1, 600))
+    lease_seconds: float = setting(
+        "CRAWL_LEASE_SECONDS", "a lease not renewed or released by then expires",
+        default=lambda read: max(120.0, 4 * read["fetch_timeout"]),
+        convert=_bounded(float, 1, 86400), doc_default="max(120, 4 x fetch timeout)")
+    max_body_bytes: int = setting(
+        "CRAWL_MAX_BODY_BYTES", "larger bodies are aborted and recorded `too_large`",
+        default=10 * 1024 * 1024, convert=_bounded(int, 1024, 1 << 34))
+    max_url_length: int = setting(
+        "CRAWL_MAX_URL_LENGTH", "longer URLs are refused",
+        default=2048, convert=_bounded(int, 32, 1 << 20))
+    max_links_per_page: int = setting(
+        "CRAWL_MAX_LINKS_PER_PAGE", "links taken from one page",
+        default=1000, convert=_bounded(int, 0, 1_000_000))
+    robots_ttl: int = setting(
+        "CRAWL_ROBOTS_TTL", "seconds a robots.txt answer is cached",
+        default=86400, convert=_bounded(int, 1, 365 * 86400))
+    worker_concurrency: int = setting(
+        "CRAWL_WORKER_CONCURRENCY", "pipeline worker processes started by `crawlctl crawl`",
+        default=lambda read: os.cpu_count() or 1, convert=_bounded(int, 1, 1024),
+        doc_default="CPU count")
+    fetch_concurrency: int = setting(
+        "CRAWL_FETCH_CONCURRENCY", "fetch batches run at once by each fetch worker (threads)",
+        default=16, convert=_bounded(int, 1, 1024))
+    fetch_processes: int = setting(
+        "CRAWL_FETCH_PROCESSES", "fetch worker processes started by `crawlctl crawl` (fetching "
+        "costs a third of a page's CPU, parsing and storing the rest)",
+        default=lambda read: max(1, (os.cpu_count() or 1) // 3), convert=_bounded(int, 1, 64),
+        doc_default="CPU count / 3, at least 1")
+    dispatch_interval: float = setting(
+        "CRAWL_DISPATCH_INTERVAL",
+        "shortest sleep of the dispatcher between two looks at the frontier (it sleeps until "
+        "its next host is due, at most 2 s, or until URLs are queued or a lease released)",
+        default=0.25, convert=_bounded(float, 0.01, 60))
+    beat_dispatch: float = setting(
+        "CRAWL_BEAT_DISPATCH",
+        "seconds between the dispatch tasks beat sends, the safety net of the dispatcher "
+        "processes (a fleet without `crawlctl dispatcher` relies on it); 0: none. "
+        "`crawlctl crawl`'s beat sends none: the crawl runs its own dispatcher",
+        default=1.0, convert=_bounded(float, 0, 3600))
+    dispatch_lookahead: float = setting(
+        "CRAWL_DISPATCH_LOOKAHEAD",
+        "hosts ready within this many seconds may join a batch; each request still waits for its host's time",
+        default=1.0, convert=_bounded(float, 0, 60))
+    max_backoff: float = setting(
+        "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors",
+        default=300.0, convert=_bounded(float, 0, 86400))
+    max_retry_after: float = setting(
+        "CRAWL_MAX_RETRY_AFTER", "cap on a `Retry-After` (429, 503): the host waits that long",
+        default=86400.0, convert=_bounded(float, 0, 7 * 86400))
+    throttle_seconds: float = setting(
+        "CRAWL_THROTTLE_SECONDS",
+        "a host answering 429 or 503 without `Retry-After` waits this long, doubling with each "
+        "such answer (plus up to 10 % jitter)", default=60.0, convert=_bounded(float, 0, 86400))
+    throttle_max: float = setting(
+        "CRAWL_THROTTLE_MAX", "cap on that doubling wait",
+        default=86400.0, convert=_bounded(float, 0, 7 * 86400))
+    forgive_after: float = setting(
+        "CRAWL_FORGIVE_AFTER",
+        "quiet seconds after a throttle wait ends before the doubling starts again from "
+        "CRAWL_THROTTLE_SECONDS", default=1800.0, convert=_bounded(float, 0, 7 * 86400))
+    robots_retry: float = setting(
+        "CRAWL_ROBOTS_RETRY",
+        "a host whose robots.txt answers 429 or 5xx, or does not answer, is deferred this long, "
+        "doubling with each failure (or a longer `Retry-After`), before robots.txt is asked "
+        "again, at most CRAWL_MAX_RETRIES times", default=60.0, convert=_bounded(float, 0, 86400))
+    park_after: int = setting(
+        "CRAWL_PARK_AFTER", "a host failing this many times in a row is parked",
+        default=8, convert=_bounded(int, 1, 1000))
+    park_seconds: float = setting(
+        "CRAWL_PARK_SECONDS", "how long a failing host stays parked",
+        default=600.0, convert=_bounded(float, 1, 7 * 86400))
+    max_retries: int = setting(
+        "CRAWL_MAX_RETRIES", "tries again of a URL answered 429/5xx or refused connection",
+        default=2, convert=_bounded(int, 0, 100))
+    give_up_after: int = setting(
+        "CRAWL_GIVE_UP_AFTER",
+        "a host whose requests fail this many times in a row for a reason that will not change "
+        "soon (private-address guard, DNS, invalid host name, TLS) is given up: parked until "
+        "`crawlctl frontier resume`", default=3, convert=_bounded(int, 1, 100))
+    max_pages_per_host: int = setting(
+        "CRAWL_MAX_PAGES_PER_HOST", "URLs queued per host; the rest are recorded `over_budget`",
+        default=100_000, convert=_bounded(int, 1, 1 << 40))
+    near_duplicate_bits: int = setting(
+        "CRAWL_NEAR_DUPLICATE_BITS", "SimHash distance (0-3) under which a page is a near duplicate",
+        default=3, convert=_bounded(int, 0, 3))
+    trap_pattern_cap: int = setting(
+        "CRAWL_TRAP_PATTERN_CAP",
+        "URLs of one shape (digits and ids abstracted) per host; the rest are recorded `trap`",
+        default=5000, convert=_bounded(int, 1, 1 << 40))
+    max_redirects: int = setting(
+        "CRAWL_MAX_REDIRECTS", "redirect hops followed from a URL found by a link",
+        default=5, convert=_bounded(int, 0, 20))
+    expected_urls: int = setting(
+        "CRAWL_EXPECTED_URLS", "URLs the Bloom filter of seen URLs is sized for",
+        default=10_000_000, convert=_bounded(int, 1, 1 << 40))
+    delay_margin: float = setting(
+        "CRAWL_DELAY_MARGIN", "seconds added to every delay, for servers that log a response's end late",
+        default=0.05, convert=_bounded(float, 0, 10))
+    bloom_fp_rate: float = setting(
+        "CRAWL_BLOOM_FP_RATE", "false-positive rate of that Bloom filter at its expected size",
+        default=0.001, convert=_bounded(float, 1e-9, 0.5))
+    fetch_binaries: bool = setting(
+        "CRAWL_FETCH_BINARIES", "fetch links to images, media, archives and executables too",
+        default=False, convert=_boolean)
+    dns_ttl: float = setting(
+        "CRAWL_DNS_TTL", "seconds a host name's addresses are cached (Redis)",
+        default=300.0, convert=_bounded(float, 1, 86400))
+    dns_negative_ttl: float = setting(
+        "CRAWL_DNS_NEGATIVE_TTL", "seconds a failed lookup is cached",
+        default=30.0, convert=_bounded(float, 1, 86400))
+    resolve: Mapping[str, tuple[str, ...]] = setting(
+        "CRAWL_RESOLVE",
+        "names answered without DNS, `name=address` separated by commas or spaces (a name "
+        "given twice has both addresses), as curl's --resolve: several names on one test "
+        "server", default=lambda read: {}, convert=_names, doc_default="none")
+    politeness_key: str = setting(
+        "CRAWL_POLITENESS_KEY",
+        "one request at a time, the delay between them, per `host` name, per registrable "
+        "`domain` (Public Suffix List), or per server address (`ip`); robots.txt stays per "
+        "origin", default="host", convert=_choice(POLITENESS_KEYS))
+    task_events: bool = setting(
+        "CRAWL_TASK_EVENTS",
+        "workers send Celery task events from the start (Flower turns them on when it runs)",
+        default=False, convert=_boolean)
+    quorum_queues: bool = setting(
+        "CRAWL_QUORUM_QUEUES",
+        "with a RabbitMQ broker, declare the crawl's queues as quorum queues (replicated; "
+        "a stage's delayed retries go through Celery's native delayed delivery)",
+        default=False, convert=_boolean)
+    metrics_port: int | None = setting(
+        "CRAWL_METRICS_PORT", "`crawlctl crawl` serves the Prometheus metrics on this port",
+        default=None, convert=_bounded(int, 1, 65535), doc_default="unset: not served")
+    metrics_addr: str = setting(
+        "CRAWL_METRICS_ADDR", "address the metrics endpoint listens on", default="127.0.0.1")
+    render: bool = setting(
+        "CRAWL_RENDER", "render pages that need it in headless Chromium (`render.N` queues)",
+        default=False, convert=_boolean)
+    render_hosts: tuple[str, ...] = setting(
+        "CRAWL_RENDER_HOSTS", "hosts whose pages are always rendered (`example.com`, "
+        "`*.example.com`, comma-separated); other pages only when they look like an app shell",
+        default=(), convert=_host_patterns, doc_default="empty")
+    render_timeout: float = setting(
+        "CRAWL_RENDER_TIMEOUT", "seconds one page may take to render; then it goes on unrendered",
+        default=15.0, convert=_bounded(float, 0.5, 600))
+    render_recycle: int = setting(
+        "CRAWL_RENDER_RECYCLE", "a browser is started again after this many pages",
+        default=200, convert=_bounded(int, 1, 1_000_000))
+    render_max_memory_mb: int = setting(
+        "CRAWL_RENDER_MAX_MEMORY_MB", "a browser using more memory (PSS, MiB) is started again",
+        default=1024, convert=_bounded(int, 64, 1 << 20))
+    render_other_hosts: tuple[str, ...] = setting(
+        "CRAWL_RENDER_OTHER_HOSTS",
+        "patterns of other hosts a rendered page's scripts may load from (refused otherwise)",
+        default=(), convert=_host_patterns, doc_default="empty")
+    render_store_raw: bool = setting(
+        "CRAWL_RENDER_STORE_RAW", "keep the body as fetched too, next to the rendered one",
+        default=False, convert=_boolean)
+    render_min_text: int = setting(
+        "CRAWL_RENDER_MIN_TEXT", "visible characters under which a page with scripts may be a shell",
+        default=200, convert=_bounded(int, 0, 1 << 20))
+    render_processes: int = setting(
+        "CRAWL_RENDER_PROCESSES", "render worker processes (one browser each) started by `crawlctl crawl`",
+        default=1, convert=_bounded(int, 1, 64))
+    chromium_path: str | None = setting(
+        "CRAWL_CHROMIUM", "the browser to render with",
+        default=None, doc_default="`chromium` on the PATH")
+    priority_weights: Weights = setting(
+        "CRAWL_PRIORITY_WEIGHTS",
+        "weights of host authority, freshness and link context in a URL's priority "
+        "(non-negative, sum above 0)", default=Weights(), convert=Weights.parse,
+        doc_default="`0.4,0.3,0.3`")
+    authority_interval: float = setting(
+        "CRAWL_AUTHORITY_INTERVAL", "seconds between two computations of host authority "
+        "from the host graph (beat)", default=600.0, convert=_bounded(float, 1, 7 * 86400))
+
+    @property
+    def product_token(self) -> str:
+        """The User-Agent's product token, the name robots.txt groups are matched by."""
+        return self.user_agent.split("/", 1)[0].split()[0]
+
+    @property
+    def blob_dir(self) -> Path:
+        return self.data_dir / "blobs"
+
+    @property
+    def traps(self) -> TrapRules:
+        return TrapRules(max_length=self.max_url_length, pattern_cap=self.trap_pattern_cap,
+                         skip_binaries=not self.fetch_binaries)
+
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(max_backoff=self.max_backoff, max_retry_after=self.max_retry_after,
+                       park_after=self.park_after, park_seconds=self.park_seconds,
+                       max_retries=self.max_retries, give_up_after=self.give_up_after,
+                       throttle_seconds=self.throttle_seconds, throttle_max=self.throttle_max,
+                       forgive_after=self.forgive_after, robots_retry=self.robots_retry)
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from `env` (default: os.environ); raise SettingsError on a bad value."""
     env = os.environ if env is None else env
-    data_dir = Path(_parse(env, "CRAWL_DATA_DIR", "./var", str)).resolve()
-    broker_url = _parse(env, "CELERY_BROKER_URL", "redis://127.0.0.1:6379/0",
-                        _url(("redis", "rediss", "amqp", "amqps", "pyamqp")))
-    redis_default = broker_url if broker_url.startswith("redis") else "redis://127.0.0.1:6379/0"
-    redis_url = _parse(env, "CRAWL_REDIS_URL", redis_default, _url(("redis", "rediss", "unix")))
-    redis_cluster = _parse(env, "CRAWL_REDIS_CLUSTER", False, _boolean)
-    dedup_cluster = _parse(env, "CRAWL_DEDUP_CLUSTER", redis_cluster, _boolean)
-    batch_size = _parse(env, "CRAWL_BATCH_SIZE", 200, _bounded(int, 1, 1000))
-    shards = _parse(env, "CRAWL_SHARDS", 2, _bounded(int, 1, MAX_SHARDS))
-    fetch_timeout = _parse(env, "CRAWL_FETCH_TIMEOUT", 30.0, _bounded(float, 0.1, 600))
-    settings = Settings(
-        data_dir=data_dir,
-        database_url=_parse(env, "DATABASE_URL", f"sqlite:///{data_dir / 'crawl.db'}",
-                            _url(("sqlite", "postgresql", "postgres"))),
-        s3_endpoint_url=_parse(env, "S3_ENDPOINT_URL", None, _url(("http", "https"))),
-        s3_bucket=_parse(env, "S3_BUCKET", None, str),
-        broker_url=broker_url,
-        redis_url=redis_url,
-        dedup_redis_url=_parse(env, "CRAWL_DEDUP_REDIS_URL", redis_url,
-                               _url(("redis", "rediss", "unix"))),
-        redis_cluster=redis_cluster,
-        dedup_redis_cluster=dedup_cluster,
-        redis_parts=_parse(env, "CRAWL_REDIS_PARTS", 32 if redis_cluster or dedup_cluster else 1,
-                           _bounded(int, 1, 1024)),
-        redis_replica_acks=_parse(env, "CRAWL_REDIS_REPLICA_ACKS", None,
-                                  _auto_or(_bounded(int, 0, 16))),
-        redis_prefix=_parse(env, "CRAWL_REDIS_PREFIX", "crawl", str),
-        user_agent=_parse(env, "CRAWL_USER_AGENT", DEFAULT_USER_AGENT, str),
-        from_address=_parse(env, "CRAWL_FROM", None, _email),
-        allowed_networks=_parse(env, "CRAWL_ALLOWED_NETWORKS", (), _networks),
-        max_depth=_parse(env, "CRAWL_MAX_DEPTH", 5, _bounded(int, 0, 1000)),
-        scope=_parse(env, "CRAWL_SCOPE", "any", _choice(SCOPES)),
-        scope_include=_parse(env, "CRAWL_SCOPE_INCLUDE", Patterns(), Patterns.parse),
-        scope_exclude=_parse(env, "CRAWL_SCOPE_EXCLUDE", Patterns(), Patterns.parse),
-        scope_hops=_parse(env, "CRAWL_SCOPE_HOPS", 0, _bounded(int, 0, 100)),
-        shards=shards,
-        default_delay=_parse(env, "CRAWL_DEFAULT_DELAY", 1.0, _bounded(float, 0, 3600)),
-        max_crawl_delay=_parse(env, "CRAWL_MAX_CRAWL_DELAY", 30.0, _bounded(float, 0, 86400)),
-        batch_size=batch_size,
-        urls_per_lease=_parse(env, "CRAWL_URLS_PER_LEASE", 16, _bounded(int, 1, 1000)),
-        max_batches_in_flight=_parse(env, "CRAWL_MAX_BATCHES_IN_FLIGHT", 8 * shards,
-                                     _bounded(int, 1, 1_000_000)),
-        max_leased_per_shard=_parse(env, "CRAWL_MAX_LEASED_PER_SHARD", 4 * batch_size,
-                                    _bounded(int, 1, 1_000_000)),
-        lease_seconds=_parse(env, "CRAWL_LEASE_SECONDS", max(120.0, 4 * fetch_timeout),
-                             _bounded(float, 1, 86400)),
-        fetch_timeout=fetch_timeout,
-        max_body_bytes=_parse(env, "CRAWL_MAX_BODY_BYTES", 10 * 1024 * 1024,
-                              _bounded(int, 1024, 1 << 34)),
-        max_url_length=_parse(env, "CRAWL_MAX_URL_LENGTH", 2048, _bounded(int, 32, 1 << 20)),
-        max_links_per_page=_parse(env, "CRAWL_MAX_LINKS_PER_PAGE", 1000,
-                                  _bounded(int, 0, 1_000_000)),
-        robots_ttl=_parse(env, "CRAWL_ROBOTS_TTL", 86400, _bounded(int, 1, 365 * 86400)),
-        worker_concurrency=_parse(env, "CRAWL_WORKER_CONCURRENCY", os.cpu_count() or 1,
-                                  _bounded(int, 1, 1024)),
-        fetch_concurrency=_parse(env, "CRAWL_FETCH_CONCURRENCY", 16, _bounded(int, 1, 1024)),
-        fetch_processes=_parse(env, "CRAWL_FETCH_PROCESSES", max(1, (os.cpu_count() or 1) // 3),
-                               _bounded(int, 1, 64)),
-        dispatch_interval=_parse(env, "CRAWL_DISPATCH_INTERVAL", 0.25, _bounded(float, 0.01, 60)),
-        beat_dispatch=_parse(env, "CRAWL_BEAT_DISPATCH", 1.0, _bounded(float, 0, 3600)),
-        dispatch_lookahead=_parse(env, "CRAWL_DISPATCH_LOOKAHEAD", 1.0, _bounded(float, 0, 60)),
-        max_backoff=_parse(env, "CRAWL_MAX_BACKOFF", 300.0, _bounded(float, 0, 86400)),
-        max_retry_after=_parse(env, "CRAWL_MAX_RETRY_AFTER", 86400.0,
-                               _bounded(float, 0, 7 * 86400)),
-        throttle_seconds=_parse(env, "CRAWL_THROTTLE_SECONDS", 60.0, _bounded(float, 0, 86400)),
-        throttle_max=_parse(env, "CRAWL_THROTTLE_MAX", 86400.0, _bounded(float, 0, 7 * 86400)),
-        forgive_after=_parse(env, "CRAWL_FORGIVE_AFTER", 1800.0, _bounded(float, 0, 7 * 86400)),
-        robots_retry=_parse(env, "CRAWL_ROBOTS_RETRY", 60.0, _bounded(float, 0, 86400)),
-        park_after=_parse(env, "CRAWL_PARK_AFTER", 8, _bounded(int, 1, 1000)),
-        park_seconds=_parse(env, "CRAWL_PARK_SECONDS", 600.0, _bounded(float, 1, 7 * 86400)),
-        max_retries=_parse(env, "CRAWL_MAX_RETRIES", 2, _bounded(int, 0, 100)),
-        give_up_after=_parse(env, "CRAWL_GIVE_UP_AFTER", 3, _bounded(int, 1, 100)),
-        max_pages_per_host=_parse(env, "CRAWL_MAX_PAGES_PER_HOST", 100_000,
-                                  _bounded(int, 1, 1 << 40)),
-        near_duplicate_bits=_parse(env, "CRAWL_NEAR_DUPLICATE_BITS", 3, _bounded(int, 0, 3)),
-        trap_pattern_cap=_parse(env, "CRAWL_TRAP_PATTERN_CAP", 5000, _bounded(int, 1, 1 << 40)),
-        max_redirects=_parse(env, "CRAWL_MAX_REDIRECTS", 5, _bounded(int, 0, 20)),
-        expected_urls=_parse(env, "CRAWL_EXPECTED_URLS", 10_000_000, _bounded(int, 1, 1 << 40)),
-        bloom_fp_rate=_parse(env, "CRAWL_BLOOM_FP_RATE", 0.001, _bounded(float, 1e-9, 0.5)),
-        delay_margin=_parse(env, "CRAWL_DELAY_MARGIN", 0.05, _bounded(float, 0, 10)),
-        fetch_binaries=_parse(env, "CRAWL_FETCH_BINARIES", False, _boolean),
-        dns_ttl=_parse(env, "CRAWL_DNS_TTL", 300.0, _bounded(float, 1, 86400)),
-        dns_negative_ttl=_parse(env, "CRAWL_DNS_NEGATIVE_TTL", 30.0, _bounded(float, 1, 86400)),
-        resolve=_parse(env, "CRAWL_RESOLVE", {}, _names),
-        politeness_key=_parse(env, "CRAWL_POLITENESS_KEY", "host", _choice(POLITENESS_KEYS)),
-        task_events=_parse(env, "CRAWL_TASK_EVENTS", False, _boolean),
-        quorum_queues=_parse(env, "CRAWL_QUORUM_QUEUES", False, _boolean),
-        metrics_port=_parse(env, "CRAWL_METRICS_PORT", None, _bounded(int, 1, 65535)),
-        metrics_addr=_parse(env, "CRAWL_METRICS_ADDR", "127.0.0.1", str),
-        render=_parse(env, "CRAWL_RENDER", False, _boolean),
-        render_hosts=_parse(env, "CRAWL_RENDER_HOSTS", (), _host_patterns),
-        render_timeout=_parse(env, "CRAWL_RENDER_TIMEOUT", 15.0, _bounded(float, 0.5, 600)),
-        render_recycle=_parse(env, "CRAWL_RENDER_RECYCLE", 200, _bounded(int, 1, 1_000_000)),
-        render_max_memory_mb=_parse(env, "CRAWL_RENDER_MAX_MEMORY_MB", 1024,
-                                    _bounded(int, 64, 1 << 20)),
-        render_other_hosts=_parse(env, "CRAWL_RENDER_OTHER_HOSTS", (), _host_patterns),
-        render_store_raw=_parse(env, "CRAWL_RENDER_STORE_RAW", False, _boolean),
-        render_min_text=_parse(env, "CRAWL_RENDER_MIN_TEXT", 200, _bounded(int, 0, 1 << 20)),
-        render_processes=_parse(env, "CRAWL_RENDER_PROCESSES", 1, _bounded(int, 1, 64)),
-        chromium_path=_parse(env, "CRAWL_CHROMIUM", None, str),
-        priority_weights=_parse(env, "CRAWL_PRIORITY_WEIGHTS", Weights(), Weights.parse),
-        authority_interval=_parse(env, "CRAWL_AUTHORITY_INTERVAL", 600.0,
-                                  _bounded(float, 1, 7 * 86400)),
-    )
+    read: dict[str, Any] = {}
+    for f in fields(Settings):
+        meta = f.metadata
+        default = meta["default"](read) if callable(meta["default"]) else meta["default"]
+        read[f.name] = _parse(env, meta["env"], default, meta["convert"])
+    settings = Settings(**read)
     if settings.render and settings.render_timeout >= settings.lease_seconds:
         raise SettingsError("CRAWL_RENDER_TIMEOUT: must be shorter than CRAWL_LEASE_SECONDS")
     if (settings.dedup_redis_cluster != settings.redis_cluster

@@ -33,7 +33,7 @@ def render() -> str:
     rows = []
     for f in fields(Settings):
         meta = f.metadata
-        default = meta["default"] or _default(getattr(defaults, f.name))
+        default = meta["doc_default"] or _default(getattr(defaults, f.name))
         rows.append(f"| `{meta['env']}` | {default} | {meta['meaning']} |\n")
     return HEADER + "".join(rows)
 

@@ -224,16 +224,17 @@ class PatternBudget:
         return "pattern_cap" if counts.get(PatternBudget.key(host, pattern), 0) >= cap else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrapRules:
-    """The trap limits; `refusal` runs the stateless rules, `pattern_cap` is for PatternBudget."""
+    """The trap limits; `refusal` runs the stateless rules, `pattern_cap` is for PatternBudget.
+    The last three come from the settings (`Settings.traps`), the others are fixed rules."""
 
     max_repeats: int = 2
     max_years: int = 1
     max_segments: int = 12
-    max_length: int = 2048
-    pattern_cap: int = 200
-    skip_binaries: bool = True
+    max_length: int
+    pattern_cap: int
+    skip_binaries: bool
 
     def refusal(self, url: str, today: date) -> str | None:
         """The first reason among length, binary file, repeating path, depth, session id

@@ -3,12 +3,13 @@ bounded number of tries and time; the reasons read as sentences."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from crawlapp.adapters.http import valid_host_name
 from crawlapp.core.politeness import (
     GIVEN_UP,
-    Backoff,
     host_next,
     is_retryable,
     is_unreachable,
@@ -16,7 +17,7 @@ from crawlapp.core.politeness import (
 )
 from crawlapp.core.settings import SettingsError, load_settings
 
-POLICY = Backoff(max_backoff=60, park_after=8, give_up_after=3)
+POLICY = replace(load_settings({}).backoff, max_backoff=60, park_after=8, give_up_after=3)
 
 
 @pytest.mark.parametrize("error", ["ssrf_loopback", "ssrf_private", "ssrf_not_global", "dns",
@@ -41,7 +42,7 @@ def test_other_outcomes_never_give_a_host_up(status: int | None, error: str | No
 
 
 def test_the_time_spent_before_giving_up_is_bounded() -> None:
-    policy = Backoff(max_backoff=5, give_up_after=10)
+    policy = replace(POLICY, max_backoff=5, give_up_after=10)
     waits, failures, end = [], 0, 0.0
     for _ in range(9):
         nxt = host_next(end, 1.0, None, "dns", None, failures, policy)

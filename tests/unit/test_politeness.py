@@ -1,7 +1,8 @@
+from dataclasses import replace
+
 import pytest
 
 from crawlapp.core.politeness import (
-    Backoff,
     Throttle,
     host_next,
     is_retryable,
@@ -9,8 +10,10 @@ from crawlapp.core.politeness import (
     parse_retry_after,
     politeness_key,
 )
+from crawlapp.core.settings import load_settings
 
-POLICY = Backoff(max_backoff=60, max_retry_after=120, park_after=3, park_seconds=600)
+DEFAULT_POLICY = load_settings({}).backoff
+POLICY = replace(DEFAULT_POLICY, max_backoff=60, max_retry_after=120, park_after=3, park_seconds=600)
 
 
 def test_success_waits_the_delay_and_resets_failures() -> None:
@@ -30,7 +33,7 @@ def test_transient_failures(status: int | None, error: str | None, transient: bo
 
 
 def test_backoff_grows_exponentially_and_is_capped() -> None:
-    waits = [host_next(0.0, 1.0, 500, None, None, failures=f, policy=Backoff(park_after=99)
+    waits = [host_next(0.0, 1.0, 500, None, None, failures=f, policy=replace(DEFAULT_POLICY, park_after=99)
                        ).next_time for f in range(10)]
     assert waits[:4] == [1.0, 2.0, 4.0, 8.0]  # one failure costs only the delay
     assert max(waits) == 300.0
@@ -68,7 +71,7 @@ def test_which_failures_are_retried(status: int | None, error: str | None, retry
 
 
 def test_429_or_503_without_retry_after_throttles_60_s_doubling_to_a_day_with_jitter() -> None:
-    policy = Backoff()
+    policy = DEFAULT_POLICY
     first = host_next(0.0, 1.0, 429, None, None, 0, policy)
     assert first.next_time == 60.0 and first.failures == 0
     assert first.throttle == Throttle(1, 60.0 + 1800.0)
@@ -81,20 +84,20 @@ def test_429_or_503_without_retry_after_throttles_60_s_doubling_to_a_day_with_ji
 
 
 def test_a_throttle_level_is_forgiven_after_a_quiet_half_hour() -> None:
-    throttle = host_next(0.0, 1.0, 429, None, None, 0, Backoff(), throttled=2).throttle
+    throttle = host_next(0.0, 1.0, 429, None, None, 0, DEFAULT_POLICY, throttled=2).throttle
     assert throttle is not None and throttle.level == 3
     assert throttle.level_at(240.0 + 1799.0) == 3
     assert throttle.level_at(240.0 + 1800.0) == 0
 
 
 def test_a_retry_after_is_obeyed_as_it_is_without_escalating() -> None:
-    nxt = host_next(0.0, 1.0, 503, None, "3", 5, Backoff(), throttled=4)
+    nxt = host_next(0.0, 1.0, 503, None, "3", 5, DEFAULT_POLICY, throttled=4)
     assert (nxt.next_time, nxt.failures, nxt.throttle) == (3.0, 5, None)
-    assert host_next(0.0, 1.0, 429, None, "999999", 0, Backoff()).next_time == 86400.0
+    assert host_next(0.0, 1.0, 429, None, "999999", 0, DEFAULT_POLICY).next_time == 86400.0
 
 
 def test_a_failing_robots_txt_defers_its_host_for_minutes() -> None:
-    policy = Backoff()
+    policy = DEFAULT_POLICY
     nxt = host_next(0.0, 1.0, 503, None, None, 0, policy, robots=True)
     assert (nxt.next_time, nxt.failures, nxt.throttle) == (60.0, 1, None)
     assert host_next(0.0, 1.0, 500, None, None, 1, policy, robots=True).next_time == 120.0

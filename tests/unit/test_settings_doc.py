@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import fields
-
 from crawlapp.core import settings_doc
-from crawlapp.core.settings import Settings, load_settings
-
-
-def test_every_setting_names_the_variable_load_settings_reads() -> None:
-    source = inspect.getsource(load_settings)
-    for f in fields(Settings):
-        assert f.metadata.get("env") and f.metadata.get("meaning"), f.name
-        assert f'"{f.metadata["env"]}"' in source, f.name
 
 
 def test_settings_doc_is_up_to_date() -> None:

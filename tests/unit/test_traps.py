@@ -1,3 +1,4 @@
+from dataclasses import replace
 from datetime import date
 
 import pytest
@@ -5,10 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.provisional import urls
 
+from crawlapp.core.settings import load_settings
 from crawlapp.core.traps import (
     SESSION_KEYS,
     PatternBudget,
-    TrapRules,
     binary_file,
     calendar,
     path_depth,
@@ -19,6 +20,7 @@ from crawlapp.core.traps import (
 )
 
 TODAY = date(2026, 11, 22)
+RULES = load_settings({}).traps
 
 
 @pytest.mark.parametrize(("url", "pattern"), [
@@ -182,11 +184,11 @@ def test_pattern_budget_counts_per_host_and_pattern() -> None:
     ("http://a.com/x;jsessionid=1/2031/01/", "session_id"),
 ])
 def test_refusal_returns_the_first_reason(url: str, reason: str | None) -> None:
-    assert TrapRules().refusal(url, TODAY) == reason
+    assert RULES.refusal(url, TODAY) == reason
 
 
 def test_refusal_uses_the_limits() -> None:
-    rules = TrapRules(max_repeats=3, max_years=30, max_segments=2, max_length=30)
+    rules = replace(RULES, max_repeats=3, max_years=30, max_segments=2, max_length=30)
     assert rules.refusal("http://a.com/x/x/x", TODAY) == "path_too_deep"
     assert rules.refusal("http://a.com/1999/01/", TODAY) is None
     assert rules.refusal("http://a.com/" + "x" * 20, TODAY) == "too_long"
@@ -195,14 +197,14 @@ def test_refusal_uses_the_limits() -> None:
 @settings(max_examples=500)
 @given(st.text())
 def test_refusal_never_raises_on_text(url: str) -> None:
-    TrapRules().refusal(url, TODAY)
+    RULES.refusal(url, TODAY)
     url_pattern(url)
 
 
 @settings(max_examples=300)
 @given(urls(), st.dates())
 def test_refusal_never_raises_on_urls(url: str, today: date) -> None:
-    TrapRules().refusal(url, today)
+    RULES.refusal(url, today)
     url_pattern(url)
 
 
@@ -211,7 +213,7 @@ def test_refusal_never_raises_on_urls(url: str, today: date) -> None:
                 max_size=8),
        st.dates())
 def test_refusal_never_raises_on_date_like_paths(segments: list[str], today: date) -> None:
-    TrapRules(max_years=100).refusal("http://a.com/" + "/".join(segments), today)
+    replace(RULES, max_years=100).refusal("http://a.com/" + "/".join(segments), today)
 
 
 @pytest.mark.parametrize(("url", "reason"), [
@@ -232,5 +234,5 @@ def test_refusal_never_raises_on_date_like_paths(segments: list[str], today: dat
 ])
 def test_obvious_binaries_by_extension(url: str, reason: str | None) -> None:
     assert binary_file(url) == reason
-    assert TrapRules().refusal(url, TODAY) == reason
-    assert TrapRules(skip_binaries=False).refusal(url, TODAY) is None
+    assert RULES.refusal(url, TODAY) == reason
+    assert replace(RULES, skip_binaries=False).refusal(url, TODAY) is None
