@@ -10,9 +10,20 @@ from collections.abc import Callable
 import pytest
 
 from crawlapp.core.ports import Frontier
-from crawlapp.core.records import HostState, Lease, QueuedURL, Release
+from crawlapp.core.records import (
+    PAUSED,
+    HostState,
+    HostStatus,
+    Lease,
+    ParkKind,
+    ParkReason,
+    QueuedURL,
+    Release,
+)
 
 NOW = 1_000_000.0
+FAILING = ParkReason(ParkKind.FAILING, "8 failures in a row, last: 500")
+GIVEN_UP = ParkReason(ParkKind.UNREACHABLE, "dns")
 MakeFrontier = Callable[..., Frontier]  # make(shards=2)
 
 
@@ -142,8 +153,8 @@ class FrontierContract:
         f.add([QueuedURL(f"http://a.com/{i}", 1, 0.5) for i in range(2)], NOW)
         (lease,), _ = lease_all(f, NOW)
         f.release([Release(lease, NOW + 600, requeue=True, failures=8,
-                           park_reason="8 failures")])
-        assert f.parked() == {"a.com": (NOW + 600, "8 failures")}
+                           park_reason=FAILING)])
+        assert f.parked() == {"a.com": (NOW + 600, FAILING)}
         assert f.stats(NOW)[0].hosts_backing_off == 1
         assert f.is_idle(NOW + 1)  # parked hosts keep their URLs for later
         f.add([QueuedURL("http://a.com/new", 1, 0.5)], NOW + 2)
@@ -195,7 +206,7 @@ class FrontierContract:
         assert f.host_states(["a.com"], NOW)["a.com"].queued == 2
         assert f.drop("a.com") == 2 and f.drop("a.com") == 0
         assert f.stats(NOW)[0].urls_queued == 1
-        assert f.host_states(["a.com"], NOW)["a.com"].state == "idle"
+        assert f.host_states(["a.com"], NOW)["a.com"].status == HostStatus.IDLE
         (lease,), _ = lease_all(f, NOW)
         assert lease.host == "b.com" and f.drop("b.com") == 0  # a leased URL stays leased
 
@@ -231,13 +242,13 @@ class FrontierContract:
         f.add([QueuedURL("http://a.com/1", 1, 0.5)], NOW)
         (lease,), _ = lease_all(f, NOW)
         f.release([Release(lease, NOW + 5, failures=1)])
-        assert f.host_states(["a.com"], NOW)["a.com"] == HostState(0, "idle", 1, None)
+        assert f.host_states(["a.com"], NOW)["a.com"] == HostState(0, HostStatus.IDLE, 1, None)
         f.add([QueuedURL("http://a.com/2", 1, 0.5)], NOW + 1)
         assert lease_all(f, NOW + 1) == ([], NOW + 5)
         (lease,), _ = lease_all(f, NOW + 5)
-        f.release([Release(lease, NOW + 600, requeue=True, failures=2, park_reason="2 failures")])
+        f.release([Release(lease, NOW + 600, requeue=True, failures=2, park_reason=FAILING)])
         assert f.resume("a.com", NOW + 6)  # parked: it comes back now, its failures forgotten
-        assert f.host_states(["a.com"], NOW + 6)["a.com"] == HostState(1, "ready", 0, NOW + 6)
+        assert f.host_states(["a.com"], NOW + 6)["a.com"] == HostState(1, HostStatus.READY, 0, NOW + 6)
 
     def test_host_states(self, make: MakeFrontier) -> None:
         f = make(shards=1)
@@ -246,15 +257,16 @@ class FrontierContract:
         assert lease.host == "a.com"  # equal times: hosts in name order
         f.pause("c.com")
         assert f.host_states(["a.com", "b.com", "c.com", "d.com"], NOW) == {
-            "a.com": HostState(1, "leased", 0, None),
-            "b.com": HostState(2, "ready", 0, NOW),
-            "c.com": HostState(2, "paused", 0, None),
-            "d.com": HostState(0, "idle", 0, None)}
+            "a.com": HostState(1, HostStatus.LEASED, 0, None),
+            "b.com": HostState(2, HostStatus.READY, 0, NOW),
+            "c.com": HostState(2, HostStatus.PARKED, 0, None, PAUSED),
+            "d.com": HostState(0, HostStatus.IDLE, 0, None)}
         f.release([Release(lease, NOW + 5, failures=2)])
-        f.pause("d.com", "given up")
+        f.pause("d.com", GIVEN_UP)
         assert f.host_states(["a.com", "d.com"], NOW) == {
-            "a.com": HostState(1, "waiting", 2, NOW + 5),
-            "d.com": HostState(0, "given up", 0, None)}
+            "a.com": HostState(1, HostStatus.WAITING, 2, NOW + 5),
+            "d.com": HostState(0, HostStatus.PARKED, 0, None, GIVEN_UP)}
+        assert f.host_states(["d.com"], NOW)["d.com"].label == "unreachable: dns"
 
     def test_boosted_hosts_go_first_among_those_due_and_never_early(
             self, make: MakeFrontier) -> None:
@@ -329,7 +341,7 @@ class FrontierContract:
         leases, _ = lease_all(f, NOW, per_lease=4)
         assert [lease.url for lease in leases] == [f"http://a.com/{i}" for i in range(4)]
         assert f.release([Release(leases[0], NOW + 5)]) == 0  # fetched; the others go on
-        assert f.host_states(["a.com"], NOW)["a.com"].state == "leased"
+        assert f.host_states(["a.com"], NOW)["a.com"].status == HostStatus.LEASED
         # /1 fetched, /2 to try again behind the others, /3 not fetched: the lease ends
         assert f.release([Release(leases[1], NOW + 5), Release(leases[2], NOW + 5, requeue=True,
                                                                behind=True),

@@ -109,7 +109,7 @@ class Fetcher:
         return transport
 
     async def _address(self, host: str) -> tuple[str | None, str | None]:
-        """The address to connect to, or None and the SSRF guard's refusal reason.
+        """The address to connect to, or None and why not (the SSRF guard's refusal, DNS).
 
         Every address of the name must pass the guard; the request then goes to the first
         one, so a second resolution (DNS rebinding) cannot change where it connects.
@@ -125,7 +125,7 @@ class Fetcher:
             reason = refusal_reason(host, self.settings.allowed_networks)
             return (None, reason) if reason else (host, None)
         if not valid_host_name(host):
-            return None, "invalid_host"
+            return None, FetchError.INVALID_HOST
         answer = await self.dns.resolve(host)
         if answer.error:
             return None, answer.error
@@ -143,8 +143,7 @@ class Fetcher:
         try:
             address, refused = await self._address(host)
             if address is None:
-                result.error = (refused if refused in (FetchError.DNS, FetchError.INVALID_HOST)
-                                else f"ssrf_{refused}")
+                result.error = refused
                 return result
             async with asyncio.timeout(self.settings.fetch_timeout):
                 await self._stream(url, address, extra_headers or {}, cap, truncate, result)

@@ -17,7 +17,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from crawlapp.core.priority import queue_score
-from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
+from crawlapp.core.records import (
+    PAUSED,
+    HostState,
+    Lease,
+    ParkReason,
+    QueuedURL,
+    Release,
+    ShardStats,
+)
 from crawlapp.core.urls import host_of, shard_of
 
 EXPIRED_PER_DISPATCH = 1000  # leases handed back, and parked hosts brought back, per call
@@ -164,21 +172,21 @@ class _Shard:
             self.why[host] = "paused"
         elif rel.park_reason:
             self.parked[host] = rel.next_time
-            self.why[host] = rel.park_reason
+            self.why[host] = str(rel.park_reason)
         elif host in self.queues:
             self.ready[host] = rel.next_time
         else:
             self.idle[host] = rel.next_time
         return 1
 
-    def pause(self, host: str, reason: str) -> None:
+    def pause(self, host: str, reason: ParkReason) -> None:
         self.paused.add(host)
         if host not in self.leases:
             at = self.ready.pop(host, None)
             if at is not None:
                 self.idle[host] = at
             self.parked[host] = math.inf
-            self.why[host] = reason
+            self.why[host] = str(reason)
 
     def resume(self, host: str, now: float) -> bool:
         was = host in self.paused
@@ -292,9 +300,9 @@ class MemoryFrontier:
                                       len(shard.fails)))
             return out
 
-    def parked(self) -> dict[str, tuple[float, str]]:
+    def parked(self) -> dict[str, tuple[float, ParkReason]]:
         with self._lock:
-            return {host: (until, shard.why.get(host, ""))
+            return {host: (until, ParkReason.parse(shard.why.get(host, "")))
                     for shard in self._shards for host, until in shard.parked.items()}
 
     def hold(self, hosts: Iterable[str], until: float) -> None:
@@ -305,7 +313,7 @@ class MemoryFrontier:
                     shard.ready[host] = max(shard.ready[host], until)
                 shard.idle[host] = until
 
-    def pause(self, host: str, reason: str = "paused") -> None:
+    def pause(self, host: str, reason: ParkReason = PAUSED) -> None:
         with self._lock:
             self._shard_of(host).pause(host, reason)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from crawlapp.core.politeness import GIVEN_UP, Throttle, host_next, is_retryable
-from crawlapp.core.records import Fetched, Lease, Release
+from crawlapp.core.politeness import Answer, Throttle, host_next, requeues_url
+from crawlapp.core.records import Fetched, Lease, ParkKind, Release
 from crawlapp.core.robots import RobotsPolicy, effective_delay
 from crawlapp.core.urls import origin_of
 
@@ -70,7 +70,7 @@ class LeaseLedger:
     def next_start(self, lease: Lease, result: Fetched) -> float | None:
         """When the host may be asked its next URL of the batch: its next time after an
         answer that leaves it in good standing; None after one to retry or a failure."""
-        if result.status is None or is_retryable(result.status, result.error):
+        if result.status is None or requeues_url(result.status, result.error):
             return None
         ended = self._outcome(lease, result, requeue=False)
         if ended.failures or ended.park_reason:
@@ -83,7 +83,7 @@ class LeaseLedger:
         (`results` of its first `leases`; those not asked go back to the queue); None for
         the others, whose retry counts are read with the batch."""
         last = results[-1]
-        if last.status is None or is_retryable(last.status, last.error):
+        if last.status is None or requeues_url(last.status, last.error):
             return None
         ended = self._outcome(leases[len(results) - 1], last, requeue=False)
         return [replace(ended, lease=lease, requeue=n >= len(results))
@@ -168,8 +168,8 @@ class LeaseLedger:
         throttle = self.throttles.get(lease.host)
         # The margin covers a server that logs a response as ended a little after the
         # crawler has read all of it (a busy server resumes its writer late).
-        nxt = host_next(result.ended + settings.delay_margin, delay, result.status,
-                        result.error, result.headers.get("retry-after"),
+        nxt = host_next(result.ended + settings.delay_margin, delay,
+                        Answer(result.status, result.error, result.headers.get("retry-after")),
                         self.failures[lease.host], settings.backoff,
                         throttled=throttle.level_at(result.ended) if throttle else 0,
                         jitter=self.jitter(), robots=robots)
@@ -181,4 +181,4 @@ class LeaseLedger:
 
 def given_up(ended: Release) -> bool:
     """The release gives its host up (unreachable: parked until resumed)."""
-    return bool(ended.park_reason and ended.park_reason.startswith(GIVEN_UP))
+    return ended.park_reason is not None and ended.park_reason.kind is ParkKind.UNREACHABLE

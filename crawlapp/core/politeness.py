@@ -34,22 +34,24 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import NamedTuple
 
-from crawlapp.core.records import FetchError
+from crawlapp.core.records import ADDRESS_REFUSED, FetchError, ParkKind, ParkReason
 from crawlapp.core.scope import hostname, registrable_domain
 
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 TRANSIENT_ERRORS = frozenset({FetchError.TIMEOUT, FetchError.CONNECT, FetchError.PROTOCOL,
                               FetchError.DNS})
 ABANDONED_ERRORS = frozenset({FetchError.TIMEOUT, FetchError.PROTOCOL, FetchError.TOO_LARGE})
-# Errors of the host, not of one request, that another try soon will not change
-# (plus every `ssrf_*`: the address guard refused the host's address).
+# Errors of the host, not of one request, that another try soon will not change.
 UNREACHABLE_ERRORS = frozenset({FetchError.DNS, FetchError.INVALID_HOST, FetchError.TLS,
-                                FetchError.TLS_CERTIFICATE})
-GIVEN_UP = "unreachable: "  # the park reason of a given-up host starts with this
-_ADDRESS_KINDS = {"loopback": "a loopback address", "private": "a private address",
-                  "link_local": "a link-local address", "multicast": "a multicast address",
-                  "unspecified": "unspecified (0.0.0.0 or ::)", "reserved": "a reserved address",
-                  "bad_address": "not an IP address"}
+                                FetchError.TLS_CERTIFICATE}) | ADDRESS_REFUSED
+_ADDRESS_KINDS = {FetchError.ADDRESS_LOOPBACK: "a loopback address",
+                  FetchError.ADDRESS_PRIVATE: "a private address",
+                  FetchError.ADDRESS_LINK_LOCAL: "a link-local address",
+                  FetchError.ADDRESS_MULTICAST: "a multicast address",
+                  FetchError.ADDRESS_UNSPECIFIED: "unspecified (0.0.0.0 or ::)",
+                  FetchError.ADDRESS_RESERVED: "a reserved address",
+                  FetchError.ADDRESS_INVALID: "not an IP address",
+                  FetchError.ADDRESS_NOT_GLOBAL: "not a public address"}
 
 
 JITTER = 0.1  # a throttle block is lengthened by up to this share, at random
@@ -91,12 +93,13 @@ class HostNext:
 
     next_time: float
     failures: int
-    park_reason: str | None = None
+    park_reason: ParkReason | None = None
     throttle: Throttle | None = None
 
 
-def is_transient(status: int | None, error: str | None) -> bool:
-    """A failure that says nothing about the URL itself: worth trying again later."""
+def backs_off_host(status: int | None, error: str | None) -> bool:
+    """A failure that says nothing about the URL itself: its host is backed off (or
+    throttled) and asked again later."""
     if error is not None:
         return error in TRANSIENT_ERRORS
     return status in TRANSIENT_STATUSES
@@ -104,13 +107,13 @@ def is_transient(status: int | None, error: str | None) -> bool:
 
 def is_unreachable(error: str | None) -> bool:
     """A failure of the host itself that will not change soon (see UNREACHABLE_ERRORS)."""
-    return error is not None and (error in UNREACHABLE_ERRORS or error.startswith("ssrf_"))
+    return error in UNREACHABLE_ERRORS
 
 
 def unreachable_sentence(error: str) -> str:
     """Why a host cannot be reached, in words, for people. Pure."""
-    if error.startswith("ssrf_"):
-        kind = _ADDRESS_KINDS.get(error.removeprefix("ssrf_"), "not a public address")
+    kind = _ADDRESS_KINDS.get(FetchError(error)) if error in ADDRESS_REFUSED else None
+    if kind is not None:
         return (f"refused by the private-address guard: its address is {kind}; "
                 "CRAWL_ALLOWED_NETWORKS names networks to fetch anyway")
     return {
@@ -121,8 +124,8 @@ def unreachable_sentence(error: str) -> str:
     }.get(error, error)
 
 
-def is_retryable(status: int | None, error: str | None) -> bool:
-    """A failed URL worth queueing again."""
+def requeues_url(status: int | None, error: str | None) -> bool:
+    """A failed URL worth queueing again (at most CRAWL_MAX_RETRIES times)."""
     return status in TRANSIENT_STATUSES if error is None else error == "connect"
 
 
@@ -142,23 +145,32 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
-def host_next(end: float, delay: float, status: int | None, error: str | None,
-              retry_after: str | None, failures: int, policy: Backoff, *,
+class Answer(NamedTuple):
+    """What a request got, as far as its host's schedule goes: its status (None: no HTTP
+    answer), its error and its Retry-After header."""
+
+    status: int | None
+    error: str | None = None
+    retry_after: str | None = None
+
+
+def host_next(end: float, delay: float, answer: Answer, failures: int, policy: Backoff, *,
               throttled: int = 0, jitter: float = 0.0, robots: bool = False) -> HostNext:
     """The host's next allowed time after a request that ended at `end`.
 
     `throttled` is the host's throttle level now, `jitter` a number in [0, 1) (random in a
     crawl), `robots` whether the request was for robots.txt.
     """
+    status, error, retry_after = answer
     if error in ABANDONED_ERRORS:
         end += policy.abort_grace
     if is_unreachable(error):
         failures += 1
         if failures >= policy.give_up_after:
-            return HostNext(float("inf"), failures, f"{GIVEN_UP}{error}")
+            return HostNext(float("inf"), failures, ParkReason(ParkKind.UNREACHABLE, error or ""))
         return HostNext(end + max(min(delay * 2 ** failures, policy.max_backoff), delay),
                         failures)
-    if not is_transient(status, error):
+    if not backs_off_host(status, error):
         return HostNext(end + delay, 0)
     asked = parse_retry_after(retry_after, end) if status in (429, 503) else None
     if asked is not None:
@@ -176,7 +188,7 @@ def host_next(end: float, delay: float, status: int | None, error: str | None,
     failures += 1
     wait = max(min(delay * 2 ** (failures - 1), policy.max_backoff), delay)
     if failures >= policy.park_after:
-        reason = f"{failures} failures in a row, last: {error or status}"
+        reason = ParkReason(ParkKind.FAILING, f"{failures} failures in a row, last: {error or status}")
         return HostNext(end + max(wait, policy.park_seconds), failures, reason)
     return HostNext(end + wait, failures)
 

@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
+from crawlapp.core.records import (
+    PAUSED,
+    HostState,
+    Lease,
+    ParkReason,
+    QueuedURL,
+    Release,
+    ShardStats,
+)
 
 
 class Frontier(Protocol):
@@ -83,7 +91,7 @@ class Frontier(Protocol):
         held)."""
         ...
 
-    def parked(self) -> dict[str, tuple[float, str]]:
+    def parked(self) -> dict[str, tuple[float, ParkReason]]:
         """Every parked or paused host: (time it comes back, reason)."""
         ...
 
@@ -91,7 +99,7 @@ class Frontier(Protocol):
         """No request to any of `hosts` before `until`."""
         ...
 
-    def pause(self, host: str, reason: str = "paused") -> None:
+    def pause(self, host: str, reason: ParkReason = PAUSED) -> None:
         """Park `host` until resumed: at once, or when its current lease ends."""
         ...
 

@@ -38,8 +38,8 @@ class Status(StrEnum):
 
 
 class FetchError(StrEnum):
-    """Why a request got no HTTP answer (besides `ssrf_<kind>`, `http_<exception>` and
-    `error_<exception>`, which name what refused or failed)."""
+    """Why a request got no HTTP answer (besides `http_<exception>` and `error_<exception>`,
+    which name the unexpected exception that failed it: those are open-ended)."""
 
     TIMEOUT = "timeout"
     CONNECT = "connect"
@@ -51,6 +51,21 @@ class FetchError(StrEnum):
     TLS_CERTIFICATE = "tls_certificate"
     TOO_LARGE = "too_large"
     UNSUPPORTED_ENCODING = "unsupported_encoding"
+    # The private-address guard refused the host's address (CRAWL_ALLOWED_NETWORKS).
+    ADDRESS_INVALID = "ssrf_bad_address"
+    ADDRESS_LOOPBACK = "ssrf_loopback"
+    ADDRESS_LINK_LOCAL = "ssrf_link_local"
+    ADDRESS_MULTICAST = "ssrf_multicast"
+    ADDRESS_UNSPECIFIED = "ssrf_unspecified"
+    ADDRESS_PRIVATE = "ssrf_private"
+    ADDRESS_RESERVED = "ssrf_reserved"
+    ADDRESS_NOT_GLOBAL = "ssrf_not_global"
+
+
+ADDRESS_REFUSED = frozenset({
+    FetchError.ADDRESS_INVALID, FetchError.ADDRESS_LOOPBACK, FetchError.ADDRESS_LINK_LOCAL,
+    FetchError.ADDRESS_MULTICAST, FetchError.ADDRESS_UNSPECIFIED, FetchError.ADDRESS_PRIVATE,
+    FetchError.ADDRESS_RESERVED, FetchError.ADDRESS_NOT_GLOBAL})
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +118,45 @@ class Lease:
                    int(hops[0]) if hops else 0)
 
 
+class ParkKind(StrEnum):
+    """Why a host is parked: it comes back by itself (FAILING) or when an operator resumes it."""
+
+    FAILING = "failing"          # CRAWL_PARK_AFTER failures in a row: back after CRAWL_PARK_SECONDS
+    UNREACHABLE = "unreachable"  # given up: an error of the host that will not change soon
+    PAUSED = "paused"            # paused by an operator
+
+
+@dataclass(frozen=True, slots=True)
+class ParkReason:
+    """Why a host is parked: its kind and, but for a pause, the detail (the failures in a
+    row and the last one; the error that gave the host up). Its text (`str`) is what the
+    frontier keeps and shows: `paused`, `unreachable: <error>`, or the detail of a failing
+    host."""
+
+    kind: ParkKind
+    detail: str = ""
+
+    def __str__(self) -> str:
+        if self.kind is ParkKind.PAUSED:
+            return "paused"
+        if self.kind is ParkKind.UNREACHABLE:
+            return f"unreachable: {self.detail}"
+        return self.detail
+
+    @classmethod
+    def parse(cls, text: str) -> ParkReason:
+        """The reason from its text."""
+        if text == "paused":
+            return PAUSED
+        kind, sep, detail = text.partition(": ")
+        if sep and kind == ParkKind.UNREACHABLE:
+            return cls(ParkKind.UNREACHABLE, detail)
+        return cls(ParkKind.FAILING, text)
+
+
+PAUSED = ParkReason(ParkKind.PAUSED)
+
+
 @dataclass(frozen=True, slots=True)
 class Release:
     """How a lease ends: the host's next allowed time, whether its URL goes back (`behind`:
@@ -113,7 +167,7 @@ class Release:
     next_time: float
     requeue: bool = False
     failures: int = 0
-    park_reason: str | None = None
+    park_reason: ParkReason | None = None
     behind: bool = False
 
 
@@ -128,31 +182,50 @@ class ShardStats:
     hosts_backing_off: int  # failed last time, so waiting out a backoff (parked or not)
 
 
+class HostStatus(StrEnum):
+    """Where a host stands in the frontier."""
+
+    READY = "ready"      # due: a dispatcher may lease it
+    WAITING = "waiting"  # queued URLs, due later
+    LEASED = "leased"    # a fetch task holds it
+    IDLE = "idle"        # nothing queued
+    PARKED = "parked"    # failing, given up or paused (see its ParkReason)
+
+
 @dataclass(frozen=True, slots=True)
 class HostState:
-    """One host in the frontier: URLs queued, its state ('ready', 'waiting', 'leased', 'idle',
-    or why it is parked), failures in a row, and when it is next due or comes back."""
+    """One host in the frontier: URLs queued, where it stands, failures in a row, when it is
+    next due or comes back, and why it is parked (if it is)."""
 
     queued: int
-    state: str
+    status: HostStatus
     failures: int
     until: float | None
+    park: ParkReason | None = None
+
+    @property
+    def label(self) -> str:
+        """What `crawlctl hosts` shows of it: its status, or why it is parked."""
+        return str(self.park) if self.park is not None else self.status
 
     @classmethod
     def of(cls, queued: int, ready: float | None, leased: bool, parked: float | None,
            why: str | None, failures: int, now: float) -> HostState:
         """A host's state from its frontier entries: its time in the ready set, whether it
-        is leased, its time in the parked set and why it is parked."""
+        is leased, its time in the parked set and why it is parked (the reason's text)."""
+        park = None
         if parked is not None:
-            state = why or "parked"
+            status = HostStatus.PARKED
+            park = ParkReason.parse(why) if why else None
         elif leased:
-            state = "leased"
+            status = HostStatus.LEASED
         elif ready is not None:
-            state = "ready" if ready <= now else "waiting"
+            status = HostStatus.READY if ready <= now else HostStatus.WAITING
         else:
-            state = "idle"
+            status = HostStatus.IDLE
         until = parked if parked is not None else ready
-        return cls(queued, state, failures, None if until is None or until == inf else until)
+        return cls(queued, status, failures, None if until is None or until == inf else until,
+                   park)
 
 
 @dataclass(slots=True)

@@ -11,9 +11,9 @@ from crawlapp.adapters.broker import queue_lengths
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.core import hostpatterns
-from crawlapp.core.politeness import GIVEN_UP, unreachable_sentence
+from crawlapp.core.politeness import unreachable_sentence
 from crawlapp.core.queues import Queues
-from crawlapp.core.records import Status
+from crawlapp.core.records import ParkKind, Status
 from crawlapp.core.urls import host_of
 
 
@@ -62,8 +62,8 @@ def where_the_crawl_is(ctx: Context) -> str:
 
 def given_up_hosts(ctx: Context) -> dict[str, str]:
     """Hosts given up as unreachable (address guard, DNS, invalid name, TLS): host -> error."""
-    return {host: why.removeprefix(GIVEN_UP) for host, (_, why) in ctx.frontier.parked().items()
-            if why.startswith(GIVEN_UP)}
+    return {host: why.detail for host, (_, why) in ctx.frontier.parked().items()
+            if why.kind is ParkKind.UNREACHABLE}
 
 
 def given_up_lines(hosts: dict[str, str], limit: int = 10) -> list[str]:
@@ -188,14 +188,15 @@ def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[
     for h in hosts:
         state = states[h["host"]]
         known = robots.get(h["host"])
-        h.update(frontier_state=state.state, frontier_queued=state.queued,
+        park = state.park
+        h.update(frontier_state=state.label, frontier_queued=state.queued,
                  failures_in_a_row=state.failures, until=state.until,
                  robots_status=known.robots_status if known else None,
                  crawl_delay=known.crawl_delay if known else None,
                  denied_by=hostpatterns.denied_by(h["host"], patterns),
                  authority=authority.get(h["host"]),
-                 given_up=unreachable_sentence(state.state.removeprefix(GIVEN_UP))
-                 if state.state.startswith(GIVEN_UP) else None)
+                 given_up=unreachable_sentence(park.detail)
+                 if park is not None and park.kind is ParkKind.UNREACHABLE else None)
     if errors_only:
         hosts = [h for h in hosts if h["failed"] or h["blocked"] or h["failures_in_a_row"]
                  or h["denied_by"] or h["frontier_state"] not in ("ready", "waiting", "leased",
@@ -215,7 +216,7 @@ def frontier_report(ctx: Context) -> dict[str, Any]:
         "shards": [asdict(s) for s in shards],
         "totals": {k: sum(getattr(s, k) for s in shards) for k in (
             "hosts_ready", "hosts_waiting", "hosts_leased", "hosts_parked", "urls_queued")},
-        "parked": {host: {"until": until if until != float("inf") else None, "reason": why}
+        "parked": {host: {"until": until if until != float("inf") else None, "reason": str(why)}
                    for host, (until, why) in ctx.frontier.parked().items()},
         "batches_in_flight": ctx.batches.in_flight(),
     }

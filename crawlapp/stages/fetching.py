@@ -19,11 +19,10 @@ from crawlapp.adapters.redis import robots_cache
 from crawlapp.adapters.redis.pipeline import Pipeline, joined
 from crawlapp.core.ledger import LeaseLedger, given_up
 from crawlapp.core.politeness import (
-    GIVEN_UP,
     Throttle,
-    is_retryable,
     is_unreachable,
     politeness_key,
+    requeues_url,
     unreachable_sentence,
 )
 from crawlapp.core.ports import Frontier
@@ -209,8 +208,8 @@ def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lea
     those past CRAWL_MAX_RETRIES are done with, as are the URLs answered and `refused`
     (their retries, validators and hops forgotten); the batch's fetch counters are added
     in the same round trip."""
-    to_retry = [lease for lease, r in asked if is_retryable(r.status, r.error)]
-    done = [lease for lease, r in asked if not is_retryable(r.status, r.error)] + refused
+    to_retry = [lease for lease, r in asked if requeues_url(r.status, r.error)]
+    done = [lease for lease, r in asked if not requeues_url(r.status, r.error)] + refused
     if not to_retry and not done:
         return set()
     pipe = ctx.redis.pipeline(transaction=False)
@@ -415,7 +414,7 @@ def _robots_answers(ctx: Context, ledger: LeaseLedger, leases: list[Lease],
                                  robots_cache.record(origin, learned[origin], ua), lease.hops))
         if given_up(ended):
             page = apply_fetch(page_for(lease), result)
-            page.error = ended.park_reason
+            page.error = str(ended.park_reason)
             pages.append(page)
     ctx.robots.save({origin: learned[origin] for origin in standing})
     return pages
@@ -448,7 +447,7 @@ def _report_given_up(ctx: Context, ended: list[Release]) -> None:
         return
     errors: Counter[str] = Counter()
     for release in {r.lease.host: r for r in ended}.values():  # a host's URLs alike
-        error = (release.park_reason or "").removeprefix(GIVEN_UP)
+        error = release.park_reason.detail if release.park_reason else ""
         log.warning("giving up %s after %d tries: %s (its URLs stay queued; crawlctl frontier "
                     "resume %s tries again)", release.lease.host, release.failures,
                     unreachable_sentence(error), release.lease.host)

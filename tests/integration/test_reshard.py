@@ -20,7 +20,7 @@ from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client, connect
 from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.core.errors import FrontierLayoutError
-from crawlapp.core.records import HostState, QueuedURL, Release
+from crawlapp.core.records import PAUSED, HostState, HostStatus, ParkKind, ParkReason, QueuedURL, Release
 from crawlapp.core.settings import MAX_SHARDS, load_settings
 from crawlapp.core.urls import shard_of
 from crawlapp.ops import dispatcher, rebuild
@@ -51,7 +51,7 @@ def _lay_out_a_crawl(client: Client, now: float) -> RedisFrontier:
         Release(by_host["h0.example"], now + LATER),  # its only URL fetched: idle till then
         Release(by_host["h3.example"], now + 5, requeue=True, failures=2),  # failing
         Release(by_host["h7.example"], now + LATER, requeue=True, failures=5,
-                park_reason="unreachable"),
+                park_reason=ParkReason(ParkKind.UNREACHABLE, "dns")),
         *(Release(lease, now - 1, requeue=True) for host, lease in by_host.items()
           if host not in ("h0.example", "h3.example", "h7.example", "h11.example"))])
     old.pause("h9.example")
@@ -93,7 +93,7 @@ def test_every_host_moves_to_its_shard_with_its_urls_and_state(client: Client,
     old = _lay_out_a_crawl(client, now)
     later = now + 61  # h11's lease has expired
     before = _state(old, later)
-    assert before["h11.example"].state == "leased"
+    assert before["h11.example"].status == HostStatus.LEASED
     new = RedisFrontier(client, "t", shards)
     moved, held = new.reshard(later, MAX_SHARDS)
     assert held == 0
@@ -103,11 +103,11 @@ def test_every_host_moves_to_its_shard_with_its_urls_and_state(client: Client,
     after = _state(new, later)
     for host in HOSTS:
         if host == "h11.example":  # its lease ended: its URL is back, the host ready
-            assert after[host].queued == len(_urls(host)) and after[host].state == "ready"
+            assert after[host].queued == len(_urls(host)) and after[host].status == HostStatus.READY
         else:
             assert after[host] == before[host], host
-    assert after["h7.example"].state == "unreachable" and after["h7.example"].failures == 5
-    assert after["h9.example"].state == "paused" and after["h3.example"].failures == 2
+    assert after["h7.example"].label == "unreachable: dns" and after["h7.example"].failures == 5
+    assert after["h9.example"].park == PAUSED and after["h3.example"].failures == 2
     assert sum(s.urls_queued for s in new.stats(later)) == sum(len(_urls(h)) for h in HOSTS) - 1
     # h0's next time is remembered: a URL queued for it now waits until then
     new.add([QueuedURL("http://h0.example/new", 1, 0.0)], later)

@@ -102,7 +102,7 @@ def _check_given_up(ctx: Context, pages: list[Page], host: str, error: str,
                 and r.getMessage().startswith("giving up")]
     assert len(warnings) == 1 and host in warnings[0].getMessage()
     state = ctx.frontier.host_states([host], time.time())[host]
-    assert state.state == f"unreachable: {error}" and state.until is None
+    assert state.label == f"unreachable: {error}" and state.until is None
 
 
 @pytest.mark.parametrize(("allowed", "names", "url", "host", "error"), [

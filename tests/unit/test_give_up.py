@@ -9,12 +9,13 @@ import pytest
 
 from crawlapp.adapters.http import valid_host_name
 from crawlapp.core.politeness import (
-    GIVEN_UP,
+    Answer,
     host_next,
-    is_retryable,
     is_unreachable,
+    requeues_url,
     unreachable_sentence,
 )
+from crawlapp.core.records import ParkKind, ParkReason
 from crawlapp.core.settings import SettingsError, load_settings
 
 POLICY = replace(load_settings({}).backoff, max_backoff=60, park_after=8, give_up_after=3)
@@ -23,13 +24,14 @@ POLICY = replace(load_settings({}).backoff, max_backoff=60, park_after=8, give_u
 @pytest.mark.parametrize("error", ["ssrf_loopback", "ssrf_private", "ssrf_not_global", "dns",
                                    "invalid_host", "tls", "tls_certificate"])
 def test_unreachable_errors_give_a_host_up_after_its_tries(error: str) -> None:
-    assert is_unreachable(error) and not is_retryable(None, error)
-    first = host_next(10.0, 1.0, None, error, None, 0, POLICY)
-    second = host_next(20.0, 1.0, None, error, None, first.failures, POLICY)
-    third = host_next(30.0, 1.0, None, error, None, second.failures, POLICY)
+    assert is_unreachable(error) and not requeues_url(None, error)
+    first = host_next(10.0, 1.0, Answer(None, error), 0, POLICY)
+    second = host_next(20.0, 1.0, Answer(None, error), first.failures, POLICY)
+    third = host_next(30.0, 1.0, Answer(None, error), second.failures, POLICY)
     assert (first.next_time, first.failures, first.park_reason) == (12.0, 1, None)
     assert (second.next_time, second.failures, second.park_reason) == (24.0, 2, None)
-    assert (third.failures, third.park_reason) == (3, f"{GIVEN_UP}{error}")
+    assert (third.failures, third.park_reason) == (3, ParkReason(ParkKind.UNREACHABLE, error))
+    assert str(third.park_reason) == f"unreachable: {error}"
     assert third.next_time == float("inf")  # until an operator resumes it
 
 
@@ -37,15 +39,15 @@ def test_unreachable_errors_give_a_host_up_after_its_tries(error: str) -> None:
                                                (None, "timeout"), (None, "connect")])
 def test_other_outcomes_never_give_a_host_up(status: int | None, error: str | None) -> None:
     assert not is_unreachable(error)
-    nxt = host_next(0.0, 1.0, status, error, None, 2, POLICY)
-    assert nxt.park_reason is None or not nxt.park_reason.startswith(GIVEN_UP)
+    nxt = host_next(0.0, 1.0, Answer(status, error), 2, POLICY)
+    assert nxt.park_reason is None or nxt.park_reason.kind is not ParkKind.UNREACHABLE
 
 
 def test_the_time_spent_before_giving_up_is_bounded() -> None:
     policy = replace(POLICY, max_backoff=5, give_up_after=10)
     waits, failures, end = [], 0, 0.0
     for _ in range(9):
-        nxt = host_next(end, 1.0, None, "dns", None, failures, policy)
+        nxt = host_next(end, 1.0, Answer(None, "dns"), failures, policy)
         waits.append(nxt.next_time - end)
         end, failures = nxt.next_time, nxt.failures
     assert max(waits) == 5 and sum(waits) <= 9 * 5

@@ -9,7 +9,7 @@ import pytest
 
 from crawlapp.core.ledger import End, LeaseLedger, given_up
 from crawlapp.core.politeness import Throttle
-from crawlapp.core.records import Fetched, Lease, Release
+from crawlapp.core.records import Fetched, Lease, ParkKind, ParkReason, Release
 from crawlapp.core.robots import RobotsPolicy, robots_answer
 from crawlapp.core.settings import load_settings
 
@@ -75,7 +75,8 @@ def test_a_host_failing_too_often_in_a_row_is_parked() -> None:
     book, page = ledger({"a.test": BACKOFF.park_after - 1}), lease("/1")
     book.answered(page, answer(None, 100.0, error="timeout"), retry=False)
     (ended,) = book.releases()
-    assert ended.park_reason == f"{BACKOFF.park_after} failures in a row, last: timeout"
+    assert ended.park_reason == ParkReason(
+        ParkKind.FAILING, f"{BACKOFF.park_after} failures in a row, last: timeout")
     assert ended.next_time >= 100.0 + BACKOFF.park_seconds
 
 
@@ -95,7 +96,8 @@ def test_an_unreachable_host_is_given_up_and_its_url_not_requeued() -> None:
     book, asker = ledger({"a.test": BACKOFF.give_up_after - 1}), lease("/1")
     ended = book.robots(asker, answer(None, 100.0, error="dns"))
     assert given_up(ended) and not ended.requeue
-    assert ended.park_reason == "unreachable: dns" and math.isinf(ended.next_time)
+    assert ended.park_reason == ParkReason(ParkKind.UNREACHABLE, "dns")
+    assert math.isinf(ended.next_time)
 
 
 def test_an_unreachable_host_below_the_limit_backs_off_and_asks_again() -> None:
@@ -181,3 +183,10 @@ def test_releases_come_in_the_order_the_leases_ended_by_kind() -> None:
 def test_any_final_answer_leaves_the_host_in_good_standing(status: int) -> None:
     book, page = ledger({"a.test": 1}), lease("/1")
     assert book.next_start(page, answer(status, 10.0)) == 11.0
+
+
+@pytest.mark.parametrize("reason", [
+    ParkReason(ParkKind.PAUSED), ParkReason(ParkKind.UNREACHABLE, "ssrf_loopback"),
+    ParkReason(ParkKind.FAILING, "8 failures in a row, last: 503")])
+def test_a_park_reason_is_kept_as_its_text_and_read_back(reason: ParkReason) -> None:
+    assert ParkReason.parse(str(reason)) == reason

@@ -7,7 +7,7 @@ import pytest
 from crawlapp.core.html import decode_body, parse_html, robots_directives
 from crawlapp.core.netguard import refusal_reason
 from crawlapp.core.priority import depth_priority, queue_score
-from crawlapp.core.records import Link, Page, Status
+from crawlapp.core.records import FetchError, Link, Page, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.parsing import parse_page
 
@@ -15,10 +15,11 @@ LOOPBACK = (ipaddress.ip_network("127.0.0.0/8"),)
 
 
 @pytest.mark.parametrize(("address", "reason"), [
-    ("127.0.0.1", "loopback"), ("::1", "loopback"), ("::ffff:127.0.0.1", "loopback"),
-    ("169.254.169.254", "link_local"), ("0.0.0.0", "unspecified"), ("10.1.2.3", "private"),
-    ("192.168.1.1", "private"), ("224.0.0.1", "multicast"), ("8.8.8.8", None),
-    ("2001:4860:4860::8888", None), ("not-an-ip", "bad_address"),
+    ("127.0.0.1", "ssrf_loopback"), ("::1", "ssrf_loopback"),
+    ("::ffff:127.0.0.1", "ssrf_loopback"), ("169.254.169.254", "ssrf_link_local"),
+    ("0.0.0.0", "ssrf_unspecified"), ("10.1.2.3", "ssrf_private"), ("192.168.1.1", "ssrf_private"),
+    ("224.0.0.1", "ssrf_multicast"), ("8.8.8.8", None), ("2001:4860:4860::8888", None),
+    ("not-an-ip", "ssrf_bad_address"), ("100.64.0.1", "ssrf_not_global"),
 ])
 def test_refusal_reasons(address: str, reason: str | None) -> None:
     assert refusal_reason(address, ()) == reason
@@ -27,7 +28,7 @@ def test_refusal_reasons(address: str, reason: str | None) -> None:
 def test_allowed_networks_exempt_their_addresses_only() -> None:
     assert refusal_reason("127.0.1.5", LOOPBACK) is None
     assert refusal_reason("::ffff:127.0.0.1", LOOPBACK) is None
-    assert refusal_reason("10.0.0.1", LOOPBACK) == "private"
+    assert refusal_reason("10.0.0.1", LOOPBACK) == FetchError.ADDRESS_PRIVATE
 
 
 def test_priority_decays_with_depth_and_orders_the_queue() -> None:

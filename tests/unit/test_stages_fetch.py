@@ -224,7 +224,7 @@ def test_a_host_is_released_as_its_request_ends_not_with_the_batch() -> None:
     plan = plan_batch(leases, {"http://a.test": DISALLOW_PRIVATE,
                                "http://b.test": DISALLOW_PRIVATE}, UA)
     asyncio.run(_fetch_all(mock_fetcher(handler), plan, {}, {}, once, math.inf, early))
-    assert (seen["a.test"].state, seen["a.test"].until) == ("waiting", now + 10)
+    assert (seen["a.test"].status, seen["a.test"].until) == ("waiting", now + 10)
     assert set(early.released) == {"http://a.test/1", "http://b.test/1"}
 
 

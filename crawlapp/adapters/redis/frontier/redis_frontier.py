@@ -13,7 +13,15 @@ from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.adapters.redis.frontier import scripts
 from crawlapp.adapters.redis.replicas import ReplicaAcks
 from crawlapp.core.priority import queue_score
-from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
+from crawlapp.core.records import (
+    PAUSED,
+    HostState,
+    Lease,
+    ParkReason,
+    QueuedURL,
+    Release,
+    ShardStats,
+)
 from crawlapp.core.urls import host_of, shard_of
 
 BOOST_CHUNK = 10_000  # fields per HSET
@@ -194,7 +202,7 @@ class RedisFrontier:
         for rel in releases:
             by_shard[rel.lease.shard] += [rel.lease.host, rel.lease.token, rel.next_time,
                                           ("2" if rel.behind else "1") if rel.requeue else "0", rel.failures,
-                                          rel.park_reason or "",
+                                          str(rel.park_reason or ""),
                                           encode_member(rel.lease.depth, rel.lease.url, rel.lease.hops)]
         if not by_shard:
             return 0
@@ -226,17 +234,17 @@ class RedisFrontier:
                                   int(parked), int(queued or 0), int(failing)))
         return out
 
-    def parked(self) -> dict[str, tuple[float, str]]:
+    def parked(self) -> dict[str, tuple[float, ParkReason]]:
         """Every parked or paused host: (time it comes back, reason)."""
         pipe = self.client.pipeline(transaction=False)
         for k in self._keys:
             pipe.zrange(k.parked, 0, -1, withscores=True)
             pipe.hgetall(k.why)
         raw = pipe.execute()
-        out: dict[str, tuple[float, str]] = {}
+        out: dict[str, tuple[float, ParkReason]] = {}
         for until, why in zip(raw[::2], raw[1::2], strict=True):
             for host, score in until:
-                out[host.decode()] = (float(score), why.get(host, b"").decode())
+                out[host.decode()] = (float(score), ParkReason.parse(why.get(host, b"").decode()))
         return out
 
     def hold(self, hosts: Iterable[str], until: float) -> None:
@@ -252,10 +260,10 @@ class RedisFrontier:
             pipe.zadd(k.idle, dict.fromkeys(names, until))
         pipe.execute()
 
-    def pause(self, host: str, reason: str = "paused") -> None:
+    def pause(self, host: str, reason: ParkReason = PAUSED) -> None:
         k = self._of_host(host)
         scripts.PAUSE(self.client, [k.ready, k.idle, k.leases, k.parked, k.why, k.paused],
-                      [host, reason])
+                      [host, str(reason)])
 
     def resume(self, host: str, now: float) -> bool:
         """Resume a paused or parked host; False if it was neither."""
