@@ -81,7 +81,7 @@ def test_queueing_leases_and_releases_wait_for_a_replica_of_each_master_written(
     before = _waits(redis_cluster)
     assert {port: before[port] - before_add[port] for port in before} == {
         port: int(port in written) for port in before}  # URLs queued: as for a lease
-    leases, _ = frontier.dispatch(range(8), 1.0, 10, 60.0, 100)
+    leases, _ = frontier.dispatch(range(8), 1.0, max_hosts=10, lease_seconds=60.0, max_leased=100)
     after_dispatch = _waits(redis_cluster)
     assert sum(map(len, leases.values())) == 40
     assert {port: after_dispatch[port] - before[port] for port in before} == {
@@ -103,7 +103,7 @@ def test_a_replica_that_does_not_acknowledge_is_counted_and_the_crawl_goes_on(
     replica = int(dict(f.split("=", 1) for f in link.split(","))["port"])
     os.kill(redis_cluster.nodes[replica].pid, signal.SIGSTOP)
     try:
-        leases, _ = frontier.dispatch([0], 1.0, 10, 60.0, 100)
+        leases, _ = frontier.dispatch([0], 1.0, max_hosts=10, lease_seconds=60.0, max_leased=100)
     finally:
         os.kill(redis_cluster.nodes[replica].pid, signal.SIGCONT)
     assert leases[0]  # leased and handed out all the same
