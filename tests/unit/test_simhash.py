@@ -24,7 +24,8 @@ from crawlapp.core.simhash import (
     to_signed,
     tokens,
 )
-from testweb.site import HTML_TYPE, Web, WebSpec, vocabulary
+from testweb.hosts import HTML_TYPE, WebSpec, vocabulary
+from testweb.site import Web
 
 HOSTS, PAGES = 25, 10
 FUNCTION_WORDS = ("the", "of", "and", "a", "to", "in", "is", "that", "for", "it", "as", "was",
