@@ -58,7 +58,8 @@ def _measure(client: redis.Redis, args: argparse.Namespace) -> None:
     started = time.perf_counter()
     now = time.time()
     while time.perf_counter() - started < 10:
-        leases, _ = frontier.dispatch(range(args.shards), now, args.batch, 60, 10**9)
+        leases, _ = frontier.dispatch(range(args.shards), now, max_hosts=args.batch,
+                                      lease_seconds=60, max_leased=10**9)
         batch = [lease for shard in leases.values() for lease in shard]
         frontier.release([Release(lease, now) for lease in batch])
         leased += len(batch)

@@ -30,8 +30,9 @@ MakeFrontier = Callable[..., Frontier]  # make(shards=2)
 def lease_all(f: Frontier, now: float, max_hosts: int = 100, lease: float = 60.0,
               max_leased: int = 1000, lookahead: float = 0.0, due_by: float | None = None,
               per_lease: int = 1) -> tuple[list[Lease], float | None]:
-    leases, next_ready = f.dispatch(range(f.shards), now, max_hosts, lease, max_leased,
-                                    lookahead, due_by, per_lease)
+    leases, next_ready = f.dispatch(range(f.shards), now, max_hosts=max_hosts,
+                                    lease_seconds=lease, max_leased=max_leased,
+                                    lookahead=lookahead, due_by=due_by, per_lease=per_lease)
     return [lease for batch in leases.values() for lease in batch], next_ready
 
 

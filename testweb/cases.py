@@ -1,8 +1,8 @@
 """The opt-in case hosts of the test web: their route handlers and what a correct crawl does there.
 
-Each case host has one kind (site.CASE_HOSTS); a Web with cases enabled builds one `Cases` and
-routes every request to a case host here. Pages are site.Page (rendered like every other page),
-site.Special (fixed bytes plus the links a crawler should find) or site.Response. Big, bomb and
+Each case host has one kind (hosts.CASE_HOSTS); a Web with cases enabled builds one `Cases` and
+routes every request to a case host here. Pages are hosts.Page (rendered like every other page),
+hosts.Special (fixed bytes plus the links a crawler should find) or hosts.Response. Big, bomb and
 drip bodies are lazy streams. Everything is a pure function of the WebSpec.
 
 Kinds and what they serve (all also have /robots.txt and a home page / linking to their cases):
@@ -55,18 +55,19 @@ from collections.abc import Iterator
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from testweb import realweb
-from testweb.site import (
+from testweb.hosts import (
     DISALLOW,
     HTML_TYPE,
+    NAV,
     TEXT_TYPE,
     Handler,
+    Hosts,
     Link,
     Page,
     RedirectCase,
     Response,
     Special,
     StreamItem,
-    Web,
     error_response,
     redirect,
     vocabulary,
@@ -92,7 +93,6 @@ SESSION_START = "0123456789abcdef"
 LASTMOD = "2023-11-14"
 TRACKING = re.compile(r"utm_.*|(j|php)?sessionid|sid", re.IGNORECASE)
 
-_NAV = (Link("/", "Home"), Link("#content", "Skip to content"))
 _HOME = (Link("/", "Home"),)
 _HOME_LINKS: dict[str, tuple[tuple[str, str], ...]] = {
     "robots-500": (("/page-1.html", "One"), ("/page-2.html", "Two")),
@@ -176,7 +176,7 @@ HIDDEN_HTML = (
 class Cases:
     """Routes and expectations of the case hosts of `web`."""
 
-    def __init__(self, web: Web) -> None:
+    def __init__(self, web: Hosts) -> None:
         self.web = web
         self.spec = web.spec
         self.realweb = realweb.RealWeb(web)
@@ -242,7 +242,7 @@ class Cases:
             return error_response(404)
         if kind == "robots-redirect":
             return redirect(301, f"{self.web.base_url(i)}/robots-real.txt")
-        return self.web._ok(i, TEXT_TYPE, self.robots_txt(i).encode())
+        return self.web.ok(i, TEXT_TYPE, self.robots_txt(i).encode())
 
     # --- routes ------------------------------------------------------------------------------
 
@@ -264,7 +264,7 @@ class Cases:
         return tuple((re.compile(pattern), handler) for pattern, handler in routes)
 
     def _leaf(self, i: int, path: str, title: str, links: tuple[Link, ...] = (),
-              nav: tuple[Link, ...] = _NAV, **fields: object) -> Page:
+              nav: tuple[Link, ...] = NAV, **fields: object) -> Page:
         """An ordinary page of case host i (text keyed by kind and path)."""
         kind = self._kind(i)
         return Page(title, f"case:{kind}:{path}", nav, links, **fields)  # type: ignore[arg-type]
@@ -288,7 +288,7 @@ class Cases:
             pairs = list(_HOME_LINKS.get(kind, ()))
         extra = "<p><img src=\"/img/x.png\" alt=\"A pixel\"></p>\n" if kind == "odd" else ""
         links = tuple(Link(href, text) for href, text in pairs)
-        return Page(f"Case host {kind}", f"case:{kind}:/", _NAV, links, body_extra=extra)
+        return Page(f"Case host {kind}", f"case:{kind}:/", NAV, links, body_extra=extra)
 
     def _routes_robots_500(self) -> list[tuple[str, Handler]]:
         return self._leaves("/page-1.html", "/page-2.html")
@@ -297,7 +297,7 @@ class Cases:
         return self._leaves("/page.html", "/private/open.html")
 
     def _routes_robots_redirect(self) -> list[tuple[str, Handler]]:
-        real: Handler = lambda i: self.web._ok(i, TEXT_TYPE, REAL_ROBOTS.encode())  # noqa: E731
+        real: Handler = lambda i: self.web.ok(i, TEXT_TYPE, REAL_ROBOTS.encode())  # noqa: E731
         return [(r"/robots-real\.txt", real),
                 *self._leaves("/open.html", "/blocked/secret.html", "/private/visible.html")]
 
@@ -355,14 +355,14 @@ class Cases:
             (r"/deep-dom\.html", lambda i: self._leaf(
                 i, "/deep-dom.html", "A deep document", body_extra=_deep_dom())),
             (r"/bad-utf8\.html", lambda i: Special(
-                self.web._ok(i, HTML_TYPE, _BAD_UTF8), (_HOME[0], Link("/after-bad-utf8.html",
+                self.web.ok(i, HTML_TYPE, _BAD_UTF8), (_HOME[0], Link("/after-bad-utf8.html",
                                                                        "After")))),
             (r"/charset\.html", lambda i: Special(
-                self.web._ok(i, f"text/html; charset={CHARSET}", _charset_page()),
+                self.web.ok(i, f"text/html; charset={CHARSET}", _charset_page()),
                 (_HOME[0], Link("/café.html", "Café", target=CHARSET_LINK)))),
             (r"/caf(?:é|%[cC]3%[aA]9)\.html", lambda i: self._leaf(i, CHARSET_LINK, "Café")),
-            (r"/img/x\.png", lambda i: self.web._ok(i, "image/png", _png())),
-            (r"/files/report\.pdf", lambda i: self.web._ok(i, "application/pdf", _pdf())),
+            (r"/img/x\.png", lambda i: self.web.ok(i, "image/png", _png())),
+            (r"/files/report\.pdf", lambda i: self.web.ok(i, "application/pdf", _pdf())),
             *self._leaves("/after-bad-utf8.html"),
         ]
 
@@ -379,7 +379,7 @@ class Cases:
                 href = "/canonical/article.html"
                 link = f"{self.web.base_url(i)}{href}" if name != "amp" else href
                 links = (Link("/canonical/print.html", "Print"), Link("/canonical/amp.html", "AMP"))
-                return Page(title, "case:links:canonical-article", _NAV,
+                return Page(title, "case:links:canonical-article", NAV,
                             links if name == "article" else (),
                             head_extra=f"<link rel=\"canonical\" href=\"{html.escape(link)}\">")
             return handler
@@ -457,11 +457,11 @@ class Cases:
             body = (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<sitemapindex xmlns="
                     f"\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n<sitemap><loc>{loc}</loc>"
                     f"<lastmod>{LASTMOD}</lastmod></sitemap>\n</sitemapindex>\n")
-            return self.web._ok(i, "application/xml", body.encode())
+            return self.web.ok(i, "application/xml", body.encode())
 
         def child(i: int) -> Response:
             data = gzip.compress(self._urlset(i), mtime=0)
-            return self.web._ok(i, "application/gzip", data)
+            return self.web.ok(i, "application/gzip", data)
 
         return [(r"/sitemap_index\.xml", index), (r"/sitemap-pages\.xml\.gz", child),
                 *self._leaves("/linked.html",
@@ -469,7 +469,7 @@ class Cases:
 
     def _routes_sitemap_plain(self) -> list[tuple[str, Handler]]:
         def plain(i: int) -> Response:
-            return self.web._ok(i, "application/xml", self._urlset(i))
+            return self.web.ok(i, "application/xml", self._urlset(i))
 
         return [(r"/sitemap\.xml", plain),
                 *self._leaves("/linked.html", *(f"/listed/{k}.html" for k in range(LISTED_ONLY)))]
@@ -494,12 +494,12 @@ class Cases:
     def _mirror(self, i: int) -> Special | None:
         if self._kind(i) == "dedup-3":
             return None
-        return Special(self.web._ok(i, HTML_TYPE, article("mirror", self.spec.seed)), _HOME)
+        return Special(self.web.ok(i, HTML_TYPE, article("mirror", self.spec.seed)), _HOME)
 
     def _syndicated(self, i: int) -> Special:
         variant = int(self._kind(i).removeprefix("dedup-"))
         body = article("syndicated", self.spec.seed, variant)
-        return Special(self.web._ok(i, HTML_TYPE, body), _HOME)
+        return Special(self.web.ok(i, HTML_TYPE, body), _HOME)
 
     # --- recrawl -----------------------------------------------------------------------------
 
@@ -515,22 +515,22 @@ class Cases:
     def _app(self, i: int) -> Special:
         body = SHELL_HTML.format(title="App", head="<script src=\"/static/app.js\" defer></script>",
                                  body="")
-        return Special(self.web._ok(i, HTML_TYPE, body.encode()), expand=False)
+        return Special(self.web.ok(i, HTML_TYPE, body.encode()), expand=False)
 
     def _loop(self, i: int) -> Special:
         body = SHELL_HTML.format(title="Busy app", head="",
                                  body="<script>for (;;) {}</script>\n"
                                       "<script src=\"/static/app.js\"></script>\n")
-        return Special(self.web._ok(i, HTML_TYPE, body.encode()), expand=False)
+        return Special(self.web.ok(i, HTML_TYPE, body.encode()), expand=False)
 
     def _app_js(self, i: int) -> Response:
         script = APP_JS.format(leak=self.web.base_url(0) + LEAK_PATH)
-        return self.web._ok(i, "text/javascript; charset=utf-8", script.encode())
+        return self.web.ok(i, "text/javascript; charset=utf-8", script.encode())
 
     def _items(self, i: int) -> Response:
         items = [{"href": f"/js/{k}.html", "title": f"Script page {k}"}
                  for k in range(1, JS_PAGES + 1)]
-        return self.web._ok(i, "application/json", json.dumps(items).encode())
+        return self.web.ok(i, "application/json", json.dumps(items).encode())
 
     def _js_page(self, i: int, number: str) -> Page | None:
         k = int(number)

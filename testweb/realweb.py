@@ -37,13 +37,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
-from testweb.site import (
+from testweb.hosts import (
     DISALLOW,
     Handler,
+    Hosts,
     Link,
     Response,
     Special,
-    Web,
     error_response,
     redirect,
     vocabulary,
@@ -228,7 +228,7 @@ def prose(seed: int, key: str, paragraphs: int = 2, words: int = 40) -> str:
 class RealWeb:
     """Routes, bodies and expectations of the realweb hosts of `web`."""
 
-    def __init__(self, web: Web) -> None:
+    def __init__(self, web: Hosts) -> None:
         self.web = web
         self.seed = web.spec.seed
 
@@ -409,7 +409,7 @@ class RealWeb:
                     '<html xmlns="http://www.w3.org/1999/xhtml"><head>' + "".join(head)
                     + '</head><body class="' + element + '">' + header + "".join(body) + footer
                     + "</body></html>\n")
-        return Special(self.web._ok(i, content_type, document.encode(codec)), tuple(m.links))
+        return Special(self.web.ok(i, content_type, document.encode(codec)), tuple(m.links))
 
     def _docbook_toc(self, m: Markup, pages: list[tuple[str, str, str, str, str]]) -> str:
         items = []
@@ -515,7 +515,7 @@ class RealWeb:
             + sidebar + '    <div class="clearer"></div>\n  </div>\n'
             '    <div class="footer">\n      &#169;2024, Widget authors.' + source
             + "\n    </div>\n  </body>\n</html>\n")
-        return Special(self.web._ok(i, "text/html", document.encode()), tuple(m.links))
+        return Special(self.web.ok(i, "text/html", document.encode()), tuple(m.links))
 
     def _sphinx_toctree(self, m: Markup, rel: Callable[[str], str], css: str) -> str:
         items = []
@@ -570,7 +570,7 @@ class RealWeb:
 
         m = Markup()
         document = self._cms_document(m, f"{title} – {CMS_SITE}", write, key)
-        return Special(self.web._ok(i, "text/html; charset=UTF-8", document.encode()),
+        return Special(self.web.ok(i, "text/html; charset=UTF-8", document.encode()),
                        tuple(m.links))
 
     def _cms_home(self, i: int) -> Special:
@@ -593,7 +593,7 @@ class RealWeb:
         m = Markup()
         document = self._cms_document(m, f"{CMS_SITE} – Just another site", main, "home",
                                       css="home blog")
-        return Special(self.web._ok(i, "text/html; charset=UTF-8", document.encode()),
+        return Special(self.web.ok(i, "text/html; charset=UTF-8", document.encode()),
                        tuple(m.links))
 
     def _root_query(self, i: int, query: str) -> Special | None:
@@ -655,7 +655,7 @@ class RealWeb:
                        "utf-16-le": "Grüße aus Köln, ½ ≠ ¼."}[codec]
                     + "</p>\n" + prose(self.seed, f"cms:{path}", paragraphs=1)
                     + f"<ul>\n{items}</ul>\n</body>\n</html>\n")
-        return Special(self.web._ok(i, content_type, bom + document.encode(codec)), tuple(m.links))
+        return Special(self.web.ok(i, content_type, bom + document.encode(codec)), tuple(m.links))
 
     def _malformed(self, i: int) -> Special:
         def extra(m: Markup) -> str:
@@ -667,10 +667,10 @@ class RealWeb:
         return self._cms(i, "/malformed.html", "Links that go nowhere", extra=extra)
 
     def _empty(self, i: int) -> Special:
-        return Special(self.web._ok(i, "text/html", b""))
+        return Special(self.web.ok(i, "text/html", b""))
 
     def _bare(self, i: int) -> Special:
-        return Special(self.web._ok(i, "text/html", BARE_HTML))
+        return Special(self.web.ok(i, "text/html", BARE_HTML))
 
 
 def _docbook_children(name: str) -> list[tuple[str, str, str, str, str]]:

@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlsplit
 
-from testweb.site import CASE_GROUPS, Response, Web, WebSpec, error_response
+from testweb.hosts import CASE_GROUPS, Response, WebSpec, error_response
+from testweb.site import Web
 
 logger = logging.getLogger(__name__)
 

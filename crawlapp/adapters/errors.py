@@ -1,6 +1,8 @@
 """The failures of the servers the crawler talks to, raised as the crawler's own
 `TransientError` (core/errors.py) naming the server: callers above the adapters (the Celery
-tasks' retries, crawlctl's exit status, the local fleet's idle check) catch one class."""
+tasks' retries, crawlctl's exit status, the local fleet's idle check) catch one class. An S3
+refusal that another try meets again (wrong credentials, no such bucket) is a
+`ServerRefused` instead, an input error: no task retries it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from crawlapp.core.errors import TransientError
+from crawlapp.core.errors import CrawlError, ServerRefused, TransientError
 
 # Each server's exceptions that a later try may not meet (a connection refused or lost, a
 # timeout, a Redis still loading its data set; a Redis Cluster failing over: slots without a
@@ -26,23 +28,54 @@ SERVERS = (
     ("kombu.exceptions", ("OperationalError",), "the broker"),
 )
 
+# S3's answers that a later try may not meet, besides any 5xx: throttling, and a request
+# that timed out (S3 answers 400 RequestTimeout to a body sent too slowly).
+S3_AGAIN = frozenset({"SlowDown", "Throttling", "ThrottlingException", "RequestThrottled",
+                      "TooManyRequestsException", "RequestLimitExceeded",
+                      "BandwidthLimitExceeded", "RequestTimeout", "RequestTimeoutException",
+                      "PriorRequestNotComplete", "InternalError", "ServiceUnavailable"})
+_CREDENTIALS = ("the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the AWS "
+                "profile) and their rights on S3_BUCKET")
+_BUCKET = "S3_BUCKET: the store at S3_ENDPOINT_URL (else AWS) must have that bucket"
+# What to check, by the status of S3's refusal (NoSuchBucket; AccessDenied,
+# InvalidAccessKeyId, SignatureDoesNotMatch); for any other, both.
+S3_CHECK = {404: _BUCKET, 403: _CREDENTIALS}
 
-def transient(exc: BaseException) -> TransientError | None:
-    """`exc` as a TransientError naming its server, or None if no server raised it."""
+
+def server_error(exc: BaseException) -> CrawlError | None:
+    """`exc` as a TransientError naming its server (a ServerRefused for S3's refusals), or
+    None if no server raised it."""
     for module, names, service in SERVERS:
         loaded = sys.modules.get(module)
         if loaded is not None and isinstance(exc, tuple(getattr(loaded, n) for n in names)):
-            return TransientError(service, str(getattr(exc, "orig", None) or exc).strip())
+            return (s3_refusal(exc)
+                    or TransientError(service, str(getattr(exc, "orig", None) or exc).strip()))
     return None
+
+
+def s3_refusal(exc: BaseException) -> ServerRefused | None:
+    """`exc` as a ServerRefused if it is S3's answer 4xx, and not one that another try may
+    not meet (S3_AGAIN, 408, 429); else None."""
+    botocore = sys.modules.get("botocore.exceptions")
+    if botocore is None or not isinstance(exc, botocore.ClientError):
+        return None
+    code = str(exc.response.get("Error", {}).get("Code", ""))
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if (code in S3_AGAIN or not isinstance(status, int) or not 400 <= status < 500
+            or status in (408, 429)):
+        return None
+    return ServerRefused("the blob store", str(exc),
+                         S3_CHECK.get(status) or f"{_BUCKET}; and {_CREDENTIALS}")
 
 
 @contextmanager
 def transient_errors() -> Iterator[None]:
-    """Raise a server's failure inside the block as a TransientError (also a decorator)."""
+    """Raise a server's failure inside the block as a TransientError, or a ServerRefused
+    (see server_error), also as a decorator."""
     try:
         yield
     except Exception as exc:
-        error = transient(exc)
+        error = server_error(exc)
         if error is None:
             raise
         raise error from exc

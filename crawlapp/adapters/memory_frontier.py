@@ -111,7 +111,7 @@ class _Shard:
         self.queued += added
         return added
 
-    def dispatch(self, now: float, max_hosts: int, lease: float, max_leased: int,
+    def dispatch(self, now: float, *, max_hosts: int, lease: float, max_leased: int,
                  token_prefix: str, horizon: float, due_by: float, per_lease: int
                  ) -> tuple[float | None, list[tuple[str, str, str, float]]]:
         for _, host in _lowest(self.leases, now, EXPIRED_PER_DISPATCH):
@@ -240,9 +240,10 @@ class MemoryFrontier:
                     replaces)
             return added
 
-    def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
-                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None,
-                 per_lease: int = 1) -> tuple[dict[int, list[Lease]], float | None]:
+    def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,
+                 lease_seconds: float, max_leased: int, lookahead: float = 0.0,
+                 due_by: float | None = None, per_lease: int = 1
+                 ) -> tuple[dict[int, list[Lease]], float | None]:
         due_by = now + lookahead if due_by is None else due_by
         leases: dict[int, list[Lease]] = {}
         next_ready: float | None = None
@@ -250,8 +251,9 @@ class MemoryFrontier:
             call = next(self._dispatches)
             for shard in shards:
                 first, got = self._shards[shard].dispatch(
-                    now, max_hosts, lease_seconds, max_leased, f"{call}.{shard}",
-                    now + lookahead, due_by, per_lease)
+                    now, max_hosts=max_hosts, lease=lease_seconds, max_leased=max_leased,
+                    token_prefix=f"{call}.{shard}", horizon=now + lookahead, due_by=due_by,
+                    per_lease=per_lease)
                 if first is not None:
                     next_ready = first if next_ready is None else min(next_ready, first)
                 for host, token, member, not_before in got:

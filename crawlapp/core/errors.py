@@ -2,6 +2,8 @@
 
 - `InputError`: bad input from the operator or the web (a URL, a host pattern, a setting, a
   seed, a command-line argument). Trying again changes nothing; fixing the input does.
+  `ServerRefused`, one of them: a server that answers but refuses what the settings ask of
+  it (credentials it does not take, a bucket it does not have).
 - `TransientError`: a server that may come back (Redis, Postgres, S3, the broker). The same
   call may succeed later; `service` names which one failed. `NotQueued`, one of them, carries
   the URLs that a failure at the commit or at the frontier left unqueued, for the try again.
@@ -40,6 +42,16 @@ class FrontierLayoutError(InputError):
                          f"shards and CRAWL_SHARDS is {shards}: set CRAWL_SHARDS={layout or 'as before'}, "
                          f"or lay it out in {shards} shards: {why}")
         self.layout, self.shards, self.held = layout, shards, held
+
+
+class ServerRefused(InputError):
+    """A server refused a request, and will refuse it again until the settings change; the
+    message says what to check."""
+
+    def __init__(self, service: str, detail: str, check: str) -> None:
+        super().__init__(f"{service} refused a request: {detail}; check {check}")
+        self.service = service
+        self.detail = detail
 
 
 class TransientError(CrawlError):

@@ -36,9 +36,10 @@ class Frontier(Protocol):
         here is not fetched before `now`. Returns how many were not queued already."""
         ...
 
-    def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
-                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None,
-                 per_lease: int = 1) -> tuple[dict[int, list[Lease]], float | None]:
+    def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,
+                 lease_seconds: float, max_leased: int, lookahead: float = 0.0,
+                 due_by: float | None = None, per_lease: int = 1
+                 ) -> tuple[dict[int, list[Lease]], float | None]:
         """Hand expired leases' URLs back (every URL of each), bring back parked hosts whose
         time came, then lease each shard's hosts ready by now + lookahead (their best URL
         each, at most `max_hosts`, while fewer than `max_leased` are leased), once the batch

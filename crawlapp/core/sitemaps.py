@@ -147,17 +147,6 @@ def parse_sitemap(data: bytes, base_url: str, max_urls: int = MAX_URLS,
     return result
 
 
-def sitemap_urls_from_robots(robots_body: str) -> list[str]:
-    """The URLs of the `Sitemap:` lines of a robots.txt (key in any case), in order, once each."""
-    found: dict[str, None] = {}
-    for line in robots_body.splitlines():
-        key, colon, value = line.partition(":")
-        url = value.split("#", 1)[0].strip()
-        if colon and key.strip().lstrip("\ufeff").lower() == "sitemap" and url:
-            found[url] = None
-    return list(found)
-
-
 SITEMAP_TYPES = ("application/xml", "text/xml", "application/gzip", "application/x-gzip")
 
 

@@ -77,12 +77,8 @@ def _repeats(segments: list[str], start: int, width: int) -> int:
     return count
 
 
-def repeating_segments(path: str, max_repeats: int = 2) -> str | None:
-    """'repeating_path' when a segment, or a run of 2-3, occurs > `max_repeats` times in a row."""
-    return _repeating([segment for segment in path.split("/") if segment], max_repeats)
-
-
 def _repeating(segments: list[str], max_repeats: int) -> str | None:
+    """'repeating_path' when a segment, or a run of 2-3, occurs > `max_repeats` times in a row."""
     if len(set(segments)) == len(segments):  # no segment twice: nothing repeats (most paths)
         return None
     for width in (1, 2, 3):
@@ -145,12 +141,8 @@ def _query_periods(query: str) -> list[tuple[date, date]]:
             + ([field_period] if field_period else []))
 
 
-def calendar(url: str, today: date, max_years: int = 1) -> str | None:
-    """'calendar' when the path or query names a date over `max_years` years from `today`."""
-    return _calendar(*_path_and_query(url), today, max_years)
-
-
 def _calendar(path: str, query: str, today: date, max_years: int) -> str | None:
+    """'calendar' when the path or query names a date over `max_years` years from `today`."""
     # Most paths name no date, and most queries have no year: every date rule needs four
     # digits in a row, once the query is decoded (`%` may hide them).
     periods = ((_text_periods(path) if _DATE.search(path) else [])
@@ -164,24 +156,14 @@ def _calendar(path: str, query: str, today: date, max_years: int) -> str | None:
     return None
 
 
-def session_id(url: str) -> str | None:
-    """'session_id' for a session id in the path (;jsessionid=, /sid/<hex>/, /(S(..))/) or query."""
-    return _session_id(*_path_and_query(url))
-
-
 def _session_id(path: str, query: str) -> str | None:
+    """'session_id' for a session id in the path (;jsessionid=, /sid/<hex>/, /(S(..))/) or query."""
     if _PATH_SESSION.search(path):
         return "session_id"
     if _MAYBE_SESSION.search(query) and any(key.lower() in SESSION_KEYS
                                             for key, _ in _query_pairs(query)):
         return "session_id"
     return None
-
-
-def path_depth(url: str, max_segments: int = 12) -> str | None:
-    """'path_too_deep' when the path has more than `max_segments` non-empty segments."""
-    path, _ = _path_and_query(url)
-    return _too_deep([segment for segment in path.split("/") if segment], max_segments)
 
 
 def _too_deep(segments: list[str], max_segments: int) -> str | None:
@@ -192,13 +174,9 @@ def url_length(url: str, max_length: int = 2048) -> str | None:
     return "too_long" if len(url) > max_length else None
 
 
-def binary_file(url: str) -> str | None:
+def _binary_path(path: str) -> str | None:
     """'binary' when the path's last segment ends in an extension of BINARY_EXTENSIONS
     (compressed text, such as a gzipped sitemap `.xml.gz`, is not binary)."""
-    return _binary_path(_path_and_query(url)[0])
-
-
-def _binary_path(path: str) -> str | None:
     names = path.rsplit("/", 1)[-1].lower().split(".")
     if len(names) < 2 or names[-1] not in BINARY_EXTENSIONS:
         return None

@@ -43,8 +43,9 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
         return 0, now
     due_by = now + (settings.dispatch_lookahead if due_within is None else due_within)
     leases, next_ready = ctx.frontier.dispatch(
-        range(settings.shards), now, settings.batch_size, settings.lease_seconds,
-        settings.max_leased_per_shard, settings.dispatch_lookahead, due_by, settings.urls_per_lease)
+        range(settings.shards), now, max_hosts=settings.batch_size,
+        lease_seconds=settings.lease_seconds, max_leased=settings.max_leased_per_shard,
+        lookahead=settings.dispatch_lookahead, due_by=due_by, per_lease=settings.urls_per_lease)
     for shard, batch in leases.items():
         batch_id = uuid.uuid4().hex
         # In flight until its leases would expire; each stage extends it when it starts.

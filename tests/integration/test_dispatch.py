@@ -114,7 +114,8 @@ def test_every_url_of_a_lost_lease_of_several_comes_back_once(tmp_path: Path,
         (first.host, first.token)}
     later = time.time() + 3600  # the batch's worker died: past its deadline and its lease
     assert recover_lost_batches(ctx, later) == 3  # the ledger has every URL of the lease
-    leases, _ = ctx.frontier.dispatch([0], later, 50, 60, 100, per_lease=10)
+    leases, _ = ctx.frontier.dispatch([0], later, max_hosts=50, lease_seconds=60, max_leased=100,
+                                      per_lease=10)
     assert sorted(lease.url for lease in leases[0]) == urls  # each once
     assert ctx.frontier.stats(later)[0].urls_queued == 0
 
@@ -124,7 +125,8 @@ def test_only_the_release_that_ends_a_lease_rings_the_doorbell(tmp_path: Path,
     """A URL of a lease of several going on frees no host: no dispatcher is woken for it."""
     ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="1", CRAWL_URLS_PER_LEASE="3")
     add_seeds(ctx, [f"http://127.0.0.2:9/{n}" for n in range(3)])
-    leases, _ = ctx.frontier.dispatch([0], time.time(), 50, 60, 100, per_lease=3)
+    leases, _ = ctx.frontier.dispatch([0], time.time(), max_hosts=50, lease_seconds=60,
+                                      max_leased=100, per_lease=3)
     assert len(leases[0]) == 3
     bell = ctx.doorbell
     bell.subscribe()

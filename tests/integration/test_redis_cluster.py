@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from crawlapp.adapters.errors import transient
+from crawlapp.adapters.errors import server_error
 from crawlapp.adapters.redis.client import Client, connect
 from crawlapp.adapters.redis.counters import Counters
 from crawlapp.adapters.redis.frontier import RedisFrontier
@@ -19,6 +19,7 @@ from crawlapp.adapters.redis.local import RedisClusterServers
 from crawlapp.adapters.redis.lua import Lua
 from crawlapp.adapters.redis.replicas import ReplicaAcks
 from crawlapp.adapters.redis.slots import PolitenessSlots
+from crawlapp.core.errors import TransientError
 from crawlapp.core.records import QueuedURL
 
 INCR = Lua("return redis.call('incr', KEYS[1])  -- KEYS[1]: a counter")
@@ -49,7 +50,7 @@ def test_pipelines_reach_a_promoted_replica(redis_cluster_url: str,
             time.sleep(0.2)
     else:
         raise AssertionError(f"no write reached the promoted replica: {failures[-1]!r}")
-    assert failures and all(transient(exc) is not None for exc in failures)
+    assert failures and all(isinstance(server_error(exc), TransientError) for exc in failures)
     assert set(replies) <= {1, 2}  # a count the dead master had not replicated starts again
     assert len(redis_cluster.master_pids()) == 3
 
@@ -80,7 +81,7 @@ def test_queueing_leases_and_releases_wait_for_a_replica_of_each_master_written(
     before = _waits(redis_cluster)
     assert {port: before[port] - before_add[port] for port in before} == {
         port: int(port in written) for port in before}  # URLs queued: as for a lease
-    leases, _ = frontier.dispatch(range(8), 1.0, 10, 60.0, 100)
+    leases, _ = frontier.dispatch(range(8), 1.0, max_hosts=10, lease_seconds=60.0, max_leased=100)
     after_dispatch = _waits(redis_cluster)
     assert sum(map(len, leases.values())) == 40
     assert {port: after_dispatch[port] - before[port] for port in before} == {
@@ -102,7 +103,7 @@ def test_a_replica_that_does_not_acknowledge_is_counted_and_the_crawl_goes_on(
     replica = int(dict(f.split("=", 1) for f in link.split(","))["port"])
     os.kill(redis_cluster.nodes[replica].pid, signal.SIGSTOP)
     try:
-        leases, _ = frontier.dispatch([0], 1.0, 10, 60.0, 100)
+        leases, _ = frontier.dispatch([0], 1.0, max_hosts=10, lease_seconds=60.0, max_leased=100)
     finally:
         os.kill(redis_cluster.nodes[replica].pid, signal.SIGCONT)
     assert leases[0]  # leased and handed out all the same

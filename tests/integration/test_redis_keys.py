@@ -109,12 +109,12 @@ def test_the_times_of_idle_hosts_are_forgotten_once_passed(redis_url: str) -> No
     frontier = RedisFrontier(client, "t", 1)
     idle = keys.IDLE.of("t", shard=0)
     frontier.add([QueuedURL("http://a.com/", 0, 1.0)], 100.0)
-    (lease,) = frontier.dispatch([0], 100.0, 10, 60.0, 10)[0][0]
+    (lease,) = frontier.dispatch([0], 100.0, max_hosts=10, lease_seconds=60.0, max_leased=10)[0][0]
     frontier.release([Release(lease, 110.0)])
     assert client.zscore(idle, "a.com") == 110.0  # nothing queued: its next time is kept
-    frontier.dispatch([0], 105.0, 10, 60.0, 10)
+    frontier.dispatch([0], 105.0, max_hosts=10, lease_seconds=60.0, max_leased=10)
     assert client.zscore(idle, "a.com") == 110.0
-    frontier.dispatch([0], 111.0, 10, 60.0, 10)
+    frontier.dispatch([0], 111.0, max_hosts=10, lease_seconds=60.0, max_leased=10)
     assert client.zscore(idle, "a.com") is None  # a time past constrains nothing
     frontier.add([QueuedURL("http://a.com/2", 0, 1.0)], 112.0)
     assert client.zscore(keys.READY.of("t", shard=0), "a.com") == 112.0

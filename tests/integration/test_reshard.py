@@ -45,7 +45,7 @@ def _lay_out_a_crawl(client: Client, now: float) -> RedisFrontier:
     old = RedisFrontier(client, "t", 8)
     old.add([u for host in HOSTS for u in _urls(host)], now)
     old.boost({"h1.example": 0.9, "h5.example": 0.4})
-    leases, _ = old.dispatch(range(8), now, 100, 60, 100)
+    leases, _ = old.dispatch(range(8), now, max_hosts=100, lease_seconds=60, max_leased=100)
     by_host = {lease.host: lease for batch in leases.values() for lease in batch}
     old.release([
         Release(by_host["h0.example"], now + LATER),  # its only URL fetched: idle till then
@@ -70,8 +70,8 @@ def _queued(frontier: RedisFrontier, now: float) -> set[tuple[int, str, int]]:
     for host in HOSTS:
         frontier.resume(host, now)
     while True:
-        leases, _ = frontier.dispatch(range(frontier.shards), now + 2 * LATER, 1000, 60, 1000,
-                                      per_lease=100)
+        leases, _ = frontier.dispatch(range(frontier.shards), now + 2 * LATER, max_hosts=1000,
+                                      lease_seconds=60, max_leased=1000, per_lease=100)
         got = [lease for batch in leases.values() for lease in batch]
         if not got:
             return urls
@@ -131,7 +131,7 @@ def test_nothing_moves_while_a_host_is_leased(client: Client) -> None:
     now = time.time()
     old = RedisFrontier(client, "t", 8)
     old.add([QueuedURL(f"http://{h}/", 0, 0.0) for h in HOSTS], now)
-    leases, _ = old.dispatch(range(8), now, 1, 60, 1)
+    leases, _ = old.dispatch(range(8), now, max_hosts=1, lease_seconds=60, max_leased=1)
     assert leases
     before = _state(old, now)
     new = RedisFrontier(client, "t", 4)
@@ -229,7 +229,7 @@ def test_a_held_lease_stops_the_reshard_with_the_reason(ctx: Context) -> None:
     old = RedisFrontier(ctx.redis, ctx.settings.redis_prefix, 8)
     old.add([QueuedURL("http://h1.example/", 0, 0.0)], now)
     old.mark_alive(now)
-    old.dispatch(range(8), now, 10, 60, 10)
+    old.dispatch(range(8), now, max_hosts=10, lease_seconds=60, max_leased=10)
     with pytest.raises(FrontierLayoutError, match=r"1 host\(s\) are leased"):
         rebuild.reshard(ctx)
     assert old.shards_holding(MAX_SHARDS) == [shard_of("h1.example", 8)]

@@ -42,7 +42,7 @@ def leased(ctx: Context) -> dict[str, tuple[int, int]]:
     got: dict[str, tuple[int, int]] = {}
     now = time.time() + 3600
     while True:
-        leases, _ = ctx.frontier.dispatch(range(2), now, 100, 60, 1000)
+        leases, _ = ctx.frontier.dispatch(range(2), now, max_hosts=100, lease_seconds=60, max_leased=1000)
         if not leases:
             return got
         for lease in (lease for batch in leases.values() for lease in batch):
@@ -60,7 +60,8 @@ def test_scope_rules_serve_links_and_come_back_with_hops_after_a_rebuild(
     assert not rules.any
     assert rules.hosts == {"www.a.test"} and rules.domains == {"b.co.uk"}
     assert rules.prefixes == {"c.test": ("http://c.test/docs/",)}
-    ctx.frontier.dispatch(range(2), time.time() + 3600, 100, 60, 1000)  # the seeds, out of the way
+    ctx.frontier.dispatch(range(2), time.time() + 3600, max_hosts=100, lease_seconds=60,
+                          max_leased=1000)  # the seeds, out of the way
 
     done = extract_links(ctx, [
         page("http://www.a.test/", ["http://www.a.test/1", "http://a.test/", "http://x.test/",

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlapp.core.sitemaps import default_sitemap, parse_sitemap, sitemap_urls_from_robots
+from crawlapp.core.robots import RobotsPolicy
+from crawlapp.core.sitemaps import default_sitemap, parse_sitemap
 
 BASE = "https://example.com/sitemap.xml"
 NS = b'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -222,7 +223,7 @@ def test_a_full_size_sitemap() -> None:
     assert result.errors == []
 
 
-def test_sitemap_urls_from_robots() -> None:
+def test_the_sitemaps_robots_txt_names() -> None:
     body = ("\ufeffSitemap: https://example.com/s1.xml\n"
             "User-agent: *\nDisallow: /private\n"
             "sitemap:https://example.com/s2.xml   \r\n"
@@ -231,10 +232,10 @@ def test_sitemap_urls_from_robots() -> None:
             "Sitemap:\n"
             "# Sitemap: https://example.com/commented.xml\n"
             "Sitemaps: https://example.com/not-a-key.xml\n")
-    assert sitemap_urls_from_robots(body) == ["https://example.com/s1.xml",
-                                              "https://example.com/s2.xml",
-                                              "https://example.com/s3.xml"]
-    assert sitemap_urls_from_robots("") == []
+    assert RobotsPolicy(200, body).sitemaps() == ["https://example.com/s1.xml",
+                                                  "https://example.com/s2.xml",
+                                                  "https://example.com/s3.xml"]
+    assert RobotsPolicy(200, "").sitemaps() == []
 
 
 def test_default_sitemap() -> None:

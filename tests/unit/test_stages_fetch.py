@@ -149,7 +149,7 @@ def test_a_batch_from_the_frontier_planned_fetched_and_recorded() -> None:
     now = time.time()
     frontier.add([QueuedURL("http://a.test/page", 1, 0.9), QueuedURL("http://b.test/page", 1, 0.9),
                   QueuedURL("http://c.test/private/x", 1, 0.9)], now)
-    leases = frontier.dispatch([0], now, 10, 60, 100)[0][0]
+    leases = frontier.dispatch([0], now, max_hosts=10, lease_seconds=60, max_leased=100)[0][0]
     policies: dict[str, RobotsPolicy | None] = {"http://a.test": DISALLOW_PRIVATE,
                                                 "http://c.test": DISALLOW_PRIVATE}
     plan = plan_batch(leases, policies, UA)
@@ -184,9 +184,10 @@ def test_no_request_starts_before_its_lease_allows() -> None:
     frontier = MemoryFrontier(shards=1)
     now = time.time()
     frontier.add([QueuedURL(f"http://a.test/{i}", 0, 1.0) for i in range(2)], now)
-    (first,) = frontier.dispatch([0], now, 10, 60, 100)[0][0]
+    (first,) = frontier.dispatch([0], now, max_hosts=10, lease_seconds=60, max_leased=100)[0][0]
     frontier.release([Release(first, now + 0.3)])  # the host's delay
-    (second,) = frontier.dispatch([0], now, 10, 60, 100, lookahead=1.0)[0][0]
+    (second,) = frontier.dispatch([0], now, max_hosts=10, lease_seconds=60, max_leased=100,
+                                  lookahead=1.0)[0][0]
     assert second.not_before == now + 0.3
     started: list[float] = []
 
@@ -206,7 +207,7 @@ def test_a_host_is_released_as_its_request_ends_not_with_the_batch() -> None:
     now = time.time()
     frontier.add([QueuedURL("http://a.test/1", 0, 1.0), QueuedURL("http://a.test/2", 0, 1.0),
                   QueuedURL("http://b.test/1", 0, 1.0)], now)
-    leases = frontier.dispatch([0], now, 10, 60, 100)[0][0]
+    leases = frontier.dispatch([0], now, max_hosts=10, lease_seconds=60, max_leased=100)[0][0]
     slow = {lease.host: lease for lease in leases}["b.test"]
     leases = [lease if lease is not slow else replace(slow, not_before=now + 0.5)
               for lease in leases]
@@ -236,7 +237,7 @@ def test_a_hosts_urls_are_asked_one_after_the_other_each_a_delay_after_the_last_
     now = time.time()
     frontier.add([QueuedURL(f"http://a.test/{i}", 0, 1.0 - i / 10) for i in range(4)]
                  + [QueuedURL("http://b.test/0", 0, 1.0)], now)
-    leases = frontier.dispatch([0], now, 10, 60, 100, per_lease=4)[0][0]
+    leases = frontier.dispatch([0], now, max_hosts=10, lease_seconds=60, max_leased=100, per_lease=4)[0][0]
     assert [lease.url for lease in leases] == [f"http://a.test/{i}" for i in range(4)] + [
         "http://b.test/0"]
     assert host_chains(leases) == [[0, 1, 2, 3], [4]]

@@ -27,6 +27,7 @@ import pytest
 from crawlapp.core.html import ParsedPage, choose_encoding
 from testweb import cases, serverlog
 from testweb.__main__ import main
+from testweb.hosts import CASE_GROUPS, CASE_HOSTS, Response, WebSpec
 from testweb.server import (
     GenerationSwitch,
     _send,
@@ -36,7 +37,7 @@ from testweb.server import (
     start_in_background,
 )
 from testweb.serverlog import Request
-from testweb.site import CASE_GROUPS, CASE_HOSTS, Response, Web, WebSpec
+from testweb.site import Web
 
 DEFAULT = WebSpec(hosts=20, pages_per_host=10, port=8080)
 CASES = WebSpec(hosts=20, pages_per_host=10, port=8080, cases=True)

@@ -8,8 +8,8 @@ import pytest
 import redis
 import sqlalchemy.exc
 
-from crawlapp.adapters.errors import transient, transient_errors
-from crawlapp.core.errors import CrawlError, TransientError
+from crawlapp.adapters.errors import server_error, transient_errors
+from crawlapp.core.errors import CrawlError, InputError, ServerRefused, TransientError
 
 
 @pytest.mark.parametrize(("exc", "service"), [
@@ -31,7 +31,7 @@ from crawlapp.core.errors import CrawlError, TransientError
     (kombu.exceptions.OperationalError("broker gone"), "the broker"),
 ])
 def test_a_servers_failure_names_the_server(exc: Exception, service: str) -> None:
-    error = transient(exc)
+    error = server_error(exc)
     assert isinstance(error, TransientError) and isinstance(error, CrawlError)
     assert error.service == service and str(error).startswith(f"{service} is unavailable: ")
     with pytest.raises(TransientError) as raised, transient_errors():
@@ -41,7 +41,7 @@ def test_a_servers_failure_names_the_server(exc: Exception, service: str) -> Non
 
 def test_other_failures_pass_unchanged() -> None:
     for exc in (redis.ResponseError("WRONGTYPE"), ValueError("bad"), KeyError("k")):
-        assert transient(exc) is None
+        assert server_error(exc) is None
         with pytest.raises(type(exc)), transient_errors():
             raise exc
 
@@ -58,3 +58,56 @@ def test_the_stage_tasks_retry_one_class_and_raise_it(monkeypatch: pytest.Monkey
         assert task.autoretry_for == (TransientError,)
     with pytest.raises(TransientError, match="^Redis is unavailable"):
         stages.parse.run([], "batch-1")
+
+
+def _s3_answer(status: int, code: str) -> botocore.exceptions.ClientError:
+    return botocore.exceptions.ClientError(
+        {"Error": {"Code": code, "Message": "..."}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "PutObject")
+
+
+@pytest.mark.parametrize(("status", "code"), [
+    (503, "SlowDown"), (400, "Throttling"), (400, "RequestTimeout"), (500, "InternalError"),
+    (503, "ServiceUnavailable"), (502, "BadGateway"), (429, "TooManyRequests"),
+    (408, "408"), (400, "ThrottlingException"),
+])
+def test_an_s3_answer_another_try_may_not_meet_is_transient(status: int, code: str) -> None:
+    error = server_error(_s3_answer(status, code))
+    assert isinstance(error, TransientError) and error.service == "the blob store"
+
+
+@pytest.mark.parametrize(("status", "code", "check"), [
+    (403, "AccessDenied", "AWS_ACCESS_KEY_ID"), (403, "InvalidAccessKeyId", "AWS_ACCESS_KEY_ID"),
+    (403, "SignatureDoesNotMatch", "AWS_SECRET_ACCESS_KEY"), (403, "403", "credentials"),
+    (404, "NoSuchBucket", "S3_BUCKET: the store"), (400, "ExpiredToken", "credentials"),
+    (400, "InvalidBucketName", "S3_BUCKET"),
+])
+def test_an_s3_refusal_is_an_input_error_saying_what_to_check(
+        status: int, code: str, check: str) -> None:
+    exc = _s3_answer(status, code)
+    error = server_error(exc)
+    assert isinstance(error, ServerRefused) and isinstance(error, InputError)
+    assert not isinstance(error, TransientError)
+    assert str(error).startswith(f"the blob store refused a request: {exc}; check ")
+    assert check in str(error)
+    with pytest.raises(ServerRefused) as raised, transient_errors():
+        raise exc
+    assert raised.value.__cause__ is exc
+
+
+@pytest.mark.parametrize(("exc", "retried"), [
+    (_s3_answer(403, "InvalidAccessKeyId"), False), (_s3_answer(503, "SlowDown"), True)])
+def test_a_stage_task_retries_a_transient_error_not_a_refusal(
+        monkeypatch: pytest.MonkeyPatch, exc: Exception, retried: bool) -> None:
+    from crawlapp.app import stages
+
+    calls = []
+
+    def failing() -> None:
+        calls.append(1)
+        raise exc
+
+    monkeypatch.setattr(stages, "get_context", failing)
+    monkeypatch.setattr(stages, "get_exponential_backoff_interval", lambda *_, **__: 0)
+    result = stages.store.apply(args=([], "batch-1"))
+    assert result.failed() and len(calls) == 1 + retried * stages.RETRY["max_retries"]

@@ -128,9 +128,10 @@ class RedisFrontier:
             self._doorbell.ring()
         return sum(queued)
 
-    def dispatch(self, shards: Iterable[int], now: float, max_hosts: int, lease_seconds: float,
-                 max_leased: int, lookahead: float = 0.0, due_by: float | None = None,
-                 per_lease: int = 1) -> tuple[dict[int, list[Lease]], float | None]:
+    def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,
+                 lease_seconds: float, max_leased: int, lookahead: float = 0.0,
+                 due_by: float | None = None, per_lease: int = 1
+                 ) -> tuple[dict[int, list[Lease]], float | None]:
         """Lease hosts of each shard ready by now + lookahead, once full or due by `due_by`,
         up to `per_lease` URLs each when fewer than `max_hosts` hosts are leased.
 
