@@ -33,10 +33,11 @@ def prepare(ctx: Context, lay_out: bool = False) -> dict[str, int] | None:
 
 @dataclass(frozen=True)
 class Run:
-    """One `crawl` that ended: how long it ran, how often a child was restarted, where the
-    children's logs are."""
+    """One `crawl` that ended: how long it ran, how long of that its end took once idle,
+    how often a child was restarted, where the children's logs are."""
 
     seconds: float
+    stopping: float
     restarted: int
     log_dir: Path
 
@@ -79,11 +80,11 @@ def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: b
     thread = threading.Thread(target=dispatch, name="dispatcher", daemon=True)
     thread.start()
     beat.start()
-    idle = False
+    idle_at: float | None = None
     try:
         if until_idle:
             runner.wait_until_idle(ctx, fleet, watch)
-            idle = True
+            idle_at = time.time()
         else:
             runner.wait_forever(fleet, watch)
     except KeyboardInterrupt:
@@ -93,5 +94,6 @@ def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: b
         stop.set()
         beat.stop()
         thread.join(10)
-        fleet.stop(timeout=5.0, cold=True) if idle else fleet.stop()
-    return Run(time.time() - started, fleet.restarted, fleet.log_dir)
+        fleet.stop(timeout=5.0, cold=True) if idle_at else fleet.stop()
+    ended = time.time()
+    return Run(ended - started, ended - (idle_at or ended), fleet.restarted, fleet.log_dir)
