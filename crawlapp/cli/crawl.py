@@ -68,7 +68,7 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str 
                               until_idle, on_interrupt=_stopping)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
-    report = stats.run_report(ctx, before)
+    report = stats.run_report(ctx, before, done.idle_at)
     run = report["run"]
     click.echo(f"idle after {done.seconds:.1f} s (stopped in {done.stopping:.1f} s): this run "
                f"{run['fetched']} fetched, {run['failed']} failed, {run['blocked_robots']} "

@@ -133,9 +133,9 @@ def outcomes(ctx: Context) -> dict[str, int]:
             "blocked_robots": by_status.get(Status.BLOCKED, 0), "duplicates": duplicates}
 
 
-def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
+def collect(ctx: Context, with_queues: bool = True, now: float | None = None) -> dict[str, Any]:
     """Everything `crawlctl stats` shows, as one JSON-ready dict (zeros for the database's
-    part before the crawl's database exists)."""
+    part before the crawl's database exists); the frontier as of `now` (default: now)."""
     started = crawl_started(ctx)
     by_status: dict[str, int] = {}
     duplicates = stored = 0
@@ -150,7 +150,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
     fetched = by_status.get(Status.FETCHED, 0)
     requested = fetched + by_status.get(Status.REDIRECTED, 0) + by_status.get(Status.FAILED, 0)
     window = (last - first).total_seconds() if first and last else 0.0
-    now = time.time()
+    now = time.time() if now is None else now
     shards = ctx.frontier.stats(now)
     given_up = given_up_hosts(ctx)
     deferred = deferred_hosts(ctx, now, robots_rows(ctx)) if started else []
@@ -269,10 +269,11 @@ def frontier_report(ctx: Context) -> dict[str, Any]:
     }
 
 
-def run_report(ctx: Context, before: dict[str, int]) -> dict[str, Any]:
+def run_report(ctx: Context, before: dict[str, int], idle_at: float | None) -> dict[str, Any]:
     """What `crawl` says at its end: this run's outcomes (against `outcomes` read at its
-    start), the crawl's totals, the workers' peak memory, the hosts given up."""
-    summary = collect(ctx, with_queues=False)
+    start), the crawl's totals, the workers' peak memory, the hosts given up, and those
+    deferred as it was seen idle at `idle_at` (None: now)."""
+    summary = collect(ctx, with_queues=False, now=idle_at)
     return {
         "run": {k: summary[k] - before[k] for k in OUTCOMES},
         "fetched": summary["fetched"], "failed": summary["failed"],

@@ -33,10 +33,12 @@ def prepare(ctx: Context, lay_out: bool = False) -> dict[str, int] | None:
 
 @dataclass(frozen=True)
 class Run:
-    """One `crawl` that ended: how long it ran, how long of that its end took once idle,
-    how often a child was restarted, where the children's logs are."""
+    """One `crawl` that ended: how long it ran, when it was seen idle (time.time(); None:
+    never) and how long its end took from then, how often a child was restarted, where the
+    children's logs are."""
 
     seconds: float
+    idle_at: float | None
     stopping: float
     restarted: int
     log_dir: Path
@@ -96,4 +98,5 @@ def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: b
         thread.join(10)
         fleet.stop(timeout=5.0, cold=True) if idle_at else fleet.stop()
     ended = time.time()
-    return Run(ended - started, ended - (idle_at or ended), fleet.restarted, fleet.log_dir)
+    return Run(ended - started, idle_at, ended - (idle_at or ended), fleet.restarted,
+               fleet.log_dir)
