@@ -70,12 +70,13 @@ def covered_at(requests: Iterable[Request], expected: Collection[str]) -> tuple[
     """When the last of the `expected` pages was first requested (the server log's clock; None
     if none was), and how many of them never were: every page of a crawl is covered then,
     whatever it asks later (robots.txt asked again is no work)."""
+    wanted = {canonical_url(url) for url in expected}  # a session id spelled either way
     first: dict[str, float] = {}
     for request in requests:
         url = canonical_url(request.url)
-        if url in expected and request.start < first.get(url, float("inf")):
+        if url in wanted and request.start < first.get(url, float("inf")):
             first[url] = request.start
-    return max(first.values(), default=None), len(expected) - len(first)
+    return max(first.values(), default=None), len(wanted) - len(first)
 
 
 _STOPPED = re.compile(r"\(stopped in (\d+(?:\.\d*)?) s\)")

@@ -118,6 +118,9 @@ def test_time_to_coverage_is_the_last_expected_page_first_fetched() -> None:
     assert covered_at([*log, again, robots], set(expected)) == (999.0 + len(expected), 0)
     assert covered_at(log[1:], set(expected)) == (999.0 + len(expected), 1)
     assert covered_at([robots], set(expected)) == (None, len(expected))
+    session = "http://a:1/sess/page.html;jsessionid=0123456789abcdef"
+    assert covered_at([Request(host="a:1", path="/sess/page.html;jsessionid=0123456789abcdef",
+                               start=5.0, end=5.1, status=200)], {session}) == (5.0, 0)
 
 
 def test_figures_of_coverage_tail_and_shutdown() -> None:
