@@ -77,13 +77,16 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str 
                f"peak worker memory {report['peak_rss_mib']:.0f} MiB; logs in {done.log_dir}")
     given_up = report["hosts_given_up"]
     if given_up:
-        click.echo(f"{len(given_up)} host(s) given up as unreachable (crawlctl frontier resume "
-                   "HOST tries again):")
-        for line in stats.given_up_lines(given_up):
-            click.echo(f"  {line}")
+        _echo_hosts(f"{len(given_up)} host(s) given up as unreachable (crawlctl frontier "
+                    "resume HOST tries again):", stats.given_up_lines(given_up))
     deferred = report["hosts_deferred"]
     if deferred:
-        click.echo(f"{len(deferred)} host(s) deferred, not due within CRAWL_IDLE_HORIZON: "
-                   "their URLs wait in the frontier, and the next crawl asks them at their time:")
-        for line in stats.deferred_lines(deferred):
-            click.echo(f"  {line}")
+        _echo_hosts(f"{len(deferred)} host(s) deferred, not due within CRAWL_IDLE_HORIZON: "
+                    "their URLs wait in the frontier, and the next crawl asks them at their "
+                    "time:", stats.deferred_lines(deferred))
+
+
+def _echo_hosts(heading: str, lines: list[str]) -> None:
+    click.echo(heading)
+    for line in lines:
+        click.echo(f"  {line}")

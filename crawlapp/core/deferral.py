@@ -45,4 +45,3 @@ def waiting_reason(failures: int, throttled: bool, robots_status: int | None) ->
     if failures:
         return f"backing off after {failures} failure(s) in a row"
     return "asked to wait (Retry-After or Crawl-delay)"
-

@@ -81,12 +81,13 @@ def given_up_lines(hosts: dict[str, str], limit: int = 10) -> list[str]:
 DEFERRED_PER_SHARD = 1000  # waiting hosts read from each shard for a report
 
 
-def deferred_hosts(ctx: Context, now: float, robots: dict[str, Host]) -> list[Deferred]:
+def deferred_hosts(ctx: Context, now: float,
+                   robots: dict[str, Host] | None = None) -> list[Deferred]:
     """Hosts with work that is not due within CRAWL_IDLE_HORIZON (a crawl run until idle
     leaves them for later), soonest first: parked ones with why they are parked, waiting ones
     with why they wait (robots.txt to ask again, throttled, backing off, asked to wait).
     Paused and given-up hosts come back only when resumed: they are not deferred. `robots`:
-    robots_rows()."""
+    robots_rows(), read here only if a waiting host has failed (None)."""
     after = now + ctx.settings.idle_horizon
     found = [Deferred(host, why, until) for host, (until, why) in ctx.frontier.parked().items()
              if after < until < math.inf]
@@ -95,6 +96,8 @@ def deferred_hosts(ctx: Context, now: float, robots: dict[str, Host]) -> list[De
         states = ctx.frontier.host_states(list(waiting), now)
         pipe = ctx.throttles.client.pipeline(transaction=False)
         throttles = ctx.throttles.read(waiting, pipe)(pipe.execute())
+        if robots is None:
+            robots = robots_rows(ctx) if any(states[h].failures for h in waiting) else {}
         found += [Deferred(host, waiting_reason(
             states[host].failures, host in throttles and throttles[host].level_at(now) > 0,
             robots[host].robots_status if host in robots else None), until)
@@ -153,7 +156,7 @@ def collect(ctx: Context, with_queues: bool = True, now: float | None = None) ->
     now = time.time() if now is None else now
     shards = ctx.frontier.stats(now)
     given_up = given_up_hosts(ctx)
-    deferred = deferred_hosts(ctx, now, robots_rows(ctx)) if started else []
+    deferred = deferred_hosts(ctx, now) if started else []
     stats: dict[str, Any] = {
         "started": started,
         "discovered": sum(by_status.values()),
