@@ -18,7 +18,7 @@ from typing import Any
 
 from bench import services
 from bench.procs import Group, ProcStat, Sampler, cmdline, descendants
-from bench.report import STAGES, connections, first_request_seconds
+from bench.report import STAGES, connections, covered_at, first_request_seconds, stop_seconds
 from testweb.cases import canonical_url
 from testweb.server import start_in_background
 from testweb.serverlog import ROBOTS_PATH, Request, load, summary
@@ -110,11 +110,16 @@ def judge(requests: list[Request], web: Web, delay: float) -> dict[str, Any]:
 
 
 def figures(pages: int, measured: Measured, log: dict[str, Any], floor: float,
-            first_request: float | None) -> dict[str, Any]:
+            first_request: float | None, covered: float | None = None,
+            stopping: float | None = None) -> dict[str, Any]:
     """The figures of one run (results.json's each_run); `first_request`: seconds from the
-    command's start to the first request in the server log."""
+    command's start to the first request in the server log; `covered`: when the last expected
+    page was first requested (covered_at); `stopping`: seconds the crawl took to end once
+    idle (stop_seconds). Time to coverage is from the command's start, the tail from
+    coverage to the command's exit."""
     per_page = 1000 / max(pages, 1)
     busy = log["busy_seconds"]
+    coverage = None if covered is None else covered - measured.started
     return {
         "pages": pages,
         "returncode": measured.returncode,
@@ -132,6 +137,11 @@ def figures(pages: int, measured: Measured, log: dict[str, Any], floor: float,
         "peak_rss_mb": round(measured.peak_rss / MB, 1),
         "floor_seconds": round(floor, 1),
         "wall_over_floor": round(measured.wall / floor, 3) if floor > 0 else None,
+        "coverage_seconds": None if coverage is None else round(coverage, 2),
+        "tail_seconds": None if coverage is None else round(measured.wall - coverage, 2),
+        "coverage_over_floor": (round(coverage / floor, 3)
+                                if coverage is not None and floor > 0 else None),
+        "stop_seconds": stopping,
         "first_request_seconds": first_request,
         "log": log,
     }
@@ -156,8 +166,10 @@ def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str) -> di
             pages, measured, stages = _ours(crawler, seeds, workdir, setup)
         web = server.web
     requests = load(str(log_path))
-    result = figures(pages, measured, judge(requests, web, setup.delay), floor,
-                     first_request_seconds(requests, measured.started))
+    log = judge(requests, web, setup.delay)
+    covered, log["expected_missed"] = covered_at(requests, web.expected_pages(setup.max_depth))
+    result = figures(pages, measured, log, floor, first_request_seconds(requests, measured.started),
+                     covered, stop_seconds((workdir / "crawl.out").read_text(errors="replace")))
     if stages:
         result["stage_cpu_ms_per_page"] = {
             stage: round(1000 * stages.get(stage, 0.0) / max(pages, 1), 3) for stage in STAGES}

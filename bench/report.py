@@ -1,14 +1,17 @@
-"""Pure parts of the benchmark: the politeness floor of a web, connections and start-up read
-from its server log, the median/min/max of runs and the tables printed on the terminal."""
+"""Pure parts of the benchmark: the politeness floor of a web, connections, start-up and time
+to coverage read from its server log, the shutdown read from the crawl's output, the
+median/min/max of runs and the tables printed on the terminal."""
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from testweb.cases import canonical_url
 from testweb.serverlog import Request
 from testweb.site import Web
 
@@ -63,6 +66,28 @@ def first_request_seconds(requests: Iterable[Request], started: float) -> float 
     return None if first is None else round(first - started, 3)
 
 
+def covered_at(requests: Iterable[Request], expected: Collection[str]) -> tuple[float | None, int]:
+    """When the last of the `expected` pages was first requested (the server log's clock; None
+    if none was), and how many of them never were: every page of a crawl is covered then,
+    whatever it asks later (robots.txt asked again is no work)."""
+    wanted = {canonical_url(url) for url in expected}  # a session id spelled either way
+    first: dict[str, float] = {}
+    for request in requests:
+        url = canonical_url(request.url)
+        if url in wanted and request.start < first.get(url, float("inf")):
+            first[url] = request.start
+    return max(first.values(), default=None), len(wanted) - len(first)
+
+
+_STOPPED = re.compile(r"\(stopped in (\d+(?:\.\d*)?) s\)")
+
+
+def stop_seconds(output: str) -> float | None:
+    """How long `crawl --until-idle` took to end once idle, from its output (None: not said)."""
+    found = _STOPPED.search(output)
+    return float(found[1]) if found else None
+
+
 def spread(values: Sequence[float | None]) -> dict[str, float | None]:
     """Median, min and max of the values that are known (all None if none is)."""
     known = [v for v in values if v is not None]
@@ -92,6 +117,8 @@ def _flatten(run: dict[str, Any], prefix: str = "") -> dict[str, float]:
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("pages", "pages", "{:.0f}"),
     ("wall s", "wall_seconds", "{:.1f}"),
+    ("cover s", "coverage_seconds", "{:.1f}"),
+    ("tail s", "tail_seconds", "{:.1f}"),
     ("pages/s", "pages_per_second", "{:.1f}"),
     ("cpu ms/p", "crawler_cpu_ms_per_page", "{:.2f}"),
     ("cpu s/min", "cpu_s_per_minute", "{:.1f}"),
@@ -99,6 +126,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("rss MB", "peak_rss_mb", "{:.0f}"),
     ("floor s", "floor_seconds", "{:.0f}"),
     ("wall/floor", "wall_over_floor", "{:.2f}"),
+    ("cover/floor", "coverage_over_floor", "{:.2f}"),
+    ("missed", "log.expected_missed", "{:.0f}"),
     ("requests", "log.requests", "{:.0f}"),
     ("gaps", "log.gap_violations", "{:.0f}"),
     ("overlaps", "log.overlaps", "{:.0f}"),
@@ -110,6 +139,7 @@ CONNECTION_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("max conn/host", "log.conns_per_host_max", "{:.0f}"),
     ("req/conn", "log.requests_per_conn", "{:.1f}"),
     ("1st request s", "first_request_seconds", "{:.2f}"),
+    ("stop s", "stop_seconds", "{:.2f}"),
 )
 STAGES = ("fetch", "parse", "dedup", "store", "extract_links")
 PROCESSES = ("crawlctl crawl", "fetch worker", "pipeline worker", "render worker", "other")
@@ -128,11 +158,12 @@ def _cell(stats: dict[str, Any], name: str, fmt: str, runs: int) -> str:
 
 def table(results: Sequence[dict[str, Any]]) -> str:
     """The results as text: one row per web and crawler, medians with (min-max) over runs,
-    then connections and start-up, the CPU ms per page of each pipeline stage and of each
+    then connections, start-up and shutdown, the CPU ms per page of each pipeline stage and of each
     process."""
     text = _grid(["web", "crawler", "runs", *(c[0] for c in COLUMNS)],
                  [[r["web"], r["crawler"], str(r["runs"]), *_cells(r, COLUMNS)] for r in results])
-    text += ("\n\nConnections per host and the first request (medians)\n"
+    text += ("\n\nConnections per host, start-up (the first request) and shutdown (once idle; "
+             "medians)\n"
              + _grid(["web", "crawler", *(c[0] for c in CONNECTION_COLUMNS)],
                      [[r["web"], r["crawler"], *_cells(r, CONNECTION_COLUMNS)] for r in results]))
     stages = tuple((f"{s} ms/p", f"stage_cpu_ms_per_page.{s}", "{:.3f}") for s in STAGES)

@@ -148,6 +148,28 @@ class FrontierContract:
         f.release([Release(lease, NOW + 1)])
         assert f.is_idle(NOW)
 
+    def test_next_due_and_the_hosts_waiting_past_a_time(self, make: MakeFrontier) -> None:
+        f = make()
+        assert f.next_due(NOW) is None and f.waiting_after(NOW, 10) == {}
+        f.add([QueuedURL(f"http://{h}.com/", 0, 1.0) for h in "abcd"], NOW)
+        leases, _ = lease_all(f, NOW)
+        assert f.next_due(NOW + 1) == NOW + 1  # a lease held: due now
+        a, b, c, d = sorted(leases, key=lambda lease: lease.host)
+        f.release([Release(a, NOW + 5, requeue=True), Release(b, NOW + 60, requeue=True),
+                   Release(c, NOW + 90, requeue=True, failures=3, park_reason="3 failures"),
+                   Release(d, NOW + 2)])  # d has nothing queued: it only remembers its time
+        assert f.next_due(NOW + 1) == NOW + 5
+        assert f.waiting_after(NOW + 31, 10) == {"b.com": NOW + 60}  # parked: parked()'s
+        assert f.waiting_after(NOW + 1, 10) == {"a.com": NOW + 5, "b.com": NOW + 60}
+        (again,), _ = lease_all(f, NOW + 5)
+        assert again.host == "a.com" and f.next_due(NOW + 5) == NOW + 5
+        f.release([Release(again, NOW + 6)])  # a's last URL: a only remembers its time
+        f.pause("b.com")
+        assert f.next_due(NOW + 7) == NOW + 90  # parked c comes back; paused b never does
+        f.resume("c.com", NOW + 8)
+        f.pause("c.com")
+        assert f.next_due(NOW + 9) is None
+
     def test_failures_park_a_host_until_its_time_and_are_reported(
             self, make: MakeFrontier) -> None:
         f = make(shards=1)

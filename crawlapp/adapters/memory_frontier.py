@@ -334,6 +334,19 @@ class MemoryFrontier:
         with self._lock:
             return {host: self._shard_of(host).host_state(host, now) for host in hosts}
 
+    def next_due(self, now: float) -> float | None:
+        with self._lock:
+            if any(s.leases for s in self._shards):
+                return now
+            return min((at for s in self._shards for at in (*s.ready.values(), *s.parked.values())
+                        if at != math.inf), default=None)
+
+    def waiting_after(self, after: float, limit: int) -> dict[str, float]:
+        with self._lock:
+            return {host: at for s in self._shards
+                    for at, host in heapq.nsmallest(
+                        limit, ((at, host) for host, at in s.ready.items() if at > after))}
+
     def is_idle(self, now: float) -> bool:
         with self._lock:
             return not any(s.ready or s.leases for s in self._shards)

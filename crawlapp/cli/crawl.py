@@ -35,7 +35,8 @@ def _stopping() -> None:
 
 @click.command()
 @click.option("--seeds", type=click.Path(path_type=Path), help="Seed file, one URL per line.")
-@click.option("--until-idle", is_flag=True, help="Exit once nothing is queued or in flight.")
+@click.option("--until-idle", is_flag=True,
+              help="Exit once nothing is in flight or due within CRAWL_IDLE_HORIZON.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Pipeline worker processes (default CRAWL_WORKER_CONCURRENCY).")
 @SCOPE_OPTION
@@ -67,16 +68,25 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str 
                               until_idle, on_interrupt=_stopping)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
-    report = stats.run_report(ctx, before)
+    report = stats.run_report(ctx, before, done.idle_at)
     run = report["run"]
-    click.echo(f"idle after {done.seconds:.1f} s: this run {run['fetched']} fetched, "
-               f"{run['failed']} failed, {run['blocked_robots']} blocked by robots, "
-               f"{run['duplicates']} duplicates (the crawl so far: {report['fetched']} "
+    click.echo(f"idle after {done.seconds:.1f} s (stopped in {done.stopping:.1f} s): this run "
+               f"{run['fetched']} fetched, {run['failed']} failed, {run['blocked_robots']} "
+               f"blocked by robots, {run['duplicates']} duplicates (the crawl so far: {report['fetched']} "
                f"fetched, {report['failed']} failed); {done.restarted} restart(s), "
                f"peak worker memory {report['peak_rss_mib']:.0f} MiB; logs in {done.log_dir}")
     given_up = report["hosts_given_up"]
     if given_up:
-        click.echo(f"{len(given_up)} host(s) given up as unreachable (crawlctl frontier resume "
-                   "HOST tries again):")
-        for line in stats.given_up_lines(given_up):
-            click.echo(f"  {line}")
+        _echo_hosts(f"{len(given_up)} host(s) given up as unreachable (crawlctl frontier "
+                    "resume HOST tries again):", stats.given_up_lines(given_up))
+    deferred = report["hosts_deferred"]
+    if deferred:
+        _echo_hosts(f"{len(deferred)} host(s) deferred, not due within CRAWL_IDLE_HORIZON: "
+                    "their URLs wait in the frontier, and the next crawl asks them at their "
+                    "time:", stats.deferred_lines(deferred))
+
+
+def _echo_hosts(heading: str, lines: list[str]) -> None:
+    click.echo(heading)
+    for line in lines:
+        click.echo(f"  {line}")

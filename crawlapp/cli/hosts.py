@@ -22,6 +22,7 @@ def _line(h: dict[str, Any]) -> str:
             f"{h['frontier_state']}"
             + (f" (until {time.strftime('%H:%M:%S', time.localtime(h['until']))})"
                if h["until"] and h["frontier_state"] not in ("ready", "idle") else "")
+            + (f": {h['deferred']}" if h["deferred"] and h["frontier_state"] == "waiting" else "")
             + (f", denied by {h['denied_by']}" if h["denied_by"] else "")
             + (f" ({h['given_up']})" if h["given_up"] else ""))
 
@@ -30,12 +31,14 @@ def _line(h: dict[str, Any]) -> str:
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
               help="How many hosts to show.")
 @click.option("--errors", is_flag=True,
-              help="Only hosts with failed or blocked pages, a backoff, or parked; most failures first.")
+              help="Only hosts with failed or blocked pages, a backoff, parked or deferred (not due "
+                   "within CRAWL_IDLE_HORIZON); most failures first.")
 @json_option
 def hosts(top: int, errors: bool, as_json: bool) -> None:
     """Per host: pages fetched, failed, blocked and queued, robots.txt answer and crawl delay,
     failures in a row, authority (from the host graph, 0 to 1; - before it is scored),
-    frontier state (ready, waiting, leased, idle, parked or paused) and backoff.
+    frontier state (ready, waiting, leased, idle, parked or paused) and backoff, and why a
+    host deferred waits.
 
     Example: crawlctl hosts --top 10 --errors
     """

@@ -116,6 +116,17 @@ class Frontier(Protocol):
     def host_states(self, hosts: list[str], now: float) -> dict[str, HostState]:
         ...
 
+    def next_due(self, now: float) -> float | None:
+        """When the frontier next has work: `now` while a lease is held, else the earliest
+        next time of a host with URLs queued or of a parked host coming back (a paused or
+        given-up one never does); None when there is none."""
+        ...
+
+    def waiting_after(self, after: float, limit: int) -> dict[str, float]:
+        """Hosts with URLs queued, neither leased nor parked, whose next time is later than
+        `after`: host -> that time, the `limit` soonest of each shard."""
+        ...
+
     def is_idle(self, now: float) -> bool:
         """No host ready, waiting or leased (parked hosts keep their URLs for later and do
         not count; batches in flight are the batch ledger's)."""

@@ -309,6 +309,12 @@ class Settings:
         "CRAWL_DISPATCH_LOOKAHEAD",
         "hosts ready within this many seconds may join a batch; each request still waits for its host's time",
         default=1.0, convert=_bounded(float, 0, 60))
+    idle_horizon: float = setting(
+        "CRAWL_IDLE_HORIZON",
+        "`crawl --until-idle` ends once nothing is due within this many seconds; hosts due "
+        "later keep their URLs and time in the frontier for the next crawl (the crawl's tail "
+        "after its last page is at most this and a few seconds to stop)",
+        default=20.0, convert=_bounded(float, 0, 86400))
     max_backoff: float = setting(
         "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors",
         default=300.0, convert=_bounded(float, 0, 86400))

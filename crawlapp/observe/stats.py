@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -10,7 +11,9 @@ from typing import Any
 from crawlapp.adapters.broker import queue_lengths
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.models import Host
 from crawlapp.core import hostpatterns
+from crawlapp.core.deferral import Deferred, waiting_reason
 from crawlapp.core.politeness import unreachable_sentence
 from crawlapp.core.queues import Queues
 from crawlapp.core.records import ParkKind, Status
@@ -75,6 +78,49 @@ def given_up_lines(hosts: dict[str, str], limit: int = 10) -> list[str]:
     return lines
 
 
+DEFERRED_PER_SHARD = 1000  # waiting hosts read from each shard for a report
+
+
+def deferred_hosts(ctx: Context, now: float,
+                   robots: dict[str, Host] | None = None) -> list[Deferred]:
+    """Hosts with work that is not due within CRAWL_IDLE_HORIZON (a crawl run until idle
+    leaves them for later), soonest first: parked ones with why they are parked, waiting ones
+    with why they wait (robots.txt to ask again, throttled, backing off, asked to wait).
+    Paused and given-up hosts come back only when resumed: they are not deferred. `robots`:
+    robots_rows(), read here only if a waiting host has failed (None)."""
+    after = now + ctx.settings.idle_horizon
+    found = [Deferred(host, str(why), until) for host, (until, why) in ctx.frontier.parked().items()
+             if after < until < math.inf]
+    waiting = ctx.frontier.waiting_after(after, DEFERRED_PER_SHARD)
+    if waiting:
+        states = ctx.frontier.host_states(list(waiting), now)
+        pipe = ctx.throttles.client.pipeline(transaction=False)
+        throttles = ctx.throttles.read(waiting, pipe)(pipe.execute())
+        if robots is None:
+            robots = robots_rows(ctx) if any(states[h].failures for h in waiting) else {}
+        found += [Deferred(host, waiting_reason(
+            states[host].failures, host in throttles and throttles[host].level_at(now) > 0,
+            robots[host].robots_status if host in robots else None), until)
+            for host, until in waiting.items()]
+    return sorted(found, key=lambda d: (d.until, d.host))
+
+
+def deferred_lines(deferred: dict[str, dict[str, Any]], limit: int = 10) -> list[str]:
+    """`host: reason, asked again at HH:MM:SS` for people, `limit` at most."""
+    lines = [f"{host}: {d['reason']}, asked again at "
+             f"{time.strftime('%H:%M:%S', time.localtime(d['until']))}"
+             for host, d in list(deferred.items())[:limit]]
+    if len(deferred) > limit:
+        lines.append(f"... and {len(deferred) - limit} more (crawlctl hosts --errors)")
+    return lines
+
+
+def robots_rows(ctx: Context) -> dict[str, Host]:
+    """The hosts table's rows (robots.txt answers, crawl delays) by host."""
+    with ctx.sessions() as session:
+        return {host_of(h.origin + "/"): h for h in repository.hosts_table(session)}
+
+
 OUTCOMES = ("fetched", "failed", "blocked_robots", "duplicates")
 
 
@@ -90,9 +136,9 @@ def outcomes(ctx: Context) -> dict[str, int]:
             "blocked_robots": by_status.get(Status.BLOCKED, 0), "duplicates": duplicates}
 
 
-def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
+def collect(ctx: Context, with_queues: bool = True, now: float | None = None) -> dict[str, Any]:
     """Everything `crawlctl stats` shows, as one JSON-ready dict (zeros for the database's
-    part before the crawl's database exists)."""
+    part before the crawl's database exists); the frontier as of `now` (default: now)."""
     started = crawl_started(ctx)
     by_status: dict[str, int] = {}
     duplicates = stored = 0
@@ -107,9 +153,10 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
     fetched = by_status.get(Status.FETCHED, 0)
     requested = fetched + by_status.get(Status.REDIRECTED, 0) + by_status.get(Status.FAILED, 0)
     window = (last - first).total_seconds() if first and last else 0.0
-    now = time.time()
+    now = time.time() if now is None else now
     shards = ctx.frontier.stats(now)
     given_up = given_up_hosts(ctx)
+    deferred = deferred_hosts(ctx, now) if started else []
     stats: dict[str, Any] = {
         "started": started,
         "discovered": sum(by_status.values()),
@@ -129,6 +176,7 @@ def collect(ctx: Context, with_queues: bool = True) -> dict[str, Any]:
         "rejected_links": _by_reason(counts, "rejected:"),
         "refused_links": _by_reason(counts, "refused:"),
         "hosts_given_up": dict(sorted(given_up.items())),
+        "hosts_deferred": {d.host: {"reason": d.reason, "until": d.until} for d in deferred},
         "frontier": {
             "urls_queued": sum(s.urls_queued for s in shards),
             "hosts_ready": sum(s.hosts_ready for s in shards),
@@ -170,21 +218,24 @@ def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[
     authority (None before the host graph scored it).
 
     The `top` hosts by pages known, or with `errors_only` those with failed or blocked
-    pages or a backoff, most failures first. A host given up as unreachable has its reason
-    in words (`given_up`).
+    pages, a backoff, or deferred, most failures first. A host given up as unreachable has
+    its reason in words (`given_up`), a deferred one why it waits (`deferred`; its time is
+    `until`).
     """
     if not crawl_started(ctx):
         return []
     with ctx.sessions() as session:
         by_host = repository.host_status_counts(session)
-        robots = {host_of(h.origin + "/"): h for h in repository.hosts_table(session)}
         patterns = [d.pattern for d in repository.denylist(session)]
         authority = repository.authority_of(session, list(by_host))
     hosts: list[dict[str, Any]] = [{"host": host, "pages": sum(counts.values()),
               "fetched": counts.get(Status.FETCHED, 0), "failed": counts.get(Status.FAILED, 0),
               "blocked": counts.get(Status.BLOCKED, 0), "queued": counts.get(Status.QUEUED, 0),
               "deleted": counts.get(Status.DELETED, 0)} for host, counts in by_host.items()]
-    states = ctx.frontier.host_states([h["host"] for h in hosts], time.time())
+    robots = robots_rows(ctx)
+    now = time.time()
+    states = ctx.frontier.host_states([h["host"] for h in hosts], now)
+    deferred = {d.host: d.reason for d in deferred_hosts(ctx, now, robots)}
     for h in hosts:
         state = states[h["host"]]
         known = robots.get(h["host"])
@@ -194,13 +245,13 @@ def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[
                  robots_status=known.robots_status if known else None,
                  crawl_delay=known.crawl_delay if known else None,
                  denied_by=hostpatterns.denied_by(h["host"], patterns),
-                 authority=authority.get(h["host"]),
+                 authority=authority.get(h["host"]), deferred=deferred.get(h["host"]),
                  given_up=unreachable_sentence(park.detail)
                  if park is not None and park.kind is ParkKind.UNREACHABLE else None)
     if errors_only:
         hosts = [h for h in hosts if h["failed"] or h["blocked"] or h["failures_in_a_row"]
-                 or h["denied_by"] or h["frontier_state"] not in ("ready", "waiting", "leased",
-                                                                  "idle")]
+                 or h["denied_by"] or h["deferred"]
+                 or h["frontier_state"] not in ("ready", "waiting", "leased", "idle")]
         hosts.sort(key=lambda h: (-h["failed"], -h["blocked"], -h["failures_in_a_row"], h["host"]))
     else:
         hosts.sort(key=lambda h: (-h["pages"], h["host"]))
@@ -222,14 +273,16 @@ def frontier_report(ctx: Context) -> dict[str, Any]:
     }
 
 
-def run_report(ctx: Context, before: dict[str, int]) -> dict[str, Any]:
+def run_report(ctx: Context, before: dict[str, int], idle_at: float | None) -> dict[str, Any]:
     """What `crawl` says at its end: this run's outcomes (against `outcomes` read at its
-    start), the crawl's totals, the workers' peak memory, the hosts given up."""
-    summary = collect(ctx, with_queues=False)
+    start), the crawl's totals, the workers' peak memory, the hosts given up, and those
+    deferred as it was seen idle at `idle_at` (None: now)."""
+    summary = collect(ctx, with_queues=False, now=idle_at)
     return {
         "run": {k: summary[k] - before[k] for k in OUTCOMES},
         "fetched": summary["fetched"], "failed": summary["failed"],
         "peak_rss_mib": max((w["peak_rss_mib"] for w in summary["workers"].values()),
                             default=0.0),
         "hosts_given_up": summary["hosts_given_up"],
+        "hosts_deferred": summary["hosts_deferred"],
     }

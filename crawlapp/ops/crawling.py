@@ -33,10 +33,13 @@ def prepare(ctx: Context, lay_out: bool = False) -> dict[str, int] | None:
 
 @dataclass(frozen=True)
 class Run:
-    """One `crawl` that ended: how long it ran, how often a child was restarted, where the
+    """One `crawl` that ended: how long it ran, when it was seen idle (time.time(); None:
+    never) and how long its end took from then, how often a child was restarted, where the
     children's logs are."""
 
     seconds: float
+    idle_at: float | None
+    stopping: float
     restarted: int
     log_dir: Path
 
@@ -79,11 +82,11 @@ def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: b
     thread = threading.Thread(target=dispatch, name="dispatcher", daemon=True)
     thread.start()
     beat.start()
-    idle = False
+    idle_at: float | None = None
     try:
         if until_idle:
             runner.wait_until_idle(ctx, fleet, watch)
-            idle = True
+            idle_at = time.time()
         else:
             runner.wait_forever(fleet, watch)
     except KeyboardInterrupt:
@@ -93,5 +96,7 @@ def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: b
         stop.set()
         beat.stop()
         thread.join(10)
-        fleet.stop(timeout=5.0, cold=True) if idle else fleet.stop()
-    return Run(time.time() - started, fleet.restarted, fleet.log_dir)
+        fleet.stop(timeout=5.0, cold=True) if idle_at else fleet.stop()
+    finished = time.time()
+    return Run(finished - started, idle_at, finished - (idle_at or finished), fleet.restarted,
+               fleet.log_dir)

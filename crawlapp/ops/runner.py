@@ -15,6 +15,7 @@ from pathlib import Path
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.errors import transient_errors
+from crawlapp.core.deferral import is_done
 from crawlapp.core.errors import TransientError
 from crawlapp.core.queues import Queues
 from crawlapp.ops.rebuild import is_alive
@@ -123,9 +124,11 @@ class Fleet:
 
 def wait_until_idle(ctx: Context, fleet: Fleet, watch: Callable[[], None],
                     poll: float = 0.5) -> None:
-    """Block until the frontier is empty, no batch is in flight and no re-crawl is due, for
-    IDLE_CHECKS readings (a Redis that lost the frontier is not idle: the dispatcher
-    rebuilds it first). `watch` raises what ended a thread the crawl needs."""
+    """Block until no batch is in flight, nothing in the frontier is due within
+    CRAWL_IDLE_HORIZON and no re-crawl is due, for IDLE_CHECKS readings (a Redis that lost
+    the frontier is not idle: the dispatcher rebuilds it first). Hosts due later keep their
+    URLs and time for the next crawl. `watch` raises what ended a thread the crawl needs."""
+    horizon = ctx.settings.idle_horizon
     idle_for = 0
     while idle_for < IDLE_CHECKS:
         time.sleep(poll)
@@ -136,7 +139,8 @@ def wait_until_idle(ctx: Context, fleet: Fleet, watch: Callable[[], None],
             with transient_errors():
                 # A batch in flight, the usual answer while the crawl runs, is one round trip.
                 idle = (not ctx.batches.in_flight() and is_alive(ctx)
-                        and ctx.frontier.is_idle(now) and ctx.recrawls.pending(now) == 0)
+                        and is_done(ctx.frontier.next_due(now), now, horizon)
+                        and ctx.recrawls.pending(now) == 0)
         except TransientError as exc:  # Redis restarting: not idle, ask again
             log.warning("cannot read the frontier (%s); trying again", exc)
             idle = False

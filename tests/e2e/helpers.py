@@ -8,8 +8,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from testweb.server import start_in_background
@@ -51,6 +52,34 @@ class LoggedSite:
                 pass
 
         return Handler
+
+
+class ScriptedHost(LoggedSite):
+    """One loopback host whose answers come from `answer_nth(path, asked_before)`."""
+
+    def __init__(self, answer_nth: Callable[[str, int], Answer]) -> None:
+        super().__init__()
+        self.answer_nth = answer_nth
+        self.asked: dict[str, int] = {}
+
+    def answer(self, path: str) -> Answer:
+        with self.lock:
+            before = self.asked.get(path, 0)
+            self.asked[path] = before + 1
+        return self.answer_nth(path, before)
+
+
+@contextmanager
+def serving(hosts: dict[str, LoggedSite]) -> Iterator[dict[str, str]]:
+    """Serve each host on its loopback address; yields address -> base URL."""
+    servers = {addr: ThreadingHTTPServer((addr, 0), host.handler()) for addr, host in hosts.items()}
+    for server in servers.values():
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield {addr: f"http://{addr}:{s.server_address[1]}" for addr, s in servers.items()}
+    finally:
+        for server in servers.values():
+            server.shutdown()
 
 
 def crawlctl(env: dict[str, str], *args: str, timeout: float = 240

@@ -5,49 +5,17 @@ answers 503 defers its host, and is asked again."""
 from __future__ import annotations
 
 import itertools
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import crawl_env
-from tests.e2e.helpers import Answer, LoggedSite, crawlctl
+from tests.e2e.helpers import Answer, ScriptedHost, crawlctl, serving
 
 pytestmark = pytest.mark.e2e
 HTML = {"Content-Type": "text/html"}
 DELAY = 0.8  # the 0.05 s CRAWL_DELAY_MARGIN is 6 % of it
 PAGES = 30
-
-
-class _Host(LoggedSite):
-    """One loopback host whose answers come from `answer_nth(path, asked_before)`."""
-
-    def __init__(self, answer_nth: Callable[[str, int], Answer]) -> None:
-        super().__init__()
-        self.answer_nth = answer_nth
-        self.asked: dict[str, int] = {}
-
-    def answer(self, path: str) -> Answer:
-        with self.lock:
-            before = self.asked.get(path, 0)
-            self.asked[path] = before + 1
-        return self.answer_nth(path, before)
-
-
-@contextmanager
-def _serving(hosts: dict[str, _Host]) -> Iterator[dict[str, str]]:
-    """Serve each host on its loopback address; yields address -> base URL."""
-    servers = {addr: ThreadingHTTPServer((addr, 0), host.handler()) for addr, host in hosts.items()}
-    for server in servers.values():
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield {addr: f"http://{addr}:{s.server_address[1]}" for addr, s in servers.items()}
-    finally:
-        for server in servers.values():
-            server.shutdown()
 
 
 def _robots(path: str) -> Answer | None:
@@ -90,11 +58,11 @@ def _robots_down_once(path: str, before: int) -> Answer:
 
 def test_broken_pages_a_throttling_host_and_a_robots_txt_down(tmp_path: Path,
                                                                redis_url: str) -> None:
-    hosts = {"127.0.3.11": _Host(_broken_pages), "127.0.3.12": _Host(_throttling),
-             "127.0.3.13": _Host(_robots_down_once)}
+    hosts = {"127.0.3.11": ScriptedHost(_broken_pages), "127.0.3.12": ScriptedHost(_throttling),
+             "127.0.3.13": ScriptedHost(_robots_down_once)}
     env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
                     CRAWL_THROTTLE_SECONDS="1", CRAWL_ROBOTS_RETRY="1.5")
-    with _serving(hosts) as bases:
+    with serving(hosts) as bases:
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("".join(f"{base}/\n" for base in bases.values()))
         done = crawlctl(env, "crawl", "--seeds", str(seeds), "--until-idle")

@@ -15,10 +15,12 @@ from bench.procs import Group, ProcStat, descendants, read_stat
 from bench.report import (
     aggregate,
     connections,
+    covered_at,
     first_request_seconds,
     host_requests,
     politeness_floor,
     spread,
+    stop_seconds,
     table,
 )
 from testweb.serverlog import Request
@@ -106,6 +108,38 @@ def test_figures_cpu_per_minute_and_first_request() -> None:
     assert result["first_request_seconds"] == 2.5 and result["wall_over_floor"] == 1.2
 
 
+def test_time_to_coverage_is_the_last_expected_page_first_fetched() -> None:
+    web = Web(WebSpec(hosts=2, pages_per_host=3, port=8080))
+    expected = sorted(web.expected_pages(5))
+    log = [Request(host=url.split("/")[2], path="/" + url.split("/", 3)[3], start=1000.0 + n,
+                   end=1000.1 + n, status=200) for n, url in enumerate(expected)]
+    again = Request(host=log[0].host, path=log[0].path, start=2000.0, end=2000.1, status=200)
+    robots = Request(host=log[0].host, path="/robots.txt", start=3000.0, end=3000.1, status=500)
+    assert covered_at([*log, again, robots], set(expected)) == (999.0 + len(expected), 0)
+    assert covered_at(log[1:], set(expected)) == (999.0 + len(expected), 1)
+    assert covered_at([robots], set(expected)) == (None, len(expected))
+    session = "http://a:1/sess/page.html;jsessionid=0123456789abcdef"
+    assert covered_at([Request(host="a:1", path="/sess/page.html;jsessionid=0123456789abcdef",
+                               start=5.0, end=5.1, status=200)], {session}) == (5.0, 0)
+
+
+def test_figures_of_coverage_tail_and_shutdown() -> None:
+    measured = Measured(returncode=0, started=1000.0, wall=100.0, cpu=30.0, peak_rss=0,
+                        services={}, processes={})
+    result = figures(60, measured, {"busy_seconds": 180.0}, 50.0, 2.5, covered=1075.0,
+                     stopping=1.25)
+    assert result["coverage_seconds"] == 75.0 and result["tail_seconds"] == 25.0
+    assert result["coverage_over_floor"] == 1.5 and result["stop_seconds"] == 1.25
+    scrapy = figures(60, measured, {"busy_seconds": 180.0}, 50.0, 2.5)
+    assert scrapy["coverage_seconds"] is None and scrapy["stop_seconds"] is None
+
+
+def test_shutdown_read_from_the_crawl_output() -> None:
+    assert stop_seconds("3 new seed(s) queued\nidle after 81.4 s (stopped in 1.3 s): this "
+                        "run 12 fetched") == 1.3
+    assert stop_seconds("2024-05-01 INFO Spider closed (finished)") is None
+
+
 def test_spread_and_aggregate() -> None:
     assert spread([3.0, None, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0}
     assert spread([None]) == {"median": None, "min": None, "max": None}
@@ -124,6 +158,7 @@ def test_table_shows_medians_ranges_and_gaps() -> None:
                   {"web": "3x8", "crawler": "scrapy", "runs": 1, "stats": peer}])
     lines = text.splitlines()
     assert "wall s" in lines[0] and "svc ms/p" in lines[0] and "cpu s/min" in lines[0]
+    assert "cover s" in lines[0] and "tail s" in lines[0] and "cover/floor" in lines[0]
     assert "11.0 (10.0-12.0)" in lines[2] and " 100 " in lines[2]
     assert lines[3].split()[:4] == ["3x8", "scrapy", "1", "90"] and " - " in lines[3]
     assert "0.600 (0.500-0.700)" in text and "fetch ms/p" in text
@@ -132,6 +167,7 @@ def test_table_shows_medians_ranges_and_gaps() -> None:
 
 def test_table_of_connections_and_first_request() -> None:
     few = aggregate([{"pages": 60, "cpu_s_per_minute": 4.2, "first_request_seconds": 2.25,
+                      "stop_seconds": 1.5,
                       "log": {"conns_per_host_median": 1.5, "conns_per_host_max": 3,
                               "requests_per_conn": 20.0}}])
     text = table([{"web": "2x30@1", "crawler": "embedded", "runs": 1, "stats": few}])
@@ -139,8 +175,8 @@ def test_table_of_connections_and_first_request() -> None:
     assert main.splitlines()[2].split()[:4] == ["2x30@1", "embedded", "1", "60"]
     assert " 4.2 " in main.splitlines()[2]
     header, _, row = connection.splitlines()[1:4]
-    assert "max conn/host" in header and "1st request s" in header
-    assert row.split() == ["2x30@1", "embedded", "1.5", "3", "20.0", "2.25"]
+    assert "max conn/host" in header and "1st request s" in header and "stop s" in header
+    assert row.split() == ["2x30@1", "embedded", "1.5", "3", "20.0", "2.25", "1.50"]
 
 
 def _stat(pid: int, ppid: int, cpu: float = 0.0, rss: int = 0) -> ProcStat:

@@ -310,6 +310,30 @@ class RedisFrontier:
             pipe.zcard(k.leases)
         return not any(pipe.execute())
 
+    def next_due(self, now: float) -> float | None:
+        """`now` while a lease is held, else the earliest time in a ready or parked set (not
+        inf: paused or given up); None when both are empty. One round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for k in self._keys:
+            pipe.zcard(k.leases)
+            pipe.zrange(k.ready, 0, 0, withscores=True)
+            pipe.zrange(k.parked, 0, 0, withscores=True)
+        raw = pipe.execute()
+        if any(raw[::3]):
+            return now
+        times = [score for first in (*raw[1::3], *raw[2::3]) for _, score in first
+                 if score != float("inf")]
+        return min(times, default=None)
+
+    def waiting_after(self, after: float, limit: int) -> dict[str, float]:
+        """Hosts of the ready sets due later than `after`: host -> time, the `limit` soonest
+        of each shard."""
+        pipe = self.client.pipeline(transaction=False)
+        for k in self._keys:
+            pipe.zrangebyscore(k.ready, f"({after!r}", "+inf", start=0, num=limit,
+                               withscores=True)
+        return {text(host): float(score) for reply in pipe.execute() for host, score in reply}
+
     def mark_alive(self, now: float) -> None:
         """Note that Redis holds the whole crawl state, laid out in this frontier's shards (a
         Redis restarted empty has no such note, and is rebuilt from the database)."""
