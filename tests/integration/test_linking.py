@@ -160,7 +160,8 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
 
 def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_url: str) -> None:
     from crawlapp.adapters.redis import keys, redirect_hops
-    from crawlapp.stages.fetching import _known, _retry_counts
+    from crawlapp.core.records import Fetched
+    from crawlapp.stages.fetching import _known, _retries
     from crawlapp.stages.linking import extract_links
 
     ctx = make_ctx(tmp_path, redis_url)
@@ -171,7 +172,7 @@ def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_ur
     assert 0 < ctx.redis.ttl(key) <= redirect_hops.TTL  # gone within a week, whatever happens
     lease = Lease(0, "a.com", "t", "http://a.com/new", 1)
     assert _known(ctx, [lease]).hops == {"http://a.com/new": 3}
-    _retry_counts(ctx, [], [lease], {})  # fetched
+    assert _retries(ctx, [(lease, Fetched(lease.url, 200))], []) == set()  # fetched
     assert not ctx.redis.exists(key)
     assert list(ctx.redis.scan_iter(match=keys.HOPS.of(ctx.settings.redis_prefix, url_hash="*"))) == []
 
