@@ -20,10 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sqlalchemy.orm import Session
-
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.repository import Session
 from crawlapp.adapters.errors import transient_errors
 from crawlapp.core.errors import NotQueued, TransientError
 from crawlapp.core.priority import NEW_FRESHNESS, depth_priority

@@ -5,17 +5,12 @@ transaction. Every row naming a body is written after that body: the invariant
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
-
 from crawlapp.adapters.blobstore import body_key
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import repository
-from crawlapp.adapters.db.models import Url
+from crawlapp.adapters.db import dedup_rows, repository
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.core.priority import depth_priority
 from crawlapp.core.records import Page, QueuedURL, Status
@@ -23,8 +18,6 @@ from crawlapp.core.recrawl import next_schedule
 from crawlapp.core.simhash import to_signed
 from crawlapp.stages import dedup
 from crawlapp.stages.admission import requeue
-
-CHUNK = 500
 
 
 def _row(page: Page, next_crawl_at: float | None) -> dict[str, object]:
@@ -124,7 +117,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     robots_at = [p.fetched_at for p in robots_pages]
     urls = [p for p in pages if p.status != Status.ROBOTS]
     with ctx.sessions() as session:
-        rows = dedup.rows_by_hash(session, [p.url_hash for p in urls] + [
+        rows = dedup_rows.rows_by_hash(session, [p.url_hash for p in urls] + [
             p.duplicate_of for p in urls if p.content_dedup and p.duplicate_of])
     dropped = {p.url_hash for p in urls
                if (row := rows.get(p.url_hash)) is not None and row.status == Status.DELETED}
@@ -147,34 +140,13 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
                                   repository.NOT_MODIFIED_COLUMNS)
         repository.add_fetch_history(session, [entry for page in [*kept, *robots_pages]
                                                if (entry := _history_row(page)) is not None])
-        queued = mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
-                         "requeued: its original is no longer stored")
+        queued = dedup_rows.mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
+                                         "requeued: its original is no longer stored")
     ctx.recrawls.schedule(planned)
     send_back(ctx, queued)
     for page in pages:  # in the fetch history now; the links stage does not read them
         page.request_headers = page.response_headers = ""
     return pages
-
-
-# What a page queued again forgets of its last fetch: the next one stores it afresh (no
-# validators, so the server cannot answer 304).
-FORGOTTEN: dict[str, object] = {
-    "status": Status.QUEUED, "storage_key": None, "raw_storage_key": None, "content_hash": None,
-    "simhash": None, "content_dedup": False, "duplicate_of": None, "etag": None,
-    "last_modified": None, "next_crawl_at": None}
-
-
-def mark_refetch(session: Session, hashes: Sequence[str], reason: str) -> dict[str, QueuedURL]:
-    """Mark these pages (taken-down ones excepted) queued, forgetting what was stored of them;
-    returns the URLs by url_hash, for `send_back` once the transaction is committed."""
-    out: dict[str, QueuedURL] = {}
-    for start in range(0, len(hashes), CHUNK):
-        where = (Url.url_hash.in_(hashes[start:start + CHUNK]), Url.status != Status.DELETED)
-        out.update((h, QueuedURL(url, depth, priority)) for h, url, depth, priority in
-                   session.execute(select(Url.url_hash, Url.url, Url.depth, Url.priority)
-                                   .where(*where)))
-        session.execute(update(Url).where(*where).values(**FORGOTTEN, last_error=reason))
-    return out
 
 
 def send_back(ctx: Context, queued: dict[str, QueuedURL]) -> None:

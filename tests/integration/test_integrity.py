@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.dedup_rows import rows_by_hash
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
 from crawlapp.core.records import Link, Page, Status
@@ -34,7 +35,7 @@ from crawlapp.core.settings import load_settings
 from crawlapp.core.simhash import hamming, simhash
 from crawlapp.core.urls import url_hash
 from crawlapp.ops import takedown
-from crawlapp.stages.dedup import dedup_pages, rows_by_hash
+from crawlapp.stages.dedup import dedup_pages
 from crawlapp.stages.storing import store_pages
 
 ARTICLE = " ".join(f"word{i % 97} token{i % 89} term{i % 83}" for i in range(400))

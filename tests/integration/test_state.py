@@ -64,7 +64,7 @@ def test_fetch_results_and_links_are_recorded_once(sessions) -> None:  # type: i
 
 def test_a_batch_of_rows_is_written_whole_with_every_value(sessions) -> None:  # type: ignore[no-untyped-def]
     """A batch with a URL twice, odd characters in text columns, None and flags: each row
-    once, each value as given (on Postgres the rows go as arrays: _unnested)."""
+    once, each value as given (on Postgres the rows go as arrays: batching.unnested)."""
     odd = 'http://a.com/q?x="a,b"&y={1}\\z'
     rows = [row("http://a.com/1", depth=3) | {"hops": 0, "link_context": 0.5},
             row(odd) | {"hops": 2, "link_context": None},

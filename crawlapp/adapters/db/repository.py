@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Integer,
-    Select,
-    String,
     and_,
     bindparam,
     cast,
@@ -21,9 +19,16 @@ from sqlalchemy import (
     tuple_,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session as Session  # the type of the sessions callers pass
 
+from crawlapp.adapters.db.batching import (
+    chunks,
+    dialect_insert,
+    insert_many,
+    of_hashes,
+    on_postgres,
+    unnested,
+)
 from crawlapp.adapters.db.models import (
     Deny,
     Fetch,
@@ -38,80 +43,12 @@ from crawlapp.adapters.db.models import (
 )
 from crawlapp.core.records import Status
 
-CHUNK = 500
-
-
-def _insert(session: Session, table: Any) -> postgresql.Insert | sqlite.Insert:
-    """INSERT in the dialect of the session, so ON CONFLICT DO NOTHING is available."""
-    dialect = session.get_bind().dialect.name
-    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
-
-
-def _chunks(rows: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
-    for i in range(0, len(rows), size):
-        yield rows[i:i + size]
-
-
-def _uniform(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows with the same keys each (missing ones None), as executemany needs."""
-    keys = {key for row in rows for key in row}
-    return [{key: row.get(key) for key in keys} for row in rows]
-
-
-AnySelect = TypeVar("AnySelect", bound=Select[*tuple[Any, ...]])
-
-
-def _of_hashes(session: Session, query: AnySelect, hashes: Sequence[str]) -> AnySelect:
-    """`query` on urls kept to the rows of these url_hashes. On Postgres a join on
-    unnest(hashes): each one is looked up in its own partition, where an IN list would probe
-    every partition with all of them (migration 0010, docs/sizing.md)."""
-    if session.get_bind().dialect.name != "postgresql":
-        return query.where(Url.url_hash.in_(hashes))
-    array = bindparam("hashes", list(dict.fromkeys(hashes)), type_=postgresql.ARRAY(String))
-    wanted = func.unnest(array).table_valued("v").render_derived()
-    return query.join(wanted, Url.url_hash == wanted.c.v)
-
-
-def _insert_many(session: Session, table: Any, rows: Sequence[dict[str, Any]],
-                 conflict: list[str] | None = None, returning: Any = None) -> Any:
-    """INSERT rows that are new (ON CONFLICT DO NOTHING on `conflict`), in one statement;
-    the result, RETURNING `returning` if given. On Postgres from _unnested(rows)."""
-    stmt: Any = _insert(session, table)
-    params: list[dict[str, Any]] | None = None
-    if session.get_bind().dialect.name == "postgresql":
-        keys = sorted({key for row in rows for key in row})
-        values = _unnested({key: table.__table__.c[key].type for key in keys}, rows)
-        stmt = stmt.from_select(keys, select(*(values.c[k] for k in keys)))
-    else:
-        params = _uniform(rows)
-    stmt = stmt.on_conflict_do_nothing(index_elements=conflict)
-    if returning is not None:
-        stmt = stmt.returning(returning)
-    return session.connection().execute(stmt, params)
-
-
-def _unnested(types: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
-    """The rows as a table of the server's (columns `types`, None where a row has no
-    value): one array a column, unnested.
-
-    A statement on it has the same text whatever the number of rows, so neither SQLAlchemy
-    nor psycopg builds and parses a list of a placeholder a value, as an executemany does
-    (87 against 15-22 us of client CPU a URL row inserted in batches of 200; the arrays go
-    in binary: engine._binary_arrays). They are of unsized types: a value too long for its
-    column fails the statement, as it would row by row, where a cast to varchar(n) would
-    cut it short.
-    """
-    arrays = [bindparam(f"a_{key}", [row.get(key) for row in rows],
-                        type_=postgresql.ARRAY(String() if isinstance(type_, String) else type_))
-              for key, type_ in types.items()]
-    return func.unnest(*arrays).table_valued(*types).render_derived()
-
 
 def add_urls(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
     """Insert URL rows that are new; return the url_hash of those actually inserted."""
     if not rows:
         return set()
-    return set(_insert_many(session, Url, rows, ["url_hash"], Url.url_hash).scalars())
+    return set(insert_many(session, Url, rows, ["url_hash"], Url.url_hash).scalars())
 
 
 @dataclass(frozen=True)
@@ -139,8 +76,8 @@ def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
     known: set[str] = set()
     lowered: list[Lowered] = []
     scores: list[dict[str, Any]] = []
-    for chunk in _chunks(list(wanted)):
-        found = session.execute(_of_hashes(session, select(
+    for chunk in chunks(list(wanted)):
+        found = session.execute(of_hashes(session, select(
             Url.url_hash, Url.url, Url.status, Url.depth, Url.priority, Url.authority,
             Url.link_context, Url.hops), chunk)).all()
         known.update(h for h, *_ in found)
@@ -168,21 +105,21 @@ def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
 def depths(session: Session, hashes: Sequence[str]) -> dict[str, int]:
     """The recorded depth of each of these URLs the database knows."""
     found: dict[str, int] = {}
-    for chunk in _chunks(list(dict.fromkeys(hashes))):
+    for chunk in chunks(list(dict.fromkeys(hashes))):
         found.update((h, depth) for h, depth in session.execute(
-            _of_hashes(session, select(Url.url_hash, Url.depth), chunk)))
+            of_hashes(session, select(Url.url_hash, Url.depth), chunk)))
     return found
 
 
 def set_status(session: Session, hashes: Sequence[str], status: str) -> None:
-    for chunk in _chunks(hashes):
+    for chunk in chunks(hashes):
         session.execute(update(Url).where(Url.url_hash.in_(chunk)).values(status=status))
 
 
 def link_targets(session: Session, sources: Sequence[str]) -> list[tuple[str, str, bool]]:
     """(source_hash, target url, nofollow) of every recorded link out of `sources`."""
     out: list[tuple[str, str, bool]] = []
-    for chunk in _chunks(sources):
+    for chunk in chunks(sources):
         out += [(s, u, bool(n)) for s, u, n in session.execute(
             select(Link.source_hash, Url.url, Link.nofollow)
             .join(Url, Url.url_hash == Link.target_hash).where(Link.source_hash.in_(chunk)))]
@@ -193,9 +130,9 @@ def priorities_with_status(session: Session, hashes: Sequence[str], status: str
                            ) -> dict[str, tuple[float, int]]:
     """The priority and hops of each of these URLs whose row has `status`."""
     found: dict[str, tuple[float, int]] = {}
-    for chunk in _chunks(hashes):
+    for chunk in chunks(hashes):
         found.update((h, (priority or 0.0, hops or 0)) for h, priority, hops in session.execute(
-            _of_hashes(session, select(Url.url_hash, Url.priority, Url.hops), chunk)
+            of_hashes(session, select(Url.url_hash, Url.priority, Url.hops), chunk)
             .where(Url.status == status)))
     return found
 
@@ -221,9 +158,9 @@ def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
                    | {col: bool(row.get(col)) for col in flags}
                    | {"failed": int(row.get("status") == Status.FAILED)}
                    for row in rows}.values())
-    if session.get_bind().dialect.name == "postgresql":
+    if on_postgres(session):
         types = {col: Url.__table__.c[col].type for col in (*columns, "url_hash")}
-        given = _unnested(types | {"failed": Integer()}, params)
+        given = unnested(types | {"failed": Integer()}, params)
         session.connection().execute(
             update(Url).where(Url.url_hash == given.c.url_hash).values(
                 {col: given.c[col] for col in columns}
@@ -239,14 +176,14 @@ def add_fetch_history(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Append a batch's kept fetches to the fetch history (one INSERT); a fetch recorded
     already (its batch stored again) is left as it is."""
     if rows:
-        _insert_many(session, Fetch, rows, ["url_hash", "fetched_at"])
+        insert_many(session, Fetch, rows, ["url_hash", "fetched_at"])
 
 
 def add_fetch_months(session: Session) -> list[str]:
     """Make sure the fetch history has a partition for this month and the next (Postgres,
     migration 0010; a fetch of a month without one waits in the default partition, which
     this empties of that month). The partitions' names; none on SQLite."""
-    if session.get_bind().dialect.name != "postgresql":
+    if not on_postgres(session):
         return []
     return list(session.execute(text(
         "SELECT fetches_add_month(now()) UNION "
@@ -271,8 +208,8 @@ class Previous:
 
 def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previous]:
     found: dict[str, Previous] = {}
-    for chunk in _chunks(hashes):
-        for h, content, last, nxt, priority in session.execute(_of_hashes(session, select(
+    for chunk in chunks(hashes):
+        for h, content, last, nxt, priority in session.execute(of_hashes(session, select(
                 Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at,
                 func.coalesce(Url.link_context, Url.priority)), chunk)):
             found[h] = Previous(content, last, nxt, priority or 0.0)
@@ -281,14 +218,14 @@ def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previ
 
 def urls_by_hash(session: Session, hashes: Sequence[str]) -> list[Url]:
     rows: list[Url] = []
-    for chunk in _chunks(hashes):
-        rows += session.scalars(_of_hashes(session, select(Url), chunk))
+    for chunk in chunks(hashes):
+        rows += session.scalars(of_hashes(session, select(Url), chunk))
     return rows
 
 
 def add_links(session: Session, edges: Sequence[dict[str, Any]]) -> None:
     if edges:
-        _insert_many(session, Link, edges)
+        insert_many(session, Link, edges)
 
 
 def set_scores(session: Session, scores: Sequence[tuple[str, float, float]]) -> None:
@@ -308,8 +245,8 @@ def add_host_links(session: Session, pairs: Iterable[tuple[str, str]]) -> None:
     One multi-row INSERT for a batch's pairs, deduplicated and sorted (concurrent batches
     lock shared rows in the same order)."""
     unique = sorted(set(pairs))
-    for chunk in _chunks(unique, HOST_LINKS_PER_STATEMENT):
-        session.execute(_insert(session, HostLink).values(
+    for chunk in chunks(unique, HOST_LINKS_PER_STATEMENT):
+        session.execute(dialect_insert(session, HostLink).values(
             [{"source_host": s, "target_host": t} for s, t in chunk]).on_conflict_do_nothing())
 
 
@@ -329,13 +266,16 @@ def host_link_chunks(session: Session, size: int) -> Iterable[list[tuple[str, st
         after = chunk[-1]
 
 
+AUTHORITY_ROWS_PER_CALL = 5000  # an executemany's rows, built and held at once (of millions of hosts)
+
+
 def save_authority(session: Session, scores: Sequence[tuple[str, float]],
                    computed_at: datetime) -> None:
     """Store each host's authority (replacing the last computation's)."""
-    stmt = _insert(session, HostAuthority)
+    stmt = dialect_insert(session, HostAuthority)
     stmt = stmt.on_conflict_do_update(index_elements=["host"], set_={
         "score": stmt.excluded.score, "computed_at": stmt.excluded.computed_at})
-    for chunk in _chunks(scores, 5000):
+    for chunk in chunks(scores, AUTHORITY_ROWS_PER_CALL):
         session.connection().execute(stmt, [{"host": h, "score": s, "computed_at": computed_at}
                                             for h, s in chunk])
 
@@ -343,7 +283,7 @@ def save_authority(session: Session, scores: Sequence[tuple[str, float]],
 def authority_of(session: Session, hosts: Sequence[str]) -> dict[str, float]:
     """The stored authority of these hosts (hosts not scored are left out)."""
     found: dict[str, float] = {}
-    for chunk in _chunks(hosts):
+    for chunk in chunks(hosts):
         found.update(session.execute(select(HostAuthority.host, HostAuthority.score)
                                      .where(HostAuthority.host.in_(chunk))).all())
     return found
@@ -353,7 +293,7 @@ def save_robots(session: Session, origin: str, status: int, body: str,
                 crawl_delay: float | None, fetched_at: datetime) -> None:
     values = {"robots_status": status, "robots_body": body, "crawl_delay": crawl_delay,
               "robots_fetched_at": fetched_at}
-    stmt = _insert(session, Host).values(origin=origin, **values)
+    stmt = dialect_insert(session, Host).values(origin=origin, **values)
     session.execute(stmt.on_conflict_do_update(index_elements=["origin"], set_=values))
 
 
@@ -406,7 +346,7 @@ def host_status_counts(session: Session) -> dict[str, dict[str, int]]:
     On Postgres the folded totals joined with the deltas not folded yet (one statement, so
     exact; the deltas are a minute's at most); SQLite's triggers keep the totals themselves."""
     query = select(HostCount.host, HostCount.status, HostCount.n).where(HostCount.n != 0)
-    if session.get_bind().dialect.name == "postgresql":
+    if on_postgres(session):
         d = host_count_deltas.c
         pending = select(d.host, d.status, cast(func.sum(d.n), BigInteger).label("n")) \
             .group_by(d.host, d.status).subquery()
@@ -425,7 +365,7 @@ def host_status_counts(session: Session) -> dict[str, dict[str, int]]:
 def fold_host_counts(session: Session) -> int:
     """Move the committed per-statement deltas into the host counters (Postgres; SQLite's
     triggers write the counters themselves). How many (host, status) counts changed."""
-    if session.get_bind().dialect.name != "postgresql":
+    if not on_postgres(session):
         return 0
     return int(session.scalar(text("SELECT host_counts_fold()")) or 0)
 
@@ -448,7 +388,7 @@ def links_of(session: Session, url_hash: str, inbound: bool, limit: int
 def add_scope_rules(session: Session, rules: Sequence[tuple[str, str]], now: datetime) -> None:
     """Record the (kind, value) scope rules of seeds (a known rule stays as it is)."""
     if rules:
-        session.execute(_insert(session, SeedScope).on_conflict_do_nothing(),
+        session.execute(dialect_insert(session, SeedScope).on_conflict_do_nothing(),
                         [{"kind": kind, "value": value, "created_at": now}
                          for kind, value in dict.fromkeys(rules)])
 
