@@ -336,11 +336,6 @@ def outbound_links(session: Session, url_hash: str) -> int:
     return int(session.scalar(select(func.count()).where(Link.source_hash == url_hash)) or 0)
 
 
-def sample_urls(session: Session, limit: int) -> list[Url]:
-    return list(session.scalars(select(Url).where(Url.status == Status.FETCHED)
-                                .order_by(Url.last_fetched_at).limit(limit)))
-
-
 def host_status_counts(session: Session) -> dict[str, dict[str, int]]:
     """URL rows per host and status, from the counters (migration 0011), not a scan of urls.
     On Postgres the folded totals joined with the deltas not folded yet (one statement, so
