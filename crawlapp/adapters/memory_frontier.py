@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from crawlapp.core.priority import queue_score
-from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
+from crawlapp.core.records import HostState, Lease, QueuedURL, QueueEntry, Release, ShardStats
 from crawlapp.core.urls import host_of, shard_of
 
 EXPIRED_PER_DISPATCH = 1000  # leases handed back, and parked hosts brought back, per call
@@ -313,7 +313,7 @@ class MemoryFrontier:
         with self._lock:
             return self._shard_of(host).resume(host, now)
 
-    def drop(self, host: str, urls: Iterable[tuple[int, str, int]] | None = None) -> int:
+    def drop(self, host: str, urls: Iterable[QueueEntry] | None = None) -> int:
         members = None if urls is None else [_member(*url) for url in urls]
         if members is not None and not members:
             return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
+from crawlapp.core.records import HostState, Lease, QueuedURL, QueueEntry, Release, ShardStats
 
 
 class Frontier(Protocol):
@@ -99,9 +99,9 @@ class Frontier(Protocol):
         """Resume a paused or parked host; False if it was neither."""
         ...
 
-    def drop(self, host: str, urls: Iterable[tuple[int, str, int]] | None = None) -> int:
-        """Remove the (depth, url, hops) URLs from `host`'s queue, or its whole queue when None;
-        returns how many URLs were removed."""
+    def drop(self, host: str, urls: Iterable[QueueEntry] | None = None) -> int:
+        """Remove these URLs from `host`'s queue, or its whole queue when None; returns how
+        many URLs were removed."""
         ...
 
     def host_states(self, hosts: list[str], now: float) -> dict[str, HostState]:

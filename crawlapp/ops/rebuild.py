@@ -31,7 +31,7 @@ from crawlapp.adapters.db import maintenance, repository
 from crawlapp.adapters.db.batching import chunks
 from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.core.records import Status
-from crawlapp.core.recrawl import tier_of, validators
+from crawlapp.core.recrawl import Planned, tier_of, validators
 from crawlapp.core.robots import effective_delay
 from crawlapp.core.rows import QueuedRow, ScheduledRow
 from crawlapp.core.settings import MAX_SHARDS
@@ -131,9 +131,9 @@ def _canonicals(ctx: Context) -> int:
 
 def _schedule_rows(ctx: Context, rows: list[ScheduledRow]) -> None:
     ctx.recrawls.schedule([
-        (r.url_hash,
-         tier_of((r.next_crawl_at - (r.last_fetched_at or r.next_crawl_at)).total_seconds()),
-         r.next_crawl_at.replace(tzinfo=r.next_crawl_at.tzinfo or UTC).timestamp())
+        Planned(r.url_hash, tier_of(
+            (r.next_crawl_at - (r.last_fetched_at or r.next_crawl_at)).total_seconds()),
+                r.next_crawl_at.replace(tzinfo=r.next_crawl_at.tzinfo or UTC).timestamp())
         for r in rows])
 
 

@@ -11,7 +11,8 @@ from crawlapp.adapters.db import dedup_rows, maintenance, repository
 from crawlapp.adapters.db.repository import Session
 from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core import hostpatterns
-from crawlapp.core.records import Status
+from crawlapp.core.records import QueueEntry, Status
+from crawlapp.core.rows import UrlRow
 from crawlapp.core.simhash import from_signed
 from crawlapp.core.urls import host_of, url_hash
 from crawlapp.ops.rebuild import restore_recrawls
@@ -74,9 +75,8 @@ def unblock(ctx: Context, pattern: str) -> dict[str, int] | None:
 
 def _tombstone(session: Session, url: str) -> None:
     """A row for a URL never seen, so that it is never queued when a link finds it."""
-    repository.add_urls(session, [{"url_hash": url_hash(url), "url": url, "host": host_of(url),
-                                   "depth": 0, "priority": 0.0, "status": Status.DELETED,
-                                   "discovered_at": datetime.now(UTC)}])
+    repository.add_urls(session, [UrlRow(url_hash(url), url, host_of(url), 0, Status.DELETED,
+                                         datetime.now(UTC))])
 
 
 def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dict[str, int]:
@@ -91,10 +91,10 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
         live = [r for r in rows if r.status != Status.DELETED]
         hashes = [r.url_hash for r in live]
         keys, shared, history = maintenance.take_down(session, rows, hashes, key, host)
-    by_host: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
+    by_host: dict[str, list[QueueEntry]] = defaultdict(list)
     for r in live:
         if r.status == Status.QUEUED:
-            by_host[r.host].append((r.depth, r.url, r.hops))
+            by_host[r.host].append(QueueEntry(r.depth, r.url, r.hops))
     dropped = (ctx.frontier.drop(host) if host
                else sum(ctx.frontier.drop(h, urls) for h, urls in by_host.items()))
     # Dedup must not point new pages at deleted ones: their claims, band entries and canonical

@@ -49,33 +49,43 @@ def of_hashes(session: Session, query: AnySelect, hashes: Sequence[str]) -> AnyS
     return query.join(wanted, Url.url_hash == wanted.c.v)
 
 
-def insert_many(session: Session, table: Any, rows: Sequence[dict[str, Any]],
+def insert_many(session: Session, table: Any, columns: dict[str, list[Any]],
                 conflict: list[str] | None = None, returning: Any = None) -> Any:
-    """INSERT rows that are new (ON CONFLICT DO NOTHING on `conflict`), in one statement;
-    the result, RETURNING `returning` if given. On Postgres from unnested(rows)."""
+    """INSERT the rows of `columns` (name -> a value a row) that are new (ON CONFLICT DO
+    NOTHING on `conflict`), in one statement; the result, RETURNING `returning` if given.
+    On Postgres from unnested(columns)."""
     stmt: Any = dialect_insert(session, table)
     params: list[dict[str, Any]] | None = None
     if on_postgres(session):
-        keys = sorted({key for row in rows for key in row})
-        values = unnested({key: table.__table__.c[key].type for key in keys}, rows)
-        stmt = stmt.from_select(keys, select(*(values.c[k] for k in keys)))
+        names = sorted(columns)
+        values = unnested({name: table.__table__.c[name].type for name in names}, columns)
+        stmt = stmt.from_select(names, select(*(values.c[name] for name in names)))
     else:
-        params = uniform(rows)
+        params = as_dicts(columns)
     stmt = stmt.on_conflict_do_nothing(index_elements=conflict)
     if returning is not None:
         stmt = stmt.returning(returning)
     return session.connection().execute(stmt, params)
 
 
-def uniform(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows with the same keys each (missing ones None), as executemany needs."""
-    keys = {key for row in rows for key in row}
-    return [{key: row.get(key) for key in keys} for row in rows]
+def column_arrays(rows: Sequence[tuple[Any, ...]], names: Sequence[str]) -> dict[str, list[Any]]:
+    """Rows (named tuples whose fields are `names`) as a list a column: transposed in C,
+    no dict a row."""
+    if not rows:
+        return {name: [] for name in names}
+    return dict(zip(names, map(list, zip(*rows, strict=True)), strict=True))
 
 
-def unnested(types: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
-    """The rows as a table of the server's (columns `types`, None where a row has no
-    value): one array a column, unnested.
+def as_dicts(columns: dict[str, list[Any]], prefix: str = "") -> list[dict[str, Any]]:
+    """The rows of `columns` as executemany takes them: a dict a row, keyed by `prefix` and
+    the column's name."""
+    keys = [prefix + name for name in columns]
+    return [dict(zip(keys, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+
+
+def unnested(types: dict[str, Any], columns: dict[str, list[Any]]) -> Any:
+    """The rows of `columns` (name -> a value a row) as a table of the server's, of the
+    columns `types`: one array a column, unnested.
 
     A statement on it has the same text whatever the number of rows, so neither SQLAlchemy
     nor psycopg builds and parses a list of a placeholder a value, as an executemany does
@@ -84,9 +94,9 @@ def unnested(types: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
     column fails the statement, as it would row by row, where a cast to varchar(n) would
     cut it short.
     """
-    arrays = [bindparam(f"a_{key}", [row.get(key) for row in rows],
+    arrays = [bindparam(f"a_{name}", columns[name],
                         type_=postgresql.ARRAY(String() if isinstance(type_, String) else type_))
-              for key, type_ in types.items()]
+              for name, type_ in types.items()]
     return func.unnest(*arrays).table_valued(*types).render_derived()
 
 

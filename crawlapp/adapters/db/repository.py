@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +21,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session as Session  # the type of the sessions callers pass
 
 from crawlapp.adapters.db.batching import (
+    as_dicts,
     chunks,
+    column_arrays,
     dialect_insert,
     insert_many,
     of_hashes,
@@ -42,37 +43,33 @@ from crawlapp.adapters.db.models import (
     host_count_deltas,
 )
 from crawlapp.core.records import Status
+from crawlapp.core.rows import (
+    FetchOutcome,
+    HistoryRow,
+    LinkEdge,
+    LinkedPage,
+    Lowered,
+    Previous,
+    UrlRow,
+)
 
 
-def add_urls(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
+def add_urls(session: Session, rows: Sequence[UrlRow]) -> set[str]:
     """Insert URL rows that are new; return the url_hash of those actually inserted."""
     if not rows:
         return set()
-    return set(insert_many(session, Url, rows, ["url_hash"], Url.url_hash).scalars())
+    return set(insert_many(session, Url, column_arrays(rows, UrlRow._fields), ["url_hash"],
+                           Url.url_hash).scalars())
 
 
-@dataclass(frozen=True)
-class Lowered:
-    """A known URL found again closer to a seed, with the priority of the closer link."""
-
-    url_hash: str
-    url: str
-    status: str
-    old_depth: int
-    new_depth: int
-    priority: float
-    hops: int = 0
-
-
-def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
-                 ) -> tuple[set[str], list[Lowered]]:
+def lower_depths(session: Session, rows: Sequence[UrlRow]) -> tuple[set[str], list[Lowered]]:
     """Give known URLs the smaller depth of `rows` where it is smaller, and the row's
     priority (with its authority and link context) where that is higher (a closer link
     weighs more).
 
     Returns the url_hash of every row that is known, and the rows whose depth changed.
     """
-    wanted = {row["url_hash"]: row for row in rows}
+    wanted = {row.url_hash: row for row in rows}
     known: set[str] = set()
     lowered: list[Lowered] = []
     scores: list[dict[str, Any]] = []
@@ -83,15 +80,14 @@ def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
         known.update(h for h, *_ in found)
         for h, url, status, depth, *kept, hops in found:
             row = wanted[h]
-            if depth <= row["depth"]:
+            if depth <= row.depth:
                 continue
-            better = row["priority"] > (kept[0] or 0.0)
+            better = row.priority > (kept[0] or 0.0)
             priority, authority, link_context = (
-                (row["priority"], row.get("authority"), row.get("link_context")) if better
-                else kept)
+                (row.priority, row.authority, row.link_context) if better else kept)
             priority = priority or 0.0
-            lowered.append(Lowered(h, url, status, depth, row["depth"], priority, hops or 0))
-            scores.append({"v_hash": h, "v_depth": row["depth"], "v_priority": priority,
+            lowered.append(Lowered(h, url, status, depth, row.depth, priority, hops or 0))
+            scores.append({"v_hash": h, "v_depth": row.depth, "v_priority": priority,
                            "v_authority": authority, "v_link_context": link_context})
     if scores:
         session.connection().execute(
@@ -138,45 +134,43 @@ def priorities_with_status(session: Session, hashes: Sequence[str], status: str
 
 
 # The columns a fetch result writes onto its URL row.
-FETCH_COLUMNS = ("status", "last_fetched_at", "http_status", "content_type", "content_length",
-                 "content_hash", "simhash", "content_dedup", "duplicate_of", "storage_key",
-                 "title", "etag", "last_modified", "last_error", "redirect_to", "redirect_hops",
-                 "next_crawl_at", "canonical_url", "noindex", "rendered", "render_error",
-                 "raw_storage_key")
+FETCH_COLUMNS = FetchOutcome._fields[1:]
 # The columns a 304 Not Modified writes: the stored content stays as it was.
 NOT_MODIFIED_COLUMNS = ("status", "last_fetched_at", "http_status", "next_crawl_at")
+_FLAGS = ("content_dedup", "noindex", "rendered")
 
 
-def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
+def record_fetches(session: Session, rows: Sequence[FetchOutcome],
                    columns: Sequence[str] = FETCH_COLUMNS) -> None:
     """Write fetch outcomes onto their URL rows (one statement; the last row of a URL wins);
     failures bump fail_count."""
     if not rows:
         return
-    flags = [col for col in ("content_dedup", "noindex", "rendered") if col in columns]
-    params = list({row["url_hash"]: {k: row.get(k) for k in (*columns, "url_hash")}
-                   | {col: bool(row.get(col)) for col in flags}
-                   | {"failed": int(row.get("status") == Status.FAILED)}
-                   for row in rows}.values())
+    values = column_arrays(list({row.url_hash: row for row in rows}.values()),
+                           FetchOutcome._fields)
+    given = ({col: values[col] for col in (*columns, "url_hash")}
+             | {col: [bool(v) for v in values[col]] for col in _FLAGS if col in columns}
+             | {"failed": [int(status == Status.FAILED) for status in values["status"]]})
     if on_postgres(session):
         types = {col: Url.__table__.c[col].type for col in (*columns, "url_hash")}
-        given = unnested(types | {"failed": Integer()}, params)
+        outcomes = unnested(types | {"failed": Integer()}, given)
         session.connection().execute(
-            update(Url).where(Url.url_hash == given.c.url_hash).values(
-                {col: given.c[col] for col in columns}
-                | {"fail_count": Url.fail_count + given.c.failed}))
+            update(Url).where(Url.url_hash == outcomes.c.url_hash).values(
+                {col: outcomes.c[col] for col in columns}
+                | {"fail_count": Url.fail_count + outcomes.c.failed}))
         return
     stmt = (update(Url).where(Url.url_hash == bindparam("v_url_hash"))
             .values({col: bindparam(f"v_{col}") for col in columns}
                     | {"fail_count": Url.fail_count + bindparam("v_failed")}))
-    session.connection().execute(stmt, [{f"v_{k}": v for k, v in row.items()} for row in params])
+    session.connection().execute(stmt, as_dicts(given, "v_"))
 
 
-def add_fetch_history(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+def add_fetch_history(session: Session, rows: Sequence[HistoryRow]) -> None:
     """Append a batch's kept fetches to the fetch history (one INSERT); a fetch recorded
     already (its batch stored again) is left as it is."""
     if rows:
-        insert_many(session, Fetch, rows, ["url_hash", "fetched_at"])
+        insert_many(session, Fetch, column_arrays(rows, HistoryRow._fields),
+                    ["url_hash", "fetched_at"])
 
 
 def add_fetch_months(session: Session) -> list[str]:
@@ -188,22 +182,6 @@ def add_fetch_months(session: Session) -> list[str]:
     return list(session.execute(text(
         "SELECT fetches_add_month(now()) UNION "
         "SELECT fetches_add_month(now() + interval '1 month')")).scalars())
-
-
-@dataclass(frozen=True)
-class Previous:
-    """What the last fetch of a URL found, for the re-crawl schedule."""
-
-    content_hash: str | None
-    last_fetched_at: datetime | None
-    next_crawl_at: datetime | None
-    priority: float  # the row's link context: the depth and link it was found at
-
-    @property
-    def interval(self) -> float | None:
-        if self.last_fetched_at is None or self.next_crawl_at is None:
-            return None
-        return (self.next_crawl_at - self.last_fetched_at).total_seconds()
 
 
 def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previous]:
@@ -223,9 +201,9 @@ def urls_by_hash(session: Session, hashes: Sequence[str]) -> list[Url]:
     return rows
 
 
-def add_links(session: Session, edges: Sequence[dict[str, Any]]) -> None:
+def add_links(session: Session, edges: Sequence[LinkEdge]) -> None:
     if edges:
-        insert_many(session, Link, edges)
+        insert_many(session, Link, column_arrays(edges, LinkEdge._fields))
 
 
 def set_scores(session: Session, scores: Sequence[tuple[str, float, float]]) -> None:
@@ -369,15 +347,14 @@ def hosts_table(session: Session) -> list[Host]:
     return list(session.scalars(select(Host)))
 
 
-def links_of(session: Session, url_hash: str, inbound: bool, limit: int
-             ) -> list[tuple[str, str | None, bool, str]]:
-    """(other URL, anchor, nofollow, other URL's status) of the links into or out of a page."""
+def links_of(session: Session, url_hash: str, inbound: bool, limit: int) -> list[LinkedPage]:
+    """The pages at the other end of the links into or out of a page."""
     here, there = (Link.target_hash, Link.source_hash) if inbound else (Link.source_hash,
                                                                        Link.target_hash)
     rows = session.execute(select(Url.url, Link.anchor, Link.nofollow, Url.status)
                            .join(Url, Url.url_hash == there).where(here == url_hash)
                            .order_by(Url.url).limit(limit))
-    return [(u, a, bool(n), s) for u, a, n, s in rows]
+    return [LinkedPage(u, a, bool(n), s) for u, a, n, s in rows]
 
 
 def add_scope_rules(session: Session, rules: Sequence[tuple[str, str]], now: datetime) -> None:

@@ -13,7 +13,7 @@ from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.adapters.redis.frontier import scripts
 from crawlapp.adapters.redis.replicas import ReplicaAcks
 from crawlapp.core.priority import queue_score
-from crawlapp.core.records import HostState, Lease, QueuedURL, Release, ShardStats
+from crawlapp.core.records import HostState, Lease, QueuedURL, QueueEntry, Release, ShardStats
 from crawlapp.core.urls import host_of, shard_of
 
 BOOST_CHUNK = 10_000  # fields per HSET
@@ -263,9 +263,9 @@ class RedisFrontier:
         return bool(scripts.RESUME(self.client, [k.ready, k.idle, k.parked, k.why, k.paused,
                                                  k.fails, k.queue(host)], [host, now]))
 
-    def drop(self, host: str, urls: Iterable[tuple[int, str, int]] | None = None) -> int:
-        """Remove the (depth, url, hops) URLs from `host`'s queue, or its whole queue when
-        None; returns how many URLs were removed."""
+    def drop(self, host: str, urls: Iterable[QueueEntry] | None = None) -> int:
+        """Remove these URLs from `host`'s queue, or its whole queue when None; returns how
+        many URLs were removed."""
         members = [] if urls is None else [encode_member(*url) for url in urls]
         if urls is not None and not members:
             return 0
