@@ -35,7 +35,7 @@ def on_postgres(session: Session) -> bool:
     return session.get_bind().dialect.name == "postgresql"
 
 
-AnySelect = TypeVar("AnySelect", bound=Select[Any])
+AnySelect = TypeVar("AnySelect", bound=Select[*tuple[Any, ...]])
 
 
 def of_hashes(session: Session, query: AnySelect, hashes: Sequence[str]) -> AnySelect:
@@ -105,11 +105,11 @@ class HasId(Protocol):
     def id(self) -> int: ...
 
 
-R = TypeVar("R", bound=HasId)
+Keyed = TypeVar("Keyed", bound=HasId)
 
 
-def in_id_order(sessions: sessionmaker[Session], read: Callable[[Session, int], Iterable[R]]
-                ) -> Iterator[list[R]]:
+def in_id_order(sessions: sessionmaker[Session],
+                read: Callable[[Session, int], Iterable[Keyed]]) -> Iterator[list[Keyed]]:
     """A table read a page at a time in id order (keyset pagination: each page one indexed
     range read, each in its own short session): `read(session, last id)` gives the rows
     after that id, a page of them."""

@@ -25,7 +25,7 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_pragmas(dbapi_conn: Any, _record: object) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
@@ -106,6 +106,7 @@ def _revision(settings: Settings) -> str | None:
     says why)."""
     try:
         with get_engine(settings).connect() as conn:
-            return conn.scalar(text("SELECT version_num FROM alembic_version"))
+            version = conn.scalar(text("SELECT version_num FROM alembic_version"))
     except DBAPIError:
         return None
+    return None if version is None else str(version)

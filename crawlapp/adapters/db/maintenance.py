@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from sqlalchemy import ColumnElement, CursorResult, Select, delete, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from crawlapp.adapters.db.batching import chunks, in_id_order
+from crawlapp.adapters.db.batching import HasId, chunks, in_id_order
 from crawlapp.adapters.db.models import Deny, Fetch, Host, Url
 from crawlapp.core import hostpatterns
 from crawlapp.core.records import Status
@@ -25,11 +25,11 @@ from crawlapp.core.rows import (
     UrlKey,
 )
 
-R = TypeVar("R", bound=tuple[Any, ...])
+R = TypeVar("R", bound=HasId)
 
 
-def _pages(sessions: sessionmaker[Session], query: Select[Any], make: Callable[..., R],
-           size: int) -> Iterator[list[R]]:
+def _pages(sessions: sessionmaker[Session], query: Select[*tuple[Any, ...]],
+           make: Callable[..., R], size: int) -> Iterator[list[R]]:
     """The rows of `query` on urls, `size` at a time in id order, each made by `make`."""
     return in_id_order(sessions, lambda session, after: (make(*raw) for raw in session.execute(
         query.where(Url.id > after).order_by(Url.id).limit(size))))
@@ -37,7 +37,7 @@ def _pages(sessions: sessionmaker[Session], query: Select[Any], make: Callable[.
 
 # Rebuilding Redis
 
-def crawl_delays(session: Session) -> list[tuple[str, float]]:
+def crawl_delays(session: Session) -> list[tuple[str, float | None]]:
     """(origin, Crawl-delay) of each origin whose robots.txt sets one."""
     return [(origin, delay) for origin, delay in session.execute(
         select(Host.origin, Host.crawl_delay).where(Host.crawl_delay.is_not(None)))]
@@ -82,8 +82,8 @@ def scheduled(sessions: sessionmaker[Session], size: int, hashes: Sequence[str] 
         return
     for chunk in chunks(hashes, size):
         with sessions() as session:
-            yield [ScheduledRow(*raw) for raw in session.execute(
-                _SCHEDULED.where(Url.url_hash.in_(chunk)))]
+            yield [ScheduledRow._make(raw) for raw in session.execute(
+                _SCHEDULED.where(Url.url_hash.in_(chunk)))]  # next_crawl_at: never NULL here
 
 
 def robots_answers(session: Session) -> list[tuple[str, int, str, datetime]]:
@@ -138,7 +138,7 @@ def block_rows(session: Session, hashes: Sequence[str], reason: str) -> None:
 def rows_to_take_down(session: Session, url_hash: str | None, host: str | None
                       ) -> list[TakenDownRow]:
     """The row of `url_hash`, or every row of `host`."""
-    return [TakenDownRow(*raw) for raw in session.execute(
+    return [TakenDownRow._make(raw) for raw in session.execute(
         select(Url.url_hash, Url.url, Url.host, Url.depth, Url.hops, Url.status,
                Url.storage_key, Url.raw_storage_key, Url.content_hash, Url.simhash)
         .where(_taken_down(url_hash, host)))]
