@@ -33,6 +33,7 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import session_factory, upgrade
 from crawlapp.adapters.db.models import Fetch, HostCount, Url, host_count_deltas
 from crawlapp.core.records import Status
+from crawlapp.core.rows import FetchOutcome, HistoryRow, LinkEdge, UrlRow
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.admission import url_row
 
@@ -83,7 +84,7 @@ class Web:
         self.known: list[str] = []
         self.fetched: list[str] = []
 
-    def rows(self, n: int) -> list[dict[str, Any]]:
+    def rows(self, n: int) -> list[UrlRow]:
         picks = (self.rng.zipf(ZIPF_EXPONENT, n) - 1) % HOSTS
         statuses = self.rng.choice([Status.QUEUED, Status.FETCHED, Status.FAILED], n,
                                    p=[0.6, 0.35, 0.05])
@@ -91,28 +92,27 @@ class Web:
         for pick, status in zip(picks.tolist(), statuses.tolist(), strict=True):
             host = self.hosts[pick]
             self.count += 1
-            row = url_row(f"http://{host}/page/{self.count}", self.count % 8, 20, NOW, host=host)
-            row["status"], row["priority"] = status, 1.0 / (1 + self.count % 8)
+            row = url_row(f"http://{host}/page/{self.count}", self.count % 8, 20, NOW,
+                          host=host)._replace(status=status, priority=1.0 / (1 + self.count % 8))
             if self.count <= ROWS // 10:
-                self.known.append(row["url_hash"])
+                self.known.append(row.url_hash)
                 if status == Status.FETCHED:
-                    self.fetched.append(row["url_hash"])
+                    self.fetched.append(row.url_hash)
             out.append(row)
         return out
 
-    def edges(self, sources: list[str]) -> list[dict[str, Any]]:
+    def edges(self, sources: list[str]) -> list[LinkEdge]:
         """LINKS_PER_PAGE edges out of each source page to known URLs, 2 % nofollow."""
         targets = self.rng.integers(0, len(self.known), (len(sources), LINKS_PER_PAGE))
         anchors = self.rng.integers(0, len(ANCHORS), targets.shape)
         nofollow = self.rng.random(targets.shape) < 0.02
-        return [{"source_hash": source, "target_hash": self.known[t], "anchor": ANCHORS[a],
-                 "nofollow": bool(f)}
+        return [LinkEdge(source, self.known[t], ANCHORS[a], bool(f))
                 for source, ts, ans, fs in zip(sources, targets.tolist(), anchors.tolist(),
                                                nofollow.tolist(), strict=True)
                 for t, a, f in zip(ts, ans, fs, strict=True)]
 
 
-def insert(sessions: Callable[[], Session], rows: list[dict[str, Any]], size: int) -> float:
+def insert(sessions: Callable[[], Session], rows: list[UrlRow], size: int) -> float:
     """Rows per second inserting `rows`, `size` per add_urls call and transaction."""
     started = time.perf_counter()
     for i in range(0, len(rows), size):
@@ -144,11 +144,10 @@ def load_fetches(sessions: Callable[[], Session], n: int) -> None:
     for i in range(0, len(urls), 5000):
         with sessions() as session, session.begin():
             repository.add_fetch_history(session, [
-                {"url_hash": h, "url": u, "host": host, "http_status": 200,
-                 "fetched_at": NOW - timedelta(minutes=(n - i - j) * 180 * 24 * 60 // n),
-                 "storage_key": f"bodies/{h}", "not_modified": False, "robots": False,
-                 "response_headers": "Content-Type: text/html", "payload_digest": None,
-                 "request_headers": None, "ip_address": "127.0.0.1"}
+                HistoryRow(h, u, host, NOW - timedelta(minutes=(n - i - j) * 180 * 24 * 60 // n),
+                           200, ip_address="127.0.0.1",
+                           response_headers="Content-Type: text/html",
+                           storage_key=f"bodies/{h}")
                 for j, (h, u, host) in enumerate(urls[i:i + 5000])])
 
 
@@ -201,13 +200,14 @@ def queries(session: Session, web: Web) -> Iterator[tuple[str, Callable[[Session
     known = [h for h, in session.execute(sa.select(Url.url_hash).where(
         Url.id.in_(np.random.default_rng(1).integers(1, ROWS, 500).tolist())))]
     fresh = web.rows(500)
-    deeper = [dict(row, url_hash=h, depth=0, priority=2.0) for row, h in zip(fresh, known, strict=False)]
+    deeper = [row._replace(url_hash=h, depth=0, priority=2.0)
+              for row, h in zip(fresh, known, strict=False)]
     one = known[0]
     big_host, small_host = web.hosts[0], web.hosts[HOSTS // 2]
     mid_id = ROWS // 2
     first_fetch = session.scalar(sa.select(Fetch).order_by(Fetch.id.desc()).limit(1))
-    stored = [{"url_hash": h, "status": Status.FETCHED, "last_fetched_at": NOW,
-               "http_status": 200} for h in known]
+    stored = [FetchOutcome(h, Status.FETCHED, last_fetched_at=NOW, http_status=200)
+              for h in known]
     yield ("add_urls, 500 new rows", lambda s: repository.add_urls(s, fresh), None)
     yield ("add_urls, 500 known rows (conflict)",
            lambda s: repository.add_urls(s, deeper), None)

@@ -23,6 +23,7 @@ from crawlapp.core.records import (
     Lease,
     ParkReason,
     QueuedURL,
+    QueueEntry,
     Release,
     ShardStats,
 )
@@ -323,7 +324,7 @@ class MemoryFrontier:
         with self._lock:
             return self._shard_of(host).resume(host, now)
 
-    def drop(self, host: str, urls: Iterable[tuple[int, str, int]] | None = None) -> int:
+    def drop(self, host: str, urls: Iterable[QueueEntry] | None = None) -> int:
         members = None if urls is None else [_member(*url) for url in urls]
         if members is not None and not members:
             return 0

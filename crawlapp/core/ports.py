@@ -15,6 +15,7 @@ from crawlapp.core.records import (
     Lease,
     ParkReason,
     QueuedURL,
+    QueueEntry,
     Release,
     ShardStats,
 )
@@ -108,9 +109,9 @@ class Frontier(Protocol):
         """Resume a paused or parked host; False if it was neither."""
         ...
 
-    def drop(self, host: str, urls: Iterable[tuple[int, str, int]] | None = None) -> int:
-        """Remove the (depth, url, hops) URLs from `host`'s queue, or its whole queue when None;
-        returns how many URLs were removed."""
+    def drop(self, host: str, urls: Iterable[QueueEntry] | None = None) -> int:
+        """Remove these URLs from `host`'s queue, or its whole queue when None; returns how
+        many URLs were removed."""
         ...
 
     def host_states(self, hosts: list[str], now: float) -> dict[str, HostState]:

@@ -89,6 +89,14 @@ class QueuedURL:
                    None if replaces_depth is None else int(replaces_depth), int(hops))
 
 
+class QueueEntry(NamedTuple):
+    """A URL as a host's queue in the frontier holds it."""
+
+    depth: int
+    url: str
+    hops: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class Lease:
     """One host handed to a fetch task, with a URL to fetch under it. A lease of several URLs

@@ -12,6 +12,7 @@ time), so an operator sees at a glance how much is hourly, daily, weekly or mont
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -28,6 +29,14 @@ class Schedule:
     interval: float
     next_at: float
     tier: str
+
+
+class Planned(NamedTuple):
+    """A page's next fetch, as its re-crawl tier keeps it."""
+
+    url_hash: str
+    tier: str
+    next_at: float
 
 
 def tier_of(interval: float) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from crawlapp.adapters.broker import queue_lengths
@@ -42,25 +41,16 @@ def render_summary(counts: dict[str, int], stage_cpu: dict[str, float]) -> dict[
 
 def crawl_started(ctx: Context) -> bool:
     """Whether the crawl's database has its tables (never creates a SQLite file)."""
-    import sqlalchemy as sa
+    from crawlapp.adapters.db.engine import has_tables
 
-    from crawlapp.adapters.db.engine import get_engine, normalize_url
-
-    url = sa.engine.make_url(normalize_url(ctx.settings.database_url))
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
-            and not Path(url.database).exists():
-        return False
-    return sa.inspect(get_engine(ctx.settings)).has_table("urls")
+    return has_tables(ctx.settings)
 
 
 def where_the_crawl_is(ctx: Context) -> str:
     """The crawl's database, for people (no password). Pure."""
-    import sqlalchemy as sa
+    from crawlapp.adapters.db.engine import location
 
-    url = sa.engine.make_url(ctx.settings.database_url)
-    if url.get_backend_name() == "sqlite":
-        return url.database or ""
-    return url.render_as_string(hide_password=True)
+    return location(ctx.settings)
 
 
 def given_up_hosts(ctx: Context) -> dict[str, str]:

@@ -19,10 +19,9 @@ from importlib.metadata import version
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from sqlalchemy import select
-
 from crawlapp.adapters.blobstore import BodyMissing
 from crawlapp.adapters.context import Context
+from crawlapp.adapters.db import maintenance
 from crawlapp.adapters.db.models import Fetch
 from crawlapp.core.settings import Settings
 from crawlapp.ops.warc import (
@@ -35,7 +34,7 @@ from crawlapp.ops.warc import (
 )
 from crawlapp.stages.pages import payload_digest
 
-CHUNK = 500
+CHUNK = 500  # fetch history rows read at a time (each with its header blocks, a few kB)
 EXAMPLES = 20  # skipped pages named in the summary, per reason
 MAX_SIZE = 1_000_000_000  # bytes of one WARC file, by default
 # URLs whose last response an export keeps in memory (~500 B each), for their revisits: past
@@ -105,17 +104,7 @@ def _body(ctx: Context, row: Fetch, exported: Exported) -> bytes | None:
 
 def _history(ctx: Context, host: str | None) -> Iterator[Fetch]:
     """The fetch history (of one host), oldest first."""
-    query = select(Fetch)
-    if host is not None:
-        query = query.where(Fetch.host == host)
-    last_id = 0
-    while True:
-        with ctx.sessions() as session:
-            rows = session.scalars(query.where(Fetch.id > last_id).order_by(Fetch.id)
-                                   .limit(CHUNK)).all()
-        if not rows:
-            return
-        last_id = rows[-1].id
+    for rows in maintenance.fetch_history(ctx.sessions, host, CHUNK):
         yield from rows
 
 
@@ -163,9 +152,7 @@ class _Originals:
         if found is not None or row.url_hash in self.lost:
             return found
         with self.ctx.sessions() as session:
-            prior = session.scalars(select(Fetch).where(
-                Fetch.url_hash == row.url_hash, Fetch.id < row.id,
-                Fetch.storage_key.is_not(None)).order_by(Fetch.id.desc()).limit(1)).first()
+            prior = maintenance.response_before(session, row)
         if prior is None or not prior.payload_digest:
             return None
         return Original(prior.url, warc_date(_utc(prior.fetched_at)), prior.payload_digest)

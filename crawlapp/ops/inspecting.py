@@ -45,8 +45,8 @@ def links(ctx: Context, url: str, inbound: bool, limit: int) -> list[dict[str, A
         if repository.get_url(session, url_hash(url)) is None:
             return None
         found = repository.links_of(session, url_hash(url), inbound, limit)
-    return [{"url": u, "key": dedup_key(u), "anchor": a, "nofollow": n, "status": st}
-            for u, a, n, st in found]
+    return [{"url": f.url, "key": dedup_key(f.url), "anchor": f.anchor, "nofollow": f.nofollow,
+             "status": f.status} for f in found]
 
 
 def robots_policy(ctx: Context, origin: str) -> RobotsPolicy | None:

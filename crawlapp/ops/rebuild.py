@@ -25,22 +25,20 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
-
-from sqlalchemy import select
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import repository
-from crawlapp.adapters.db.models import Deny, Host, Url
+from crawlapp.adapters.db import maintenance, repository
+from crawlapp.adapters.db.batching import chunks
 from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.core.records import Status
-from crawlapp.core.recrawl import tier_of, validators
+from crawlapp.core.recrawl import Planned, tier_of, validators
 from crawlapp.core.robots import effective_delay
+from crawlapp.core.rows import QueuedRow, ScheduledRow
 from crawlapp.core.settings import MAX_SHARDS
 from crawlapp.core.urls import host_of, url_hash
 from crawlapp.stages.admission import requeue
 
-CHUNK = 5000
+CHUNK = 5000  # rows read (and hosts held) at a time: small rows, few round trips
 log = logging.getLogger(__name__)
 
 
@@ -48,8 +46,7 @@ def _host_delays(ctx: Context) -> dict[str, float]:
     """Each host's delay from its recorded robots.txt Crawl-delay (default for the rest)."""
     settings = ctx.settings
     with ctx.sessions() as session:
-        rows = session.execute(select(Host.origin, Host.crawl_delay)
-                               .where(Host.crawl_delay.is_not(None))).all()
+        rows = maintenance.crawl_delays(session)
     return {host_of(origin + "/"): effective_delay(delay, settings.default_delay,
                                                    settings.max_crawl_delay)
             for origin, delay in rows}
@@ -64,8 +61,8 @@ def _hold_hosts(ctx: Context) -> None:
         [settings.default_delay, *_host_delays(ctx).values()])
     with ctx.sessions() as session:
         hosts = list(repository.host_status_counts(session))
-    for start in range(0, len(hosts), CHUNK):
-        ctx.frontier.hold(hosts[start:start + CHUNK], until)
+    for chunk in chunks(hosts, CHUNK):
+        ctx.frontier.hold(chunk, until)
 
 
 def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
@@ -73,25 +70,16 @@ def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
     delay (see _hold_hosts)."""
     delays = _host_delays(ctx)
     queued = 0
-    last_id = 0
-    while True:
-        with ctx.sessions() as session:
-            rows = session.execute(
-                select(Url.id, Url.url, Url.host, Url.depth, Url.priority, Url.hops, Url.etag,
-                       Url.last_modified)
-                .where(Url.status == Status.QUEUED, Url.id > last_id).order_by(Url.id).limit(CHUNK)
-            ).all()
-        if not rows:
-            return queued
-        last_id = rows[-1].id
+    for rows in maintenance.queued_rows(ctx.sessions, CHUNK):
         ctx.validators.store({r.url: v for r in rows if (v := validators(r.etag, r.last_modified))})
-        by_delay: dict[float, list[Any]] = defaultdict(list)
+        by_delay: dict[float, list[QueuedRow]] = defaultdict(list)
         for r in rows:
             by_delay[delays.get(r.host, ctx.settings.default_delay)].append(r)
         for delay, items in by_delay.items():
             requeue(ctx, items, time.time() + ctx.settings.dispatch_lookahead + delay)
         queued += len(rows)
         progress(queued)
+    return queued
 
 
 def _host_counts(ctx: Context) -> int:
@@ -108,16 +96,11 @@ def _host_counts(ctx: Context) -> int:
 def _url_seen(ctx: Context) -> int:
     """Every known URL back in the Bloom filter (its parts made their full size first)."""
     ctx.url_seen.allocate()
-    last_id, added = 0, 0
-    while True:
-        with ctx.sessions() as session:
-            rows = session.execute(select(Url.id, Url.url_hash).where(Url.id > last_id)
-                                   .order_by(Url.id).limit(CHUNK)).all()
-        if not rows:
-            return added
-        last_id = rows[-1].id
+    added = 0
+    for rows in maintenance.url_keys(ctx.sessions, CHUNK):
         ctx.url_seen.add([bytes.fromhex(r.url_hash) for r in rows])
         added += len(rows)
+    return added
 
 
 def _dedup_index(ctx: Context) -> tuple[int, int]:
@@ -127,89 +110,51 @@ def _dedup_index(ctx: Context) -> tuple[int, int]:
     from crawlapp.adapters.redis.dedup_index import Held
     from crawlapp.core.simhash import from_signed
 
-    last_id, claims, fingerprints = 0, 0, 0
-    while True:
-        with ctx.sessions() as session:
-            rows = session.execute(
-                select(Url.id, Url.url_hash, Url.content_hash, Url.simhash)
-                .where(Url.content_dedup.is_(False), Url.storage_key.is_not(None),
-                       Url.content_hash.is_not(None) | Url.simhash.is_not(None),
-                       Url.id > last_id)
-                .order_by(Url.id).limit(CHUNK)).all()
-        if not rows:
-            return claims, fingerprints
-        last_id = rows[-1].id
+    claims, fingerprints = 0, 0
+    for rows in maintenance.stored_contents(ctx.sessions, CHUNK):
         ctx.dedup_index.restore(
             Held(r.url_hash, r.content_hash,
                  from_signed(r.simhash) if r.simhash is not None else None) for r in rows)
         claims += sum(1 for r in rows if r.content_hash is not None)
         fingerprints += sum(1 for r in rows if r.simhash is not None)
+    return claims, fingerprints
 
 
 def _canonicals(ctx: Context) -> int:
     """The pointer of every page that defers to its canonical URL."""
-    last_id, restored = 0, 0
-    while True:
-        with ctx.sessions() as session:
-            rows = session.execute(
-                select(Url.id, Url.url_hash, Url.canonical_url)
-                .where(Url.canonical_url.is_not(None), Url.status != Status.DELETED,
-                       Url.id > last_id)
-                .order_by(Url.id).limit(CHUNK)).all()
-        if not rows:
-            return restored
-        last_id = rows[-1].id
+    restored = 0
+    for rows in maintenance.canonical_pointers(ctx.sessions, CHUNK):
         ctx.canonicals.point({r.url_hash: url_hash(r.canonical_url) for r in rows})
         restored += len(rows)
+    return restored
 
 
-def _schedule_rows(ctx: Context, rows: list[Any]) -> None:
+def _schedule_rows(ctx: Context, rows: list[ScheduledRow]) -> None:
     ctx.recrawls.schedule([
-        (r.url_hash,
-         tier_of((r.next_crawl_at - (r.last_fetched_at or r.next_crawl_at)).total_seconds()),
-         r.next_crawl_at.replace(tzinfo=r.next_crawl_at.tzinfo or UTC).timestamp())
+        Planned(r.url_hash, tier_of(
+            (r.next_crawl_at - (r.last_fetched_at or r.next_crawl_at)).total_seconds()),
+                r.next_crawl_at.replace(tzinfo=r.next_crawl_at.tzinfo or UTC).timestamp())
         for r in rows])
 
 
 def restore_recrawls(ctx: Context, hashes: list[str] | None = None) -> int:
     """Pages with a next crawl time (those of `hashes`, or all) back in their tier."""
-    query = (select(Url.id, Url.url_hash, Url.last_fetched_at, Url.next_crawl_at)
-             .where(Url.next_crawl_at.is_not(None), Url.status != Status.QUEUED))
     scheduled = 0
-    if hashes is not None:
-        for start in range(0, len(hashes), CHUNK):
-            with ctx.sessions() as session:
-                rows = session.execute(
-                    query.where(Url.url_hash.in_(hashes[start:start + CHUNK]))).all()
-            _schedule_rows(ctx, list(rows))
-            scheduled += len(rows)
-        return scheduled
-    last_id = 0
-    while True:
-        with ctx.sessions() as session:
-            rows = session.execute(
-                query.where(Url.id > last_id).order_by(Url.id).limit(CHUNK)).all()
-        if not rows:
-            return scheduled
-        last_id = rows[-1].id
-        _schedule_rows(ctx, list(rows))
+    for rows in maintenance.scheduled(ctx.sessions, CHUNK, hashes):
+        _schedule_rows(ctx, rows)
         scheduled += len(rows)
+    return scheduled
 
 
 def _robots(ctx: Context) -> int:
     with ctx.sessions() as session:
-        answers = session.execute(
-            select(Host.origin, Host.robots_status, Host.robots_body, Host.robots_fetched_at)
-        ).all()
-    return ctx.robots.restore(((origin, status, body or "", fetched_at)
-                               for origin, status, body, fetched_at in answers
-                               if status is not None and fetched_at is not None),
-                              datetime.now(UTC))
+        answers = maintenance.robots_answers(session)
+    return ctx.robots.restore(answers, datetime.now(UTC))
 
 
 def _denylist(ctx: Context) -> int:
     with ctx.sessions() as session:
-        return ctx.denylist.load(session.scalars(select(Deny.pattern)).all())
+        return ctx.denylist.load(maintenance.denied_patterns(session))
 
 
 def _scope_rules(ctx: Context) -> int:

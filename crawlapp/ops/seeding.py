@@ -23,6 +23,6 @@ def add_seeds(ctx: Context, urls: list[str], scope: str | None = None) -> int:
                                    now)
         rules = repository.scope_rules(session)
     ctx.scopes.load(rules)
-    rows = {row["url_hash"]: row for row in (url_row(u, 0, ctx.settings.max_depth, now)
-                                             for u in urls)}
-    return admit(ctx, rows)
+    rows = {row.url_hash: row for row in (url_row(u, 0, ctx.settings.max_depth, now)
+                                          for u in urls)}
+    return len(admit(ctx, rows))

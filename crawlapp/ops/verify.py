@@ -16,19 +16,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
-
-from sqlalchemy import func, or_, select
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db.models import Url
+from crawlapp.adapters.db import dedup_rows
 from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core.records import Status
+from crawlapp.core.rows import PageRow
 from crawlapp.stages import dedup, storing
-from crawlapp.stages.dedup import Row
 
 PROBLEMS = ("missing_body", "broken_chain", "stale_claim", "stale_band")
-CHUNK = 1000
+CHUNK = 1000  # rows checked (their bodies looked up in one batch), claims and bands read, at a time
 EXAMPLES = 5
 MAX_HOPS = 32
 OWNERS_KEPT = 100_000
@@ -65,56 +62,38 @@ class Report:
 
 def host_known(ctx: Context, host: str) -> bool:
     with ctx.sessions() as session:
-        return session.scalar(select(Url.id).where(Url.host == host).limit(1)) is not None
-
-
-def _criteria(host: str | None) -> list[Any]:
-    """Rows with something to check: a body, or a copy's pointer. Taken-down rows have none."""
-    where = [Url.status != Status.DELETED, or_(Url.storage_key.is_not(None),
-                                          Url.raw_storage_key.is_not(None),
-                                          Url.content_dedup.is_(True))]
-    return where + ([Url.host == host] if host else [])
+        return dedup_rows.host_known(session, host)
 
 
 def rows_to_check(ctx: Context, host: str | None, sample: int | None) -> int:
     with ctx.sessions() as session:
-        n = int(session.scalar(select(func.count()).where(*_criteria(host))) or 0)
+        n = dedup_rows.count_to_check(session, host)
     return min(n, sample) if sample else n
 
 
-def _row_chunks(ctx: Context, host: str | None, sample: int | None) -> Iterator[list[Row]]:
-    where = _criteria(host)
+def _row_chunks(ctx: Context, host: str | None, sample: int | None
+                ) -> Iterator[list[PageRow]]:
+    ids = None
     if sample:
         with ctx.sessions() as session:
-            ids = list(session.scalars(select(Url.id).where(*where).order_by(func.random())
-                                       .limit(sample)))
-        where = [Url.id.in_(ids)]  # read below in id order, CHUNK at a time
-    last_id = 0
-    while True:
-        with ctx.sessions() as session:
-            rows = [dedup.to_row(raw) for raw in session.execute(
-                select(*dedup.ROW_COLUMNS).where(*where, Url.id > last_id).order_by(Url.id)
-                .limit(CHUNK))]
-        if not rows:
-            return
-        last_id = rows[-1].id
-        yield rows
+            ids = dedup_rows.sample_to_check(session, host, sample)
+    return dedup_rows.rows_to_check(ctx.sessions, host, ids, CHUNK)
 
 
-def _chain_ends(ctx: Context, rows: list[Row]) -> dict[str, Row | None]:
+def _chain_ends(ctx: Context, rows: list[PageRow]) -> dict[str, PageRow | None]:
     """Where each copy's duplicate_of chain ends: the first row that is not a copy (None for
     a missing row, a cycle, or a chain longer than MAX_HOPS)."""
     known = {r.url_hash: r for r in rows}
-    ends: dict[str, Row | None] = {}
+    ends: dict[str, PageRow | None] = {}
     at = {r.url_hash: r for r in rows if r.content_dedup}
     seen = {h: {h} for h in at}
     with ctx.sessions() as session:
         for _ in range(MAX_HOPS):
             if not at:
                 break
-            known.update(dedup.rows_by_hash(session, {
+            known.update(dedup_rows.rows_by_hash(session, {
                 r.duplicate_of for r in at.values() if r.duplicate_of and r.duplicate_of not in known}))
-            following: dict[str, Row] = {}
+            following: dict[str, PageRow] = {}
             for start, row in at.items():
                 target = known.get(row.duplicate_of or "")
                 if target is None or target.url_hash in seen[start]:
@@ -141,8 +120,8 @@ def _missing(ctx: Context, whole: bool) -> Missing:
     return lambda keys: ctx.blobs.missing([k for k in keys if k not in listed])
 
 
-def _check_rows(ctx: Context, missing_of: Missing, rows: list[Row], report: Report
-                ) -> list[Row]:
+def _check_rows(ctx: Context, missing_of: Missing, rows: list[PageRow], report: Report
+                ) -> list[PageRow]:
     """The rows that cannot be trusted: a body missing, or a chain not ending at a stored
     original."""
     ends = _chain_ends(ctx, rows)
@@ -164,15 +143,15 @@ def _check_rows(ctx: Context, missing_of: Missing, rows: list[Row], report: Repo
     return bad
 
 
-def _repair_rows(ctx: Context, bad: list[Row], report: Report) -> None:
+def _repair_rows(ctx: Context, bad: list[PageRow], report: Report) -> None:
     """Originals give up their claims and their copies go to another original; then every
     untrusted page (and copy left without an original) is queued again."""
     originals = [r for r in bad if r.original]
-    ctx.dedup_index.release([r.held for r in originals])
+    ctx.dedup_index.release([dedup.held_by(r) for r in originals])
     with ctx.sessions.begin() as session:
         left = dedup.adopt(ctx, session, [r.url_hash for r in originals])
-        queued = storing.mark_refetch(session, [r.url_hash for r in bad] + left,
-                                 "requeued by verify: body missing or original gone")
+        queued = dedup_rows.mark_refetch(session, [r.url_hash for r in bad] + left,
+                                         "requeued by verify: body missing or original gone")
     storing.send_back(ctx, queued)
     report.fixed("pages_requeued", len(queued))
 
@@ -183,20 +162,20 @@ class Owners:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.known: dict[str, Row | None] = {}
+        self.known: dict[str, PageRow | None] = {}
 
-    def __call__(self, hashes: list[str]) -> dict[str, Row | None]:
+    def __call__(self, hashes: list[str]) -> dict[str, PageRow | None]:
         wanted = {h for h in hashes if h not in self.known}
         if len(self.known) + len(wanted) > OWNERS_KEPT:
             self.known.clear()
             wanted = set(hashes)
         with self.ctx.sessions() as session:
-            found = dedup.rows_by_hash(session, wanted)
+            found = dedup_rows.rows_by_hash(session, wanted)
         self.known.update((h, found.get(h)) for h in wanted)
         return {h: self.known[h] for h in hashes}
 
 
-def _in_scope(row: Row | None, host: str | None) -> bool:
+def _in_scope(row: PageRow | None, host: str | None) -> bool:
     """With --host, only the entries whose owner is a page of that host are checked."""
     return host is None or (row is not None and row.host == host)
 

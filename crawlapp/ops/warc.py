@@ -78,7 +78,7 @@ def warc_date(moment: datetime) -> str:
     """A WARC/1.1 date (UTC, microseconds when non-zero) of `moment`."""
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return datetime_to_iso_date(moment, use_micros=True)
+    return str(datetime_to_iso_date(moment, use_micros=True))
 
 
 class Warc:

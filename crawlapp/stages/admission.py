@@ -18,20 +18,20 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
-
-from sqlalchemy.orm import Session
+from typing import Protocol
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.repository import Session
 from crawlapp.adapters.errors import transient_errors
 from crawlapp.core.errors import NotQueued, TransientError
 from crawlapp.core.priority import NEW_FRESHNESS, depth_priority
 from crawlapp.core.records import QueuedURL, Status
+from crawlapp.core.rows import LinkEdge, UrlRow
 from crawlapp.core.traps import PatternBudget, url_pattern
 from crawlapp.core.urls import dedup_key, host_of, url_hash
 
-Rows = dict[str, dict[str, Any]]
+Rows = dict[str, UrlRow]  # by url_hash
 # status of a page -> depth its links add (a robots.txt record's sitemaps are at depth 0)
 FOLLOWED_STATUSES: dict[str, int] = {Status.FETCHED: 1, Status.REDIRECTED: 0, Status.ROBOTS: 1}
 
@@ -51,34 +51,34 @@ class Known(Protocol):
 
 def url_row(url: str, depth: int, max_depth: int, now: datetime,
             link_context: float | None = None, hops: int = 0, host: str | None = None,
-            key: str | None = None) -> dict[str, Any]:
-    """A URL found, to be admitted (its priority is set on admission: `_score`); `host`
+            key: str | None = None) -> UrlRow:
+    """A URL found, to be admitted (its priority is set on admission: `_scored`); `host`
     and `key` (its url_hash) when the caller has them."""
-    return {"url_hash": url_hash(url) if key is None else key, "url": url,
-            "host": host_of(url) if host is None else host,
-            "depth": depth,
-            "link_context": depth_priority(depth) if link_context is None else link_context,
-            "discovered_at": now, "hops": hops,
-            "status": Status.QUEUED if depth <= max_depth else Status.TOO_DEEP}
+    return UrlRow(url_hash(url) if key is None else key, url,
+                  host_of(url) if host is None else host, depth,
+                  Status.QUEUED if depth <= max_depth else Status.TOO_DEEP, now, hops,
+                  depth_priority(depth) if link_context is None else link_context)
 
 
-def _score(ctx: Context, rows: Rows, known: Mapping[str, float]) -> None:
-    """Give each row its host's authority (from `known`, else read) and its priority (a new
-    URL's freshness is neutral; a row without a link context gets its depth's)."""
-    missing = {row["host"] for row in rows.values()} - known.keys()
+def _scored(ctx: Context, rows: Rows, known: Mapping[str, float]) -> Rows:
+    """The rows with their host's authority (from `known`, else read) and their priority (a
+    new URL's freshness is neutral; a row without a link context gets its depth's)."""
+    missing = {row.host for row in rows.values()} - known.keys()
     authority = {**known, **ctx.authority.load(missing)} if missing else known
     weights = ctx.settings.priority_weights
-    for row in rows.values():
-        context = row.setdefault("link_context", depth_priority(row["depth"]))
-        row["authority"] = score = authority[row["host"]]
-        row["priority"] = weights.priority(score, NEW_FRESHNESS, context)
+    scored: Rows = {}
+    for h, row in rows.items():
+        context = depth_priority(row.depth) if row.link_context is None else row.link_context
+        score = authority[row.host]
+        scored[h] = row.scored(score, weights.priority(score, NEW_FRESHNESS, context), context)
+    return scored
 
 
-def add_row(rows: Rows, row: dict[str, Any]) -> None:
+def add_row(rows: Rows, row: UrlRow) -> None:
     """Add `row` unless `rows` has its URL at a depth no greater (and as few off-scope hops)."""
-    known = rows.get(row["url_hash"])
-    if known is None or (known["depth"], known["hops"]) > (row["depth"], row["hops"]):
-        rows[row["url_hash"]] = row
+    known = rows.get(row.url_hash)
+    if known is None or (known.depth, known.hops) > (row.depth, row.hops):
+        rows[row.url_hash] = row
 
 
 def _room(counts: Counter[str], totals: list[int], cap: int) -> dict[str, int]:
@@ -121,8 +121,8 @@ def _within_budget(ctx: Context, session: Session, candidates: list[QueuedURL]
 
 def _settle(ctx: Context, session: Session, rows: Rows, now: datetime,
             authority: Mapping[str, float], insert: bool = True
-            ) -> tuple[int, Rows, list[QueuedURL]]:
-    """Insert new rows (with `insert`), lower known depths; return how many rows are new,
+            ) -> tuple[set[str], Rows, list[QueuedURL]]:
+    """Insert new rows (with `insert`), lower known depths; return the rows that are new,
     the next wave of rows (the recorded link targets of fetched pages whose depth went down,
     which only lower known rows: a link target without a row was refused, by nofollow, the
     denylist, a trap or the scope) and what is to be queued.
@@ -133,7 +133,7 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime,
     Bloom false positive) are inserted too, so a false positive never loses a URL.
     """
     max_depth = ctx.settings.max_depth
-    _score(ctx, rows, authority)
+    rows = _scored(ctx, rows, authority)
     new: set[str] = set()
     if insert:
         maybe_seen = ctx.url_seen.check_and_add([bytes.fromhex(h) for h in rows])
@@ -144,10 +144,8 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime,
     if insert:
         new |= repository.add_urls(session, [row for h, row in rows.items()
                                              if h not in new and h not in known])
-    for h in new:
-        rows[h]["new"] = True
-    fresh = [QueuedURL(rows[h]["url"], rows[h]["depth"], rows[h]["priority"],
-                       hops=rows[h]["hops"]) for h in new if rows[h]["status"] == Status.QUEUED]
+    fresh = [QueuedURL(row.url, row.depth, row.priority, hops=row.hops)
+             for row in (rows[h] for h in new) if row.status == Status.QUEUED]
     unblocked = [item for item in lowered
                  if item.status == Status.TOO_DEEP and item.new_depth <= max_depth]
     repository.set_status(session, [item.url_hash for item in unblocked], Status.QUEUED)
@@ -163,16 +161,17 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime,
     for source, target, nofollow in repository.link_targets(session, list(passed_on)):
         if not nofollow:
             add_row(wave, url_row(target, passed_on[source], max_depth, now))
-    return len(new), wave, queue
+    return new, wave, queue
 
 
-def admit(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None,
+def admit(ctx: Context, rows: Rows, edges: list[LinkEdge] | None = None,
           host_links: set[tuple[str, str]] | None = None,
           authority: Mapping[str, float] | None = None,
-          carried: Sequence[QueuedURL] = ()) -> int:
+          carried: Sequence[QueuedURL] = ()) -> set[str]:
     """Record the rows, edges and host graph edges (`host_links`: source host, target
-    host) and queue what is new; returns how many rows are new. `authority`: the hosts'
-    scores the caller has read already (the others are read here).
+    host) and queue what is new; returns the url_hash of the rows that are new (a known
+    URL's next waves add none). `authority`: the hosts' scores the caller has read already
+    (the others are read here).
 
     The frontier gets the URLs once the rows are committed: a URL fetched before its row
     exists would have no row to record its fetch on. A server failing at the commit or at
@@ -181,7 +180,7 @@ def admit(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None,
     lost went through, and its rows are known by then: nothing else would queue them).
     """
     now = datetime.now(UTC)
-    added = 0
+    added: set[str] = set()
     queue: list[QueuedURL] = []
     with ctx.sessions() as session:
         if edges:
@@ -191,7 +190,7 @@ def admit(ctx: Context, rows: Rows, edges: list[dict[str, Any]] | None = None,
         insert = True
         while rows:
             new, rows, more = _settle(ctx, session, rows, now, authority or {}, insert)
-            added += new
+            added |= new
             queue += more
             insert = False
         if carried:

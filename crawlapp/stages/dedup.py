@@ -19,70 +19,21 @@ their way are looked up again (`recheck`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from sqlalchemy import bindparam, select, update
-from sqlalchemy.orm import Session
+from collections.abc import Sequence
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db.models import Url
+from crawlapp.adapters.db import dedup_rows
+from crawlapp.adapters.db.repository import Session
 from crawlapp.adapters.redis.dedup_index import LOOK, NEAR, NO_NEAR, ORIGINAL, Claim, Held, Outcome
 from crawlapp.core.records import Page, Status
-from crawlapp.core.simhash import from_signed, hamming
+from crawlapp.core.rows import PageRow, Repointed
+from crawlapp.core.simhash import hamming
 from crawlapp.core.urls import url_hash
 
-CHUNK = 500
 
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """What the database holds of a page, as dedup and verify look at it."""
-
-    id: int
-    url_hash: str
-    url: str
-    host: str
-    status: str
-    content_hash: str | None
-    fingerprint: int | None
-    content_dedup: bool
-    duplicate_of: str | None
-    storage_key: str | None
-    raw_storage_key: str | None
-    canonical_url: str | None
-
-    @property
-    def original(self) -> bool:
-        """A stored original: its own body, not a copy, not taken down."""
-        return self.status != Status.DELETED and not self.content_dedup and self.storage_key is not None
-
-    @property
-    def held(self) -> Held:
-        return Held(self.url_hash, self.content_hash, self.fingerprint)
-
-
-ROW_COLUMNS = (Url.id, Url.url_hash, Url.url, Url.host, Url.status, Url.content_hash, Url.simhash,
-               Url.content_dedup, Url.duplicate_of, Url.storage_key, Url.raw_storage_key,
-               Url.canonical_url)
-
-
-def to_row(raw: Any) -> Row:
-    fingerprint = from_signed(raw.simhash) if raw.simhash is not None else None
-    return Row(raw.id, raw.url_hash, raw.url, raw.host, raw.status, raw.content_hash,
-               fingerprint, bool(raw.content_dedup), raw.duplicate_of, raw.storage_key,
-               raw.raw_storage_key, raw.canonical_url)
-
-
-def rows_by_hash(session: Session, hashes: Iterable[str]) -> dict[str, Row]:
-    wanted = sorted(set(hashes))
-    found: dict[str, Row] = {}
-    for start in range(0, len(wanted), CHUNK):
-        for raw in session.execute(select(*ROW_COLUMNS)
-                                   .where(Url.url_hash.in_(wanted[start:start + CHUNK]))):
-            found[raw.url_hash] = to_row(raw)
-    return found
+def held_by(row: PageRow) -> Held:
+    """What a row holds in the dedup index, were it a stored original."""
+    return Held(row.url_hash, row.content_hash, row.fingerprint)
 
 
 def _claim_of(page: Page) -> Claim:
@@ -135,7 +86,7 @@ def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     return pages
 
 
-def _points_at_original(page: Page, target: Row | None, max_distance: int) -> bool:
+def _points_at_original(page: Page, target: PageRow | None, max_distance: int) -> bool:
     """Whether a copy's original, as the database has it now, still is one with its content
     (a page still 'queued' is on its way to being stored: taken on trust)."""
     if target is None:
@@ -150,7 +101,7 @@ def _points_at_original(page: Page, target: Row | None, max_distance: int) -> bo
             and hamming(target.fingerprint, page.simhash) <= max_distance)
 
 
-def recheck(ctx: Context, pages: list[Page], rows: dict[str, Row]) -> list[str]:
+def recheck(ctx: Context, pages: list[Page], rows: dict[str, PageRow]) -> list[str]:
     """Copies whose original changed after the dedup stage looked (a batch stored or took it
     down since) are claimed again: an exact copy (it carries its body) as in the dedup stage,
     a near copy only by looking up another original. Returns the near copies left without
@@ -177,7 +128,7 @@ def recheck(ctx: Context, pages: list[Page], rows: dict[str, Row]) -> list[str]:
     return left
 
 
-def superseded(pages: list[Page], rows: dict[str, Row], dropped: set[str]
+def superseded(pages: list[Page], rows: dict[str, PageRow], dropped: set[str]
                ) -> tuple[list[Held], list[str]]:
     """What a batch about to be written takes away: the claims and band entries of pages that
     were stored originals and will not be (or not of the same content), plus those the dedup
@@ -210,29 +161,21 @@ def adopt(ctx: Context, session: Session, orphans: Sequence[str]) -> list[str]:
     released) to another original: exact copies whose body is in the store claim their hash
     again (the oldest becomes the original, the others its copies); near copies take the
     closest original filed. Returns the copies left without one, to be fetched again."""
-    copies = [to_row(raw) for start in range(0, len(orphans), CHUNK)
-              for raw in session.execute(
-                  select(*ROW_COLUMNS).where(Url.duplicate_of.in_(orphans[start:start + CHUNK]),
-                                             Url.content_dedup.is_(True),
-                                             Url.status != Status.DELETED).order_by(Url.id))]
+    copies = dedup_rows.copies_of(session, orphans)
     keys = [r.storage_key for r in copies if r.storage_key and r.content_hash]
     missing = ctx.blobs.missing(keys) if keys else set()
     exact = [r for r in copies if r.storage_key and r.content_hash
              and r.storage_key not in missing]
     near = [r for r in copies if not r.storage_key and r.content_hash]
-    moved: list[dict[str, Any]] = []
-    for row, outcome in zip(exact, ctx.dedup_index.claim(
-            [Claim(r.url_hash, r.content_hash or "", r.fingerprint) for r in exact], NO_NEAR),
-                            strict=True):
-        moved.append({"h": row.url_hash, "dup": outcome.kind != ORIGINAL, "of": outcome.owner})
+    moved = [Repointed(row.url_hash, outcome.kind != ORIGINAL, outcome.owner)
+             for row, outcome in zip(exact, ctx.dedup_index.claim(
+                 [Claim(r.url_hash, r.content_hash or "", r.fingerprint) for r in exact],
+                 NO_NEAR), strict=True)]
     looked = ctx.dedup_index.claim(
         [Claim(r.url_hash, r.content_hash or "", r.fingerprint) for r in near],
         ctx.settings.near_duplicate_bits, LOOK)
-    moved += [{"h": r.url_hash, "dup": True, "of": o.owner}
+    moved += [Repointed(r.url_hash, True, o.owner)
               for r, o in zip(near, looked, strict=True) if o.owner]
-    if moved:
-        session.connection().execute(
-            update(Url).where(Url.url_hash == bindparam("h"))
-            .values(content_dedup=bindparam("dup"), duplicate_of=bindparam("of")), moved)
-    kept = {m["h"] for m in moved}
+    dedup_rows.repoint(session, moved)
+    kept = {m.url_hash for m in moved}
     return [r.url_hash for r in copies if r.url_hash not in kept]

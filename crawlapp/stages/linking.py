@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.core.priority import link_priority
 from crawlapp.core.records import Page, QueuedURL, Status
+from crawlapp.core.rows import LinkEdge
 from crawlapp.core.scope import UNSCOPED, Scope
 from crawlapp.core.traps import TrapRules
 from crawlapp.core.urls import dedup_key, host_of, origin_of, url_hash
@@ -26,13 +27,13 @@ from crawlapp.stages.admission import FOLLOWED_STATUSES, Rows, add_row, admit, u
 
 def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRules,
                denied: frozenset[str] = frozenset(), scope: Scope = UNSCOPED
-               ) -> tuple[Rows, list[dict[str, Any]], Counter[tuple[str, str]]]:
+               ) -> tuple[Rows, list[LinkEdge], Counter[tuple[str, str]]]:
     """The URL rows to add (by hash, shallowest depth wins), the edges, and the links
     refused (nofollow, a `denied` host, out of `scope` or excluded, trap rules on the dedup
     key: a session id the key drops is no trap), counted by (reason, host). A link out of
     scope but allowed by CRAWL_SCOPE_HOPS carries one hop more than its page. Pure."""
     rows: Rows = {}
-    edges: dict[tuple[str, str], dict[str, Any]] = {}
+    edges: dict[tuple[str, str], LinkEdge] = {}
     refused: Counter[tuple[str, str]] = Counter()
     today = now.date()
     # What depends on the URL alone, once per URL of the batch (pages share many links).
@@ -48,24 +49,23 @@ def plan_links(pages: list[Page], max_depth: int, now: datetime, traps: TrapRule
             out_of_scope, hops = scope.check(url, host, page.hops)
             row = url_row(url, depth, max_depth, now,
                           link_priority(depth, link.boilerplate, link.anchor), hops, host, key)
-            edges.setdefault((page.url_hash, key), {
-                "source_hash": page.url_hash, "target_hash": key,
-                "anchor": link.anchor or None, "nofollow": link.nofollow})
+            edges.setdefault((page.url_hash, key), LinkEdge(page.url_hash, key,
+                                                            link.anchor or None, link.nofollow))
             reason = "nofollow" if link.nofollow else "denylist" if host in denied else out_of_scope
             if not reason:
                 if url not in trapped:
                     trapped[url] = traps.refusal(dedup_key(url), today)
                 reason = trapped[url]
             if reason:
-                refused[(reason, row["host"])] += 1
+                refused[(reason, host)] += 1
                 continue
-            if row["status"] == Status.TOO_DEEP:
-                refused[(Status.TOO_DEEP, row["host"])] += 1
+            if row.status == Status.TOO_DEEP:
+                refused[(Status.TOO_DEEP, host)] += 1
             add_row(rows, row)
     return rows, list(edges.values()), refused
 
 
-def host_links(pages: list[Page], rows: Rows, edges: list[dict[str, Any]]
+def host_links(pages: list[Page], rows: Rows, edges: list[LinkEdge]
                ) -> set[tuple[str, str]]:
     """The host graph's edges of these pages: (source host, target host) of each followed
     link (not nofollow, not a robots.txt's sitemap, to a URL admitted: `rows`) between two
@@ -73,22 +73,25 @@ def host_links(pages: list[Page], rows: Rows, edges: list[dict[str, Any]]
     sources = {page.url_hash: host_of(page.url) for page in pages
                if page.status != Status.ROBOTS and page.links}
     return {(source, target) for edge in edges
-            if not edge["nofollow"] and (source := sources.get(edge["source_hash"]))
-            and (row := rows.get(edge["target_hash"])) and (target := row["host"]) != source}
+            if not edge.nofollow and (source := sources.get(edge.source_hash))
+            and (row := rows.get(edge.target_hash)) and (target := row.host) != source}
 
 
-def _blocked_by_robots(ctx: Context, rows: Rows) -> None:
-    """Record queued rows whose origin's robots.txt is known and disallows them as blocked,
-    with the rule; the others are checked again just before their fetch."""
-    policies = ctx.robots.load({origin_of(row["url"]) for row in rows.values()
-                                if row["status"] == Status.QUEUED})
+def _blocked_by_robots(ctx: Context, rows: Rows) -> Rows:
+    """The rows, those queued whose origin's robots.txt is known and disallows them recorded
+    as blocked, with the rule; the others are checked again just before their fetch."""
+    policies = ctx.robots.load({origin_of(row.url) for row in rows.values()
+                                if row.status == Status.QUEUED})
     agent = ctx.settings.product_token
-    for row in rows.values():
-        policy = policies.get(origin_of(row["url"]))
-        if (row["status"] == Status.QUEUED and policy is not None and policy.mode == "rules"
-                and not policy.allowed(row["url"], agent)):
-            row.update(status=Status.BLOCKED,
-                       last_error=f"robots: {policy.blocking_rule(row['url'], agent)}")
+    checked: Rows = {}
+    for h, row in rows.items():
+        policy = policies.get(origin_of(row.url))
+        if (row.status == Status.QUEUED and policy is not None and policy.mode == "rules"
+                and not policy.allowed(row.url, agent)):
+            row = row._replace(status=Status.BLOCKED,
+                               last_error=f"robots: {policy.blocking_rule(row.url, agent)}")
+        checked[h] = row
+    return checked
 
 
 def _record_hops(ctx: Context, pages: list[Page]) -> None:
@@ -134,8 +137,8 @@ def extract_links(ctx: Context, pages: list[Page], carried: Sequence[QueuedURL] 
                   settings.scope_hops)
     rows, edges, refused = plan_links(pages, settings.max_depth, datetime.now(UTC),
                                       settings.traps, denied_reply(replies), scope)
-    _blocked_by_robots(ctx, rows)
+    rows = _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
     added = admit(ctx, rows, edges, host_links(pages, rows, edges), authority(replies), carried)
-    blocked = sum(1 for row in rows.values() if row["status"] == Status.BLOCKED and row.get("new"))
-    return Extracted(added, max(0, len(rows) - added), refused, blocked)
+    blocked = sum(1 for h in added if rows[h].status == Status.BLOCKED)
+    return Extracted(len(added), max(0, len(rows) - len(added)), refused, blocked)

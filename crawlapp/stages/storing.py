@@ -5,54 +5,46 @@ transaction. Every row naming a body is written after that body: the invariant
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
-
 from crawlapp.adapters.blobstore import body_key
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import repository
-from crawlapp.adapters.db.models import Url
+from crawlapp.adapters.db import dedup_rows, repository
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.core.priority import depth_priority
 from crawlapp.core.records import Page, QueuedURL, Status
-from crawlapp.core.recrawl import next_schedule
+from crawlapp.core.recrawl import Planned, next_schedule
+from crawlapp.core.rows import FetchOutcome, HistoryRow, Previous
 from crawlapp.core.simhash import to_signed
 from crawlapp.stages import dedup
 from crawlapp.stages.admission import requeue
 
-CHUNK = 500
 
-
-def _row(page: Page, next_crawl_at: float | None) -> dict[str, object]:
+def _outcome(page: Page, next_crawl_at: float | None) -> FetchOutcome:
     when = page.fetched_at
-    return {
-        "url_hash": page.url_hash, "status": page.status,
-        "last_fetched_at": datetime.fromtimestamp(when, UTC) if when else None,
-        "http_status": page.http_status, "content_type": page.content_type,
-        "content_length": page.content_length, "content_hash": page.content_hash,
-        "content_dedup": page.content_dedup, "duplicate_of": page.duplicate_of,
-        "storage_key": page.storage_key, "title": page.title,
-        "simhash": to_signed(page.simhash) if page.simhash is not None else None,
-        "etag": page.etag, "last_modified": page.last_modified,
-        "last_error": page.error,
-        "redirect_to": page.links[0].url if page.status == Status.REDIRECTED and page.links
+    return FetchOutcome(
+        url_hash=page.url_hash, status=page.status,
+        last_fetched_at=datetime.fromtimestamp(when, UTC) if when else None,
+        http_status=page.http_status, content_type=page.content_type,
+        content_length=page.content_length, content_hash=page.content_hash,
+        content_dedup=page.content_dedup, duplicate_of=page.duplicate_of,
+        storage_key=page.storage_key, title=page.title,
+        simhash=to_signed(page.simhash) if page.simhash is not None else None,
+        etag=page.etag, last_modified=page.last_modified,
+        last_error=page.error,
+        redirect_to=page.links[0].url if page.status == Status.REDIRECTED and page.links
         else None,
-        "redirect_hops": page.redirect_hops or None,
-        "next_crawl_at": (datetime.fromtimestamp(next_crawl_at, UTC)
-                          if next_crawl_at is not None else None),
-        "canonical_url": page.canonical, "noindex": page.noindex,
-        "rendered": page.rendered, "render_error": page.render_error,
-        "raw_storage_key": page.raw_storage_key,
-    }
+        redirect_hops=page.redirect_hops or None,
+        next_crawl_at=(datetime.fromtimestamp(next_crawl_at, UTC)
+                       if next_crawl_at is not None else None),
+        canonical_url=page.canonical, noindex=page.noindex,
+        rendered=page.rendered, render_error=page.render_error,
+        raw_storage_key=page.raw_storage_key)
 
 
-def _schedule(pages: list[Page], previous: dict[str, repository.Previous]
-              ) -> list[tuple[str, str, float]]:
-    """Each fetched page's next fetch: (url_hash, tier, time). A first fetch's interval
+def _schedule(pages: list[Page], previous: dict[str, Previous]) -> list[Planned]:
+    """Each fetched page's next fetch. A first fetch's interval
     follows the row's priority, read with the previous fetch: the lease cannot carry it (the
     frontier keeps a URL's priority only folded into its queue score, with the time it was
     queued), and a closer link may raise it while the page is on its way."""
@@ -65,7 +57,7 @@ def _schedule(pages: list[Page], previous: dict[str, repository.Previous]
             before is None or before.content_hash != page.content_hash)
         plan = next_schedule(page.fetched_at, before.interval if before else None, changed,
                              before.priority if before else depth_priority(page.depth))
-        planned.append((page.url_hash, plan.tier, plan.next_at))
+        planned.append(Planned(page.url_hash, plan.tier, plan.next_at))
     return planned
 
 
@@ -91,7 +83,7 @@ def _bodies(pages: list[Page], dropped: set[str]) -> list[tuple[str, bytes, str 
     return uploads
 
 
-def _history_row(page: Page) -> dict[str, object] | None:
+def _history_row(page: Page) -> HistoryRow | None:
     """The fetch history's row of a page whose answer is kept (its body as fetched stored,
     a 304, a robots.txt answer); None for the others."""
     key = page.raw_storage_key if page.rendered or page.status == Status.ROBOTS \
@@ -99,14 +91,13 @@ def _history_row(page: Page) -> dict[str, object] | None:
     if page.http_status is None or not (key or page.not_modified) or page.status not in (
             Status.FETCHED, Status.ROBOTS):
         return None
-    return {
-        "url_hash": page.url_hash, "url": page.url, "host": page.host,
-        "fetched_at": datetime.fromtimestamp(page.fetched_at, UTC),
-        "http_status": page.http_status, "ip_address": page.ip_address,
-        "request_headers": page.request_headers, "response_headers": page.response_headers,
-        "storage_key": key, "payload_digest": page.payload_digest,
-        "not_modified": page.not_modified, "robots": page.status == Status.ROBOTS,
-    }
+    return HistoryRow(
+        url_hash=page.url_hash, url=page.url, host=page.host,
+        fetched_at=datetime.fromtimestamp(page.fetched_at, UTC),
+        http_status=page.http_status, ip_address=page.ip_address,
+        request_headers=page.request_headers, response_headers=page.response_headers,
+        storage_key=key, payload_digest=page.payload_digest,
+        not_modified=page.not_modified, robots=page.status == Status.ROBOTS)
 
 
 def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
@@ -124,7 +115,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     robots_at = [p.fetched_at for p in robots_pages]
     urls = [p for p in pages if p.status != Status.ROBOTS]
     with ctx.sessions() as session:
-        rows = dedup.rows_by_hash(session, [p.url_hash for p in urls] + [
+        rows = dedup_rows.rows_by_hash(session, [p.url_hash for p in urls] + [
             p.duplicate_of for p in urls if p.content_dedup and p.duplicate_of])
     dropped = {p.url_hash for p in urls
                if (row := rows.get(p.url_hash)) is not None and row.status == Status.DELETED}
@@ -137,9 +128,9 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
         previous = repository.previous_fetches(
             session, [p.url_hash for p in kept if p.status == Status.FETCHED])
         planned = _schedule(kept, previous)
-        next_at = {h: at for h, _, at in planned}
+        next_at = {plan.url_hash: plan.next_at for plan in planned}
         ctx.dedup_index.release(held)  # before the rows change: no claim outlives its original
-        rows_out = [_row(page, next_at.get(page.url_hash)) for page in kept]
+        rows_out = [_outcome(page, next_at.get(page.url_hash)) for page in kept]
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
                                             if not p.not_modified])
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
@@ -147,34 +138,13 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
                                   repository.NOT_MODIFIED_COLUMNS)
         repository.add_fetch_history(session, [entry for page in [*kept, *robots_pages]
                                                if (entry := _history_row(page)) is not None])
-        queued = mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
-                         "requeued: its original is no longer stored")
+        queued = dedup_rows.mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
+                                         "requeued: its original is no longer stored")
     ctx.recrawls.schedule(planned)
     send_back(ctx, queued)
     for page in pages:  # in the fetch history now; the links stage does not read them
         page.request_headers = page.response_headers = ""
     return pages
-
-
-# What a page queued again forgets of its last fetch: the next one stores it afresh (no
-# validators, so the server cannot answer 304).
-FORGOTTEN: dict[str, object] = {
-    "status": Status.QUEUED, "storage_key": None, "raw_storage_key": None, "content_hash": None,
-    "simhash": None, "content_dedup": False, "duplicate_of": None, "etag": None,
-    "last_modified": None, "next_crawl_at": None}
-
-
-def mark_refetch(session: Session, hashes: Sequence[str], reason: str) -> dict[str, QueuedURL]:
-    """Mark these pages (taken-down ones excepted) queued, forgetting what was stored of them;
-    returns the URLs by url_hash, for `send_back` once the transaction is committed."""
-    out: dict[str, QueuedURL] = {}
-    for start in range(0, len(hashes), CHUNK):
-        where = (Url.url_hash.in_(hashes[start:start + CHUNK]), Url.status != Status.DELETED)
-        out.update((h, QueuedURL(url, depth, priority)) for h, url, depth, priority in
-                   session.execute(select(Url.url_hash, Url.url, Url.depth, Url.priority)
-                                   .where(*where)))
-        session.execute(update(Url).where(*where).values(**FORGOTTEN, last_error=reason))
-    return out
 
 
 def send_back(ctx: Context, queued: dict[str, QueuedURL]) -> None:

@@ -34,6 +34,7 @@ from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
 from crawlapp.cli import cli
 from crawlapp.core.records import Link, Page, QueuedURL, Status
+from crawlapp.core.rows import FetchOutcome, HistoryRow, LinkEdge, UrlRow
 from crawlapp.core.settings import get_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.stages.admission import admit
@@ -69,21 +70,20 @@ def run(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Callab
     fresh()
 
 
-def _row(url: str, status: str, depth: int = 1) -> dict[str, Any]:
-    host = url.split("/")[2]
-    return {"url_hash": url_hash(url), "url": url, "host": host, "depth": depth,
-            "priority": 1.0 - depth / 10, "status": status, "discovered_at": NOW}
+def _row(url: str, status: str, depth: int = 1) -> UrlRow:
+    return UrlRow(url_hash(url), url, url.split("/")[2], depth, status, NOW,
+                  priority=1.0 - depth / 10)
 
 
-def _fetched(ctx: Context, url: str, body: bytes, dedup_of: str | None = None) -> dict[str, Any]:
+def _fetched(ctx: Context, url: str, body: bytes, dedup_of: str | None = None) -> FetchOutcome:
     content_hash = hashlib.sha256(body).hexdigest()
     ctx.blobs.put(body_key(content_hash), gzip.compress(body), "text/html")
-    return {"url_hash": url_hash(url), "status": "fetched", "last_fetched_at": NOW,
-            "http_status": 200, "content_type": "text/html", "content_length": len(body),
-            "content_hash": content_hash, "storage_key": body_key(content_hash),
-            "content_dedup": dedup_of is not None,
-            "duplicate_of": url_hash(dedup_of) if dedup_of else None, "title": url,
-            "next_crawl_at": datetime.fromtimestamp(time.time() + 3600, UTC)}
+    return FetchOutcome(url_hash(url), "fetched", last_fetched_at=NOW, http_status=200,
+                        content_type="text/html", content_length=len(body),
+                        content_hash=content_hash, storage_key=body_key(content_hash),
+                        content_dedup=dedup_of is not None,
+                        duplicate_of=url_hash(dedup_of) if dedup_of else None, title=url,
+                        next_crawl_at=datetime.fromtimestamp(time.time() + 3600, UTC))
 
 
 def seed_state(ctx: Context) -> None:
@@ -102,21 +102,19 @@ def seed_state(ctx: Context) -> None:
                   (f"http://{B}/f", _fetched(ctx, f"http://{B}/f", b"<p>b</p>"))]
         repository.record_fetches(session, [row for _, row in stored])
         repository.add_fetch_history(session, [
-            {"url_hash": row["url_hash"], "url": url, "host": url.split("/")[2],
-             "fetched_at": NOW, "http_status": 200, "request_headers": f"Host: {A}",
-             "response_headers": "Content-Type: text/html", "storage_key": row["storage_key"],
-             "not_modified": False} for url, row in stored])
+            HistoryRow(row.url_hash, url, url.split("/")[2], NOW, 200,
+                       request_headers=f"Host: {A}",
+                       response_headers="Content-Type: text/html", storage_key=row.storage_key)
+            for url, row in stored])
         repository.add_links(session, [
-            {"source_hash": url_hash(f"{a}/"), "target_hash": url_hash(t), "anchor": anchor,
-             "nofollow": nofollow}
+            LinkEdge(url_hash(f"{a}/"), url_hash(t), anchor, nofollow)
             for t, anchor, nofollow in ((f"{a}/copy", "a copy", False), (f"{a}/solo", None, True),
                                         (f"http://{B}/1", "B one", False))]
-            + [{"source_hash": url_hash(f"{a}/solo"), "target_hash": url_hash(f"{a}/"),
-                "anchor": "home", "nofollow": False}])
+            + [LinkEdge(url_hash(f"{a}/solo"), url_hash(f"{a}/"), "home", False)])
         repository.save_robots(session, a, 200, "User-agent: *\nCrawl-delay: 2\n", 2.0, NOW)
     ctx.frontier.add([QueuedURL(u, 1, 0.9) for u in queued], time.time())
     ctx.recrawls.schedule([(url_hash(u), "hourly", time.time() + 3600) for u in fetched])
-    ctx.redis.set(ctx.dedup_index.claim_key(_fetched(ctx, f"{a}/", b"<p>home</p>")["content_hash"]),
+    ctx.redis.set(ctx.dedup_index.claim_key(_fetched(ctx, f"{a}/", b"<p>home</p>").content_hash),
                   url_hash(f"{a}/"))
 
 
@@ -273,7 +271,7 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     ok(run("delete", f"{a}/", "--yes"), "rows deleted 1, bodies removed 0, bodies kept shared 1")
     # the deleted original's exact copy, whose body is still stored, becomes the original
     assert ctx.redis.get(ctx.dedup_index.claim_key(
-        _fetched(ctx, f"{a}/", b"<p>home</p>")["content_hash"])) == url_hash(f"{a}/copy").encode()
+        _fetched(ctx, f"{a}/", b"<p>home</p>").content_hash)) == url_hash(f"{a}/copy").encode()
     ok(run("delete", "--host", A, "--yes"),
        "rows deleted 4, bodies removed 1, bodies kept shared 0, urls dropped 3")
     after = state(ctx)
@@ -282,7 +280,7 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     ok(run("delete", f"{a}/never-seen", "--yes"), "rows deleted 1")
     assert not [b for b in after["blobs"] if "home" in b] and len(after["blobs"]) == 1  # b.test/f
     assert {status for url, (status, *_) in state(ctx)["rows"].items() if A in url} == {"deleted"}
-    assert admit(ctx, {url_hash(f"{a}/q"): _row(f"{a}/q", "queued", depth=0)}) == 0
+    assert admit(ctx, {url_hash(f"{a}/q"): _row(f"{a}/q", "queued", depth=0)}) == set()
     assert "content_claims=1" in ok(run("frontier", "rebuild"))  # b.test/f only
     assert state(ctx)["frontier"] == after["frontier"]
     audit = [json.loads(line) for line in (ctx.settings.data_dir / "audit.log").read_text()

@@ -24,6 +24,7 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.cli import cli
+from crawlapp.core.rows import FetchOutcome, UrlRow
 from crawlapp.core.settings import get_settings
 from crawlapp.core.simhash import to_signed
 from crawlapp.core.urls import url_hash
@@ -114,19 +115,19 @@ NOW = datetime.now(UTC)
 
 
 def _page(ctx: Context, url: str, body: bytes | None, fingerprint: int,
-          copy_of: str | None = None) -> dict[str, Any]:
+          copy_of: str | None = None) -> FetchOutcome:
     """A fetched page's row; its body stored unless `body` is None (a near copy)."""
     content_hash = hashlib.sha256(body or url.encode()).hexdigest()
     if body is not None:
         ctx.blobs.put(body_key(content_hash), gzip.compress(body), "text/html")
-    return {"url_hash": url_hash(url), "status": "fetched", "last_fetched_at": NOW,
-            "http_status": 200, "content_type": "text/html", "content_hash": content_hash,
-            "storage_key": body_key(content_hash) if body is not None else None,
-            "simhash": to_signed(fingerprint), "content_dedup": copy_of is not None,
-            "duplicate_of": url_hash(copy_of) if copy_of else None}
+    return FetchOutcome(url_hash(url), "fetched", last_fetched_at=NOW, http_status=200,
+                        content_type="text/html", content_hash=content_hash,
+                        storage_key=body_key(content_hash) if body is not None else None,
+                        simhash=to_signed(fingerprint), content_dedup=copy_of is not None,
+                        duplicate_of=url_hash(copy_of) if copy_of else None)
 
 
-def seed_state(ctx: Context) -> dict[str, dict[str, Any]]:
+def seed_state(ctx: Context) -> dict[str, FetchOutcome]:
     """a.test: an original, its exact copy, its near copy, a page whose body will go missing;
     b.test: one original. Redis: their claims and bands, plus a claim and a band entry that
     name a copy (stale)."""
@@ -141,16 +142,15 @@ def seed_state(ctx: Context) -> dict[str, dict[str, Any]]:
              lone: _page(ctx, lone, b"<p>lone</p>", 0x2222 << 32),
              b: _page(ctx, b, b"<p>b</p>", 0x3333 << 48)}
     with ctx.sessions.begin() as session:
-        repository.add_urls(session, [{"url_hash": url_hash(u), "url": u, "host": u.split("/")[2],
-                                       "depth": 0, "priority": 1.0, "status": "queued",
-                                       "discovered_at": NOW} for u in pages])
+        repository.add_urls(session, [UrlRow(url_hash(u), u, u.split("/")[2], 0, "queued", NOW,
+                                             priority=1.0) for u in pages])
         repository.record_fetches(session, list(pages.values()))
     index = ctx.dedup_index
-    index.restore(Held(pages[url]["url_hash"], pages[url]["content_hash"],
-                       pages[url]["simhash"] & (2**64 - 1)) for url in (orig, lone, b))
-    ctx.redis.set(index.claim_key(pages[near]["content_hash"]), url_hash(near))
+    index.restore(Held(pages[url].url_hash, pages[url].content_hash,
+                       pages[url].simhash & (2**64 - 1)) for url in (orig, lone, b))
+    ctx.redis.set(index.claim_key(pages[near].content_hash), url_hash(near))
     ctx.redis.sadd(index.band_keys(0x1111)[0], index.band_member(0x1111, url_hash(copy_)))
-    ctx.blobs.delete(pages[lone]["storage_key"])
+    ctx.blobs.delete(pages[lone].storage_key)
     return pages
 
 

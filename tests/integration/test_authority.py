@@ -18,6 +18,7 @@ from crawlapp.adapters.db.models import HostAuthority, HostLink
 from crawlapp.adapters.redis import keys
 from crawlapp.core.priority import NEW_FRESHNESS, link_priority
 from crawlapp.core.records import Link, Page, Status
+from crawlapp.core.rows import FetchOutcome
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import shard_of, url_hash
 from crawlapp.ops import authority
@@ -91,9 +92,9 @@ def test_a_recrawl_is_scored_by_how_overdue_it_is(ctx: Context) -> None:
     now = time.time()
     fetched = datetime.fromtimestamp(now, UTC) - timedelta(hours=2)
     with ctx.sessions.begin() as session:  # fetched two hours ago, due after one
-        repository.record_fetches(session, [{
-            "url_hash": url_hash("http://hub.com/x"), "status": Status.FETCHED,
-            "last_fetched_at": fetched, "next_crawl_at": fetched + timedelta(hours=1)}])
+        repository.record_fetches(session, [FetchOutcome(
+            url_hash("http://hub.com/x"), Status.FETCHED, last_fetched_at=fetched,
+            next_crawl_at=fetched + timedelta(hours=1))])
     ctx.recrawls.schedule([(url_hash("http://hub.com/x"), "hourly", now - 3600)])
     assert drain(ctx, now) == 1
     with ctx.sessions() as session:

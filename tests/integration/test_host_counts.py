@@ -20,6 +20,7 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import get_engine, upgrade
 from crawlapp.core.records import Status
+from crawlapp.core.rows import FetchOutcome, UrlRow
 from crawlapp.core.settings import Settings, load_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.observe.stats import host_report
@@ -139,10 +140,9 @@ def _urls(engine: sa.Engine) -> dict[str, str]:
         return dict(conn.execute(sa.text("SELECT url, status FROM urls ORDER BY id")).all())
 
 
-def _row(i: int, status: str) -> dict[str, object]:
+def _row(i: int, status: str) -> UrlRow:
     url = f"http://h{i % 4}.example.com/p{i}"
-    return {"url_hash": url_hash(url), "url": url, "host": f"h{i % 4}.example.com", "depth": 1,
-            "priority": 0.5, "status": status, "discovered_at": NOW, "hops": 0}
+    return UrlRow(url_hash(url), url, f"h{i % 4}.example.com", 1, status, NOW, priority=0.5)
 
 
 STATUSES = [Status.QUEUED, Status.FETCHED, Status.FAILED, Status.BLOCKED, Status.TOO_DEEP]
@@ -167,11 +167,11 @@ def test_the_migration_fills_the_counters_and_its_downgrade_drops_them(settings:
 
     with Session(engine) as session, session.begin():
         repository.add_urls(session, [_row(i, Status.QUEUED) for i in range(250, 400)])
-        repository.set_status(session, [str(_row(i, "")["url_hash"])
+        repository.set_status(session, [_row(i, "").url_hash
                                         for i in range(0, 100, 3)], Status.OVER_BUDGET)
         repository.record_fetches(session, [
-            {"url_hash": _row(i, "")["url_hash"], "last_fetched_at": NOW,
-             "status": Status.FAILED if i % 7 else Status.FETCHED} for i in range(300, 340)])
+            FetchOutcome(_row(i, "").url_hash, Status.FAILED if i % 7 else Status.FETCHED,
+                         last_fetched_at=NOW) for i in range(300, 340)])
     assert_exact(engine)
 
     downgrade(settings, "0010")

@@ -27,14 +27,16 @@ from hypothesis import strategies as st
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.dedup_rows import rows_by_hash
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
 from crawlapp.core.records import Link, Page, Status
+from crawlapp.core.rows import UrlRow
 from crawlapp.core.settings import load_settings
 from crawlapp.core.simhash import hamming, simhash
 from crawlapp.core.urls import url_hash
 from crawlapp.ops import takedown
-from crawlapp.stages.dedup import dedup_pages, rows_by_hash
+from crawlapp.stages.dedup import dedup_pages
 from crawlapp.stages.storing import store_pages
 
 ARTICLE = " ".join(f"word{i % 97} token{i % 89} term{i % 83}" for i in range(400))
@@ -160,9 +162,8 @@ def crawl_in_order(ctx: Context, *batches: list[Page]) -> None:
 
 def add_rows(ctx: Context, urls: list[str]) -> None:
     with ctx.sessions.begin() as session:
-        repository.add_urls(session, [{"url_hash": url_hash(u), "url": u, "host": u.split("/")[2],
-                                       "depth": 0, "priority": 1.0, "status": "queued",
-                                       "discovered_at": datetime.now(UTC)} for u in urls])
+        repository.add_urls(session, [UrlRow(url_hash(u), u, u.split("/")[2], 0, "queued",
+                                             datetime.now(UTC), priority=1.0) for u in urls])
 
 
 def test_an_exact_copy_of_a_near_copy_points_at_the_stored_original(ctx: Context) -> None:

@@ -18,6 +18,7 @@ from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.redis.frontier.redis_frontier import decode_member
 from crawlapp.core.errors import NotQueued
 from crawlapp.core.records import Lease, Link, Page, QueuedURL, Status
+from crawlapp.core.rows import FetchOutcome
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.stages.admission import admit
@@ -51,7 +52,7 @@ def queued_members(ctx: Context) -> list[str]:
 
 def extract(ctx: Context, pages: list[Page]) -> int:
     rows, edges, _ = plan_links(pages, ctx.settings.max_depth, NOW, ctx.settings.traps)
-    return admit(ctx, rows, edges)
+    return len(admit(ctx, rows, edges))
 
 
 def test_links_are_queued_once_and_too_deep_ones_are_recorded(tmp_path: Path,
@@ -73,8 +74,8 @@ def test_a_shorter_path_lowers_depth_and_unlocks_pages_beyond_the_limit(tmp_path
     extract(ctx, [page("http://a.com/p2", 2, ["http://a.com/x"])])
     extract(ctx, [page("http://a.com/x", 3, ["http://a.com/y"])])
     with ctx.sessions.begin() as s:  # /x was fetched meanwhile
-        repository.record_fetches(s, [{"url_hash": url_hash("http://a.com/x"),
-                                       "status": "fetched", "last_fetched_at": NOW}])
+        repository.record_fetches(s, [FetchOutcome(url_hash("http://a.com/x"), "fetched",
+                                                   last_fetched_at=NOW)])
     assert "4\thttp://a.com/y" not in queued_members(ctx)
     # A shorter path finds /x at depth 1: /y is now at depth 2 and gets queued.
     extract(ctx, [page("http://a.com/", 0, ["http://a.com/x", "http://a.com/q"])])
@@ -105,7 +106,7 @@ def test_traps_are_refused_and_patterns_capped_per_host(tmp_path: Path, redis_ur
                                    "http://a.com/ok"])],
         ctx.settings.max_depth, NOW, ctx.settings.traps)
     assert set(refused) == {("calendar", "a.com"), ("repeating_path", "a.com")}
-    assert [row["url"] for row in rows.values()] == ["http://a.com/ok"]
+    assert [row.url for row in rows.values()] == ["http://a.com/ok"]
     assert len(edges) == 3  # edges are recorded even for refused links
     extract(ctx, [page("http://a.com/list", 0, [f"http://a.com/item/{i}" for i in range(5)]
                        + ["http://b.com/item/1"])])
@@ -228,7 +229,7 @@ def test_a_failed_commit_queues_nothing_and_hands_its_urls_to_the_next_try(
     assert queued_members(ctx) == []  # no URL reaches the frontier before its row is committed
     assert sorted(q.url for q in failed.value.urls) == ["http://a.com/1", "http://b.com/"]
     rows, edges, _ = plan_links([HOME], ctx.settings.max_depth, NOW, ctx.settings.traps)
-    assert admit(ctx, rows, edges, carried=failed.value.urls) == (0 if went_through else 2)
+    assert len(admit(ctx, rows, edges, carried=failed.value.urls)) == (0 if went_through else 2)
     assert queued_members(ctx) == QUEUED
     with ctx.sessions() as s:
         assert repository.status_counts(s)["queued"] == 2

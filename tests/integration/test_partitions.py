@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import MIGRATIONS_DIR, get_engine, normalize_url, upgrade
+from crawlapp.core.rows import HistoryRow, LinkEdge, UrlRow
 from crawlapp.core.settings import Settings, load_settings
 from crawlapp.core.urls import url_hash
 
@@ -70,9 +71,8 @@ def _where(conn: sa.Connection, table: str, column: str, value: str) -> str:
                                     f"WHERE {column} = :v"), {"v": value}).scalar_one())
 
 
-def _row(u: str, depth: int) -> dict[str, object]:
-    return {"url_hash": url_hash(u), "url": u, "host": u.split("/")[2], "depth": depth,
-            "priority": 1.0, "status": "queued", "discovered_at": NOW, "hops": 0}
+def _row(u: str, depth: int) -> UrlRow:
+    return UrlRow(url_hash(u), u, u.split("/")[2], depth, "queued", NOW, priority=1.0)
 
 
 def test_upgrade_keeps_every_row_and_partitions_new_ones(pg_url: str, tmp_path: Path) -> None:
@@ -105,13 +105,12 @@ def test_upgrade_keeps_every_row_and_partitions_new_ones(pg_url: str, tmp_path: 
         assert added == {url_hash(new_url)}
         known, lowered = repository.lower_depths(session, [_row(URLS[8], 1)])
         assert known == {url_hash(URLS[8])} and lowered[0].new_depth == 1
-        repository.add_links(session, [{"source_hash": url_hash(new_url),
-                                        "target_hash": url_hash(URLS[0]), "nofollow": False}])
-        repository.add_links(session, [{"source_hash": url_hash(URLS[0]),
-                                        "target_hash": url_hash(URLS[1]), "nofollow": False}])
+        repository.add_links(session, [LinkEdge(url_hash(new_url), url_hash(URLS[0]), None,
+                                                False)])
+        repository.add_links(session, [LinkEdge(url_hash(URLS[0]), url_hash(URLS[1]), None,
+                                                False)])
         repository.add_fetch_history(session, [
-            {"url_hash": url_hash(new_url), "url": new_url, "host": "h9.example.com",
-             "fetched_at": at, "http_status": 200, "not_modified": False, "robots": False}
+            HistoryRow(url_hash(new_url), new_url, "h9.example.com", at, 200)
             for at in (NOW, NOW, datetime(2031, 6, 1, tzinfo=UTC))])
     with engine.connect() as conn:
         row = conn.execute(sa.text("SELECT id, depth FROM urls WHERE url_hash = :h"),

@@ -12,6 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from crawlapp.adapters.blobstore import LocalBlobStore, S3BlobStore, body_key, open_blobstore
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import session_factory, upgrade
+from crawlapp.core.rows import FetchOutcome, LinkEdge, UrlRow
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
 
@@ -28,9 +29,8 @@ def sessions(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no
     return session_factory(settings)
 
 
-def row(url: str, depth: int = 0) -> dict[str, object]:
-    return {"url_hash": url_hash(url), "url": url, "host": "a.com", "depth": depth,
-            "priority": 1.0, "status": "queued", "discovered_at": NOW}
+def row(url: str, depth: int = 0) -> UrlRow:
+    return UrlRow(url_hash(url), url, "a.com", depth, "queued", NOW, priority=1.0)
 
 
 def test_only_new_urls_are_reported_new(sessions) -> None:  # type: ignore[no-untyped-def]
@@ -47,14 +47,13 @@ def test_fetch_results_and_links_are_recorded_once(sessions) -> None:  # type: i
     h = url_hash("http://a.com/1")
     with sessions.begin() as s:
         repository.add_urls(s, [row("http://a.com/1")])
-        edge = {"source_hash": h, "target_hash": url_hash("http://a.com/2"), "anchor": "two",
-                "nofollow": False}
+        edge = LinkEdge(h, url_hash("http://a.com/2"), "two", False)
         repository.add_links(s, [edge, edge])
         repository.add_links(s, [edge])
-        repository.record_fetches(s, [{"url_hash": h, "status": "failed", "last_error": "timeout",
-                                       "last_fetched_at": NOW}])
-        repository.record_fetches(s, [{"url_hash": h, "status": "fetched", "http_status": 200,
-                                       "content_hash": "ab" * 32, "last_fetched_at": NOW}])
+        repository.record_fetches(s, [FetchOutcome(h, "failed", last_error="timeout",
+                                                   last_fetched_at=NOW)])
+        repository.record_fetches(s, [FetchOutcome(h, "fetched", http_status=200,
+                                                   content_hash="ab" * 32, last_fetched_at=NOW)])
     with sessions() as s:
         url = repository.get_url(s, h)
         assert url is not None
@@ -64,19 +63,18 @@ def test_fetch_results_and_links_are_recorded_once(sessions) -> None:  # type: i
 
 def test_a_batch_of_rows_is_written_whole_with_every_value(sessions) -> None:  # type: ignore[no-untyped-def]
     """A batch with a URL twice, odd characters in text columns, None and flags: each row
-    once, each value as given (on Postgres the rows go as arrays: _unnested)."""
+    once, each value as given (on Postgres the rows go as arrays: batching.unnested)."""
     odd = 'http://a.com/q?x="a,b"&y={1}\\z'
-    rows = [row("http://a.com/1", depth=3) | {"hops": 0, "link_context": 0.5},
-            row(odd) | {"hops": 2, "link_context": None},
-            row("http://a.com/1", depth=3) | {"hops": 0, "link_context": 0.5}]
+    rows = [row("http://a.com/1", depth=3)._replace(hops=0, link_context=0.5),
+            row(odd)._replace(hops=2, link_context=None),
+            row("http://a.com/1", depth=3)._replace(hops=0, link_context=0.5)]
     with sessions.begin() as s:
         assert repository.add_urls(s, rows) == {url_hash("http://a.com/1"), url_hash(odd)}
         repository.record_fetches(s, [
-            {"url_hash": url_hash(odd), "status": "failed", "last_error": "timeout",
-             "last_fetched_at": NOW},
-            {"url_hash": url_hash(odd), "status": "fetched", "http_status": 200,
-             "title": 'a "title", {with} \\ marks', "simhash": -(2 ** 63), "noindex": True,
-             "last_fetched_at": NOW}])
+            FetchOutcome(url_hash(odd), "failed", last_error="timeout", last_fetched_at=NOW),
+            FetchOutcome(url_hash(odd), "fetched", http_status=200,
+                         title='a "title", {with} \\ marks', simhash=-(2 ** 63), noindex=True,
+                         last_fetched_at=NOW)])
     with sessions() as s:
         url = repository.get_url(s, url_hash(odd))
         assert url is not None
@@ -90,7 +88,7 @@ def test_a_value_too_long_for_its_column_fails_the_batch(pg_url: str, tmp_path: 
     """Not cut short: Postgres's varchar(255) column refuses a longer host."""
     settings = load_settings({"CRAWL_DATA_DIR": str(tmp_path), "DATABASE_URL": pg_url})
     upgrade(settings)
-    too_long = row("http://a.com/long") | {"host": "h" * 300}
+    too_long = row("http://a.com/long")._replace(host="h" * 300)
     with session_factory(settings)() as s, pytest.raises(DBAPIError, match="too long"):
         repository.add_urls(s, [row("http://a.com/ok"), too_long])
 

@@ -87,5 +87,5 @@ def test_a_denied_host_is_refused_before_fetch_and_when_linked() -> None:
                        Link("http://b.com/2", nofollow=True)])
     rows, edges, refused = plan_links([page], 5, datetime.now(UTC), load_settings({}).traps,
                                       frozenset({"b.com"}))
-    assert [r["url"] for r in rows.values()] == ["http://a.com/1"] and len(edges) == 3
+    assert [r.url for r in rows.values()] == ["http://a.com/1"] and len(edges) == 3
     assert refused == {("denylist", "b.com"): 1, ("nofollow", "b.com"): 1}

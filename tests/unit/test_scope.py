@@ -195,7 +195,7 @@ def test_plan_links_refuses_and_counts_out_of_scope_links_redirects_and_sitemaps
         page("http://a.com/robots.txt", ["http://g.com/sitemap.xml"], Status.ROBOTS, depth=-1),
     ]
     rows, edges, refused = plan_links(pages, 5, NOW, load_settings({}).traps, scope=scope)
-    hops = {row["url"]: row["hops"] for row in rows.values()}
+    hops = {row.url: row.hops for row in rows.values()}
     assert hops == {"http://a.com/1": 0, "http://b.com/": 1, "https://sub.a.com/": 1,
                     "http://a.com/2": 0, "http://d.com/landing": 1,
                     "http://g.com/sitemap.xml": 1}
@@ -207,7 +207,7 @@ def test_plan_links_refuses_and_counts_out_of_scope_links_redirects_and_sitemaps
 def test_plan_links_without_a_scope_follows_everything_at_zero_hops() -> None:
     rows, _, refused = plan_links([page("http://a.com/", ["http://b.com/", "http://c.com/"])],
                                   5, NOW, load_settings({}).traps)
-    assert not refused and {row["hops"] for row in rows.values()} == {0}
+    assert not refused and {row.hops for row in rows.values()} == {0}
 
 
 def test_the_shallowest_then_fewest_hops_wins_within_a_batch() -> None:
@@ -215,7 +215,7 @@ def test_the_shallowest_then_fewest_hops_wins_within_a_batch() -> None:
     pages = [page("http://x.com/", ["http://y.com/"], hops=1),
              page("http://a.com/", ["http://y.com/"])]
     rows, _, _ = plan_links(pages, 5, NOW, load_settings({}).traps, scope=scope)
-    assert [row["hops"] for row in rows.values()] == [1]
+    assert [row.hops for row in rows.values()] == [1]
 
 
 def test_redis_fields_of_rules() -> None:

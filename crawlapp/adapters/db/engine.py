@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -25,7 +25,7 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_pragmas(dbapi_conn: Any, _record: object) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
@@ -36,7 +36,7 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def
 def _binary_arrays(dbapi_connection: Any, _record: object) -> None:
     """psycopg sends a list (an ARRAY parameter, cast in the SQL) in binary: its text form
     quotes each value with regular expressions in Python, half the client's CPU of an
-    INSERT from arrays (repository._unnested)."""
+    INSERT from arrays (batching.unnested)."""
     from psycopg.types.array import ListBinaryDumper
 
     dbapi_connection.adapters.register_dumper(list, ListBinaryDumper)
@@ -57,6 +57,23 @@ def get_engine(settings: Settings) -> Engine:
             event.listen(engine, "connect", _binary_arrays)
         _ENGINES[key] = engine
     return engine
+
+
+def has_tables(settings: Settings) -> bool:
+    """Whether the database has the crawl's tables (never creates a SQLite file)."""
+    url = make_url(normalize_url(settings.database_url))
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and not Path(url.database).exists():
+        return False
+    return inspect(get_engine(settings)).has_table("urls")
+
+
+def location(settings: Settings) -> str:
+    """The database, for people: a SQLite file's path, else its URL without the password."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        return url.database or ""
+    return url.render_as_string(hide_password=True)
 
 
 def load_driver(settings: Settings) -> None:
@@ -89,6 +106,7 @@ def _revision(settings: Settings) -> str | None:
     says why)."""
     try:
         with get_engine(settings).connect() as conn:
-            return conn.scalar(text("SELECT version_num FROM alembic_version"))
+            version = conn.scalar(text("SELECT version_num FROM alembic_version"))
     except DBAPIError:
         return None
+    return None if version is None else str(version)

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Integer,
-    Select,
-    String,
     and_,
     bindparam,
     cast,
@@ -21,9 +18,18 @@ from sqlalchemy import (
     tuple_,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session as Session  # the type of the sessions callers pass
 
+from crawlapp.adapters.db.batching import (
+    as_dicts,
+    chunks,
+    column_arrays,
+    dialect_insert,
+    insert_many,
+    of_hashes,
+    on_postgres,
+    unnested,
+)
 from crawlapp.adapters.db.models import (
     Deny,
     Fetch,
@@ -37,124 +43,51 @@ from crawlapp.adapters.db.models import (
     host_count_deltas,
 )
 from crawlapp.core.records import Status
-
-CHUNK = 500
-
-
-def _insert(session: Session, table: Any) -> postgresql.Insert | sqlite.Insert:
-    """INSERT in the dialect of the session, so ON CONFLICT DO NOTHING is available."""
-    dialect = session.get_bind().dialect.name
-    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
-
-
-def _chunks(rows: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
-    for i in range(0, len(rows), size):
-        yield rows[i:i + size]
+from crawlapp.core.rows import (
+    FetchOutcome,
+    HistoryRow,
+    LinkEdge,
+    LinkedPage,
+    Lowered,
+    Previous,
+    UrlRow,
+)
 
 
-def _uniform(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows with the same keys each (missing ones None), as executemany needs."""
-    keys = {key for row in rows for key in row}
-    return [{key: row.get(key) for key in keys} for row in rows]
-
-
-AnySelect = TypeVar("AnySelect", bound=Select[*tuple[Any, ...]])
-
-
-def _of_hashes(session: Session, query: AnySelect, hashes: Sequence[str]) -> AnySelect:
-    """`query` on urls kept to the rows of these url_hashes. On Postgres a join on
-    unnest(hashes): each one is looked up in its own partition, where an IN list would probe
-    every partition with all of them (migration 0010, docs/sizing.md)."""
-    if session.get_bind().dialect.name != "postgresql":
-        return query.where(Url.url_hash.in_(hashes))
-    array = bindparam("hashes", list(dict.fromkeys(hashes)), type_=postgresql.ARRAY(String))
-    wanted = func.unnest(array).table_valued("v").render_derived()
-    return query.join(wanted, Url.url_hash == wanted.c.v)
-
-
-def _insert_many(session: Session, table: Any, rows: Sequence[dict[str, Any]],
-                 conflict: list[str] | None = None, returning: Any = None) -> Any:
-    """INSERT rows that are new (ON CONFLICT DO NOTHING on `conflict`), in one statement;
-    the result, RETURNING `returning` if given. On Postgres from _unnested(rows)."""
-    stmt: Any = _insert(session, table)
-    params: list[dict[str, Any]] | None = None
-    if session.get_bind().dialect.name == "postgresql":
-        keys = sorted({key for row in rows for key in row})
-        values = _unnested({key: table.__table__.c[key].type for key in keys}, rows)
-        stmt = stmt.from_select(keys, select(*(values.c[k] for k in keys)))
-    else:
-        params = _uniform(rows)
-    stmt = stmt.on_conflict_do_nothing(index_elements=conflict)
-    if returning is not None:
-        stmt = stmt.returning(returning)
-    return session.connection().execute(stmt, params)
-
-
-def _unnested(types: dict[str, Any], rows: Sequence[dict[str, Any]]) -> Any:
-    """The rows as a table of the server's (columns `types`, None where a row has no
-    value): one array a column, unnested.
-
-    A statement on it has the same text whatever the number of rows, so neither SQLAlchemy
-    nor psycopg builds and parses a list of a placeholder a value, as an executemany does
-    (87 against 15-22 us of client CPU a URL row inserted in batches of 200; the arrays go
-    in binary: engine._binary_arrays). They are of unsized types: a value too long for its
-    column fails the statement, as it would row by row, where a cast to varchar(n) would
-    cut it short.
-    """
-    arrays = [bindparam(f"a_{key}", [row.get(key) for row in rows],
-                        type_=postgresql.ARRAY(String() if isinstance(type_, String) else type_))
-              for key, type_ in types.items()]
-    return func.unnest(*arrays).table_valued(*types).render_derived()
-
-
-def add_urls(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
+def add_urls(session: Session, rows: Sequence[UrlRow]) -> set[str]:
     """Insert URL rows that are new; return the url_hash of those actually inserted."""
     if not rows:
         return set()
-    return set(_insert_many(session, Url, rows, ["url_hash"], Url.url_hash).scalars())
+    return set(insert_many(session, Url, column_arrays(rows, UrlRow._fields), ["url_hash"],
+                           Url.url_hash).scalars())
 
 
-@dataclass(frozen=True)
-class Lowered:
-    """A known URL found again closer to a seed, with the priority of the closer link."""
-
-    url_hash: str
-    url: str
-    status: str
-    old_depth: int
-    new_depth: int
-    priority: float
-    hops: int = 0
-
-
-def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
-                 ) -> tuple[set[str], list[Lowered]]:
+def lower_depths(session: Session, rows: Sequence[UrlRow]) -> tuple[set[str], list[Lowered]]:
     """Give known URLs the smaller depth of `rows` where it is smaller, and the row's
     priority (with its authority and link context) where that is higher (a closer link
     weighs more).
 
     Returns the url_hash of every row that is known, and the rows whose depth changed.
     """
-    wanted = {row["url_hash"]: row for row in rows}
+    wanted = {row.url_hash: row for row in rows}
     known: set[str] = set()
     lowered: list[Lowered] = []
     scores: list[dict[str, Any]] = []
-    for chunk in _chunks(list(wanted)):
-        found = session.execute(_of_hashes(session, select(
+    for chunk in chunks(list(wanted)):
+        found = session.execute(of_hashes(session, select(
             Url.url_hash, Url.url, Url.status, Url.depth, Url.priority, Url.authority,
             Url.link_context, Url.hops), chunk)).all()
         known.update(h for h, *_ in found)
         for h, url, status, depth, *kept, hops in found:
             row = wanted[h]
-            if depth <= row["depth"]:
+            if depth <= row.depth:
                 continue
-            better = row["priority"] > (kept[0] or 0.0)
+            better = row.priority > (kept[0] or 0.0)
             priority, authority, link_context = (
-                (row["priority"], row.get("authority"), row.get("link_context")) if better
-                else kept)
+                (row.priority, row.authority, row.link_context) if better else kept)
             priority = priority or 0.0
-            lowered.append(Lowered(h, url, status, depth, row["depth"], priority, hops or 0))
-            scores.append({"v_hash": h, "v_depth": row["depth"], "v_priority": priority,
+            lowered.append(Lowered(h, url, status, depth, row.depth, priority, hops or 0))
+            scores.append({"v_hash": h, "v_depth": row.depth, "v_priority": priority,
                            "v_authority": authority, "v_link_context": link_context})
     if scores:
         session.connection().execute(
@@ -168,21 +101,21 @@ def lower_depths(session: Session, rows: Sequence[dict[str, Any]]
 def depths(session: Session, hashes: Sequence[str]) -> dict[str, int]:
     """The recorded depth of each of these URLs the database knows."""
     found: dict[str, int] = {}
-    for chunk in _chunks(list(dict.fromkeys(hashes))):
+    for chunk in chunks(list(dict.fromkeys(hashes))):
         found.update((h, depth) for h, depth in session.execute(
-            _of_hashes(session, select(Url.url_hash, Url.depth), chunk)))
+            of_hashes(session, select(Url.url_hash, Url.depth), chunk)))
     return found
 
 
 def set_status(session: Session, hashes: Sequence[str], status: str) -> None:
-    for chunk in _chunks(hashes):
+    for chunk in chunks(hashes):
         session.execute(update(Url).where(Url.url_hash.in_(chunk)).values(status=status))
 
 
 def link_targets(session: Session, sources: Sequence[str]) -> list[tuple[str, str, bool]]:
     """(source_hash, target url, nofollow) of every recorded link out of `sources`."""
     out: list[tuple[str, str, bool]] = []
-    for chunk in _chunks(sources):
+    for chunk in chunks(sources):
         out += [(s, u, bool(n)) for s, u, n in session.execute(
             select(Link.source_hash, Url.url, Link.nofollow)
             .join(Url, Url.url_hash == Link.target_hash).where(Link.source_hash.in_(chunk)))]
@@ -193,86 +126,68 @@ def priorities_with_status(session: Session, hashes: Sequence[str], status: str
                            ) -> dict[str, tuple[float, int]]:
     """The priority and hops of each of these URLs whose row has `status`."""
     found: dict[str, tuple[float, int]] = {}
-    for chunk in _chunks(hashes):
+    for chunk in chunks(hashes):
         found.update((h, (priority or 0.0, hops or 0)) for h, priority, hops in session.execute(
-            _of_hashes(session, select(Url.url_hash, Url.priority, Url.hops), chunk)
+            of_hashes(session, select(Url.url_hash, Url.priority, Url.hops), chunk)
             .where(Url.status == status)))
     return found
 
 
 # The columns a fetch result writes onto its URL row.
-FETCH_COLUMNS = ("status", "last_fetched_at", "http_status", "content_type", "content_length",
-                 "content_hash", "simhash", "content_dedup", "duplicate_of", "storage_key",
-                 "title", "etag", "last_modified", "last_error", "redirect_to", "redirect_hops",
-                 "next_crawl_at", "canonical_url", "noindex", "rendered", "render_error",
-                 "raw_storage_key")
+FETCH_COLUMNS = FetchOutcome._fields[1:]
 # The columns a 304 Not Modified writes: the stored content stays as it was.
 NOT_MODIFIED_COLUMNS = ("status", "last_fetched_at", "http_status", "next_crawl_at")
+_FLAGS = ("content_dedup", "noindex", "rendered")
 
 
-def record_fetches(session: Session, rows: Sequence[dict[str, Any]],
+def record_fetches(session: Session, rows: Sequence[FetchOutcome],
                    columns: Sequence[str] = FETCH_COLUMNS) -> None:
     """Write fetch outcomes onto their URL rows (one statement; the last row of a URL wins);
     failures bump fail_count."""
     if not rows:
         return
-    flags = [col for col in ("content_dedup", "noindex", "rendered") if col in columns]
-    params = list({row["url_hash"]: {k: row.get(k) for k in (*columns, "url_hash")}
-                   | {col: bool(row.get(col)) for col in flags}
-                   | {"failed": int(row.get("status") == Status.FAILED)}
-                   for row in rows}.values())
-    if session.get_bind().dialect.name == "postgresql":
+    values = column_arrays(list({row.url_hash: row for row in rows}.values()),
+                           FetchOutcome._fields)
+    given = ({col: values[col] for col in (*columns, "url_hash")}
+             | {col: [bool(v) for v in values[col]] for col in _FLAGS if col in columns}
+             | {"failed": [int(status == Status.FAILED) for status in values["status"]]})
+    if on_postgres(session):
         types = {col: Url.__table__.c[col].type for col in (*columns, "url_hash")}
-        given = _unnested(types | {"failed": Integer()}, params)
+        outcomes = unnested(types | {"failed": Integer()}, given)
         session.connection().execute(
-            update(Url).where(Url.url_hash == given.c.url_hash).values(
-                {col: given.c[col] for col in columns}
-                | {"fail_count": Url.fail_count + given.c.failed}))
+            update(Url).where(Url.url_hash == outcomes.c.url_hash).values(
+                {col: outcomes.c[col] for col in columns}
+                | {"fail_count": Url.fail_count + outcomes.c.failed}))
         return
     stmt = (update(Url).where(Url.url_hash == bindparam("v_url_hash"))
             .values({col: bindparam(f"v_{col}") for col in columns}
                     | {"fail_count": Url.fail_count + bindparam("v_failed")}))
-    session.connection().execute(stmt, [{f"v_{k}": v for k, v in row.items()} for row in params])
+    session.connection().execute(stmt, as_dicts(given, "v_"))
 
 
-def add_fetch_history(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+def add_fetch_history(session: Session, rows: Sequence[HistoryRow]) -> None:
     """Append a batch's kept fetches to the fetch history (one INSERT); a fetch recorded
     already (its batch stored again) is left as it is."""
     if rows:
-        _insert_many(session, Fetch, rows, ["url_hash", "fetched_at"])
+        insert_many(session, Fetch, column_arrays(rows, HistoryRow._fields),
+                    ["url_hash", "fetched_at"])
 
 
 def add_fetch_months(session: Session) -> list[str]:
     """Make sure the fetch history has a partition for this month and the next (Postgres,
     migration 0010; a fetch of a month without one waits in the default partition, which
     this empties of that month). The partitions' names; none on SQLite."""
-    if session.get_bind().dialect.name != "postgresql":
+    if not on_postgres(session):
         return []
     return list(session.execute(text(
         "SELECT fetches_add_month(now()) UNION "
         "SELECT fetches_add_month(now() + interval '1 month')")).scalars())
 
 
-@dataclass(frozen=True)
-class Previous:
-    """What the last fetch of a URL found, for the re-crawl schedule."""
-
-    content_hash: str | None
-    last_fetched_at: datetime | None
-    next_crawl_at: datetime | None
-    priority: float  # the row's link context: the depth and link it was found at
-
-    @property
-    def interval(self) -> float | None:
-        if self.last_fetched_at is None or self.next_crawl_at is None:
-            return None
-        return (self.next_crawl_at - self.last_fetched_at).total_seconds()
-
-
 def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previous]:
     found: dict[str, Previous] = {}
-    for chunk in _chunks(hashes):
-        for h, content, last, nxt, priority in session.execute(_of_hashes(session, select(
+    for chunk in chunks(hashes):
+        for h, content, last, nxt, priority in session.execute(of_hashes(session, select(
                 Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at,
                 func.coalesce(Url.link_context, Url.priority)), chunk)):
             found[h] = Previous(content, last, nxt, priority or 0.0)
@@ -281,14 +196,14 @@ def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previ
 
 def urls_by_hash(session: Session, hashes: Sequence[str]) -> list[Url]:
     rows: list[Url] = []
-    for chunk in _chunks(hashes):
-        rows += session.scalars(_of_hashes(session, select(Url), chunk))
+    for chunk in chunks(hashes):
+        rows += session.scalars(of_hashes(session, select(Url), chunk))
     return rows
 
 
-def add_links(session: Session, edges: Sequence[dict[str, Any]]) -> None:
+def add_links(session: Session, edges: Sequence[LinkEdge]) -> None:
     if edges:
-        _insert_many(session, Link, edges)
+        insert_many(session, Link, column_arrays(edges, LinkEdge._fields))
 
 
 def set_scores(session: Session, scores: Sequence[tuple[str, float, float]]) -> None:
@@ -308,8 +223,8 @@ def add_host_links(session: Session, pairs: Iterable[tuple[str, str]]) -> None:
     One multi-row INSERT for a batch's pairs, deduplicated and sorted (concurrent batches
     lock shared rows in the same order)."""
     unique = sorted(set(pairs))
-    for chunk in _chunks(unique, HOST_LINKS_PER_STATEMENT):
-        session.execute(_insert(session, HostLink).values(
+    for chunk in chunks(unique, HOST_LINKS_PER_STATEMENT):
+        session.execute(dialect_insert(session, HostLink).values(
             [{"source_host": s, "target_host": t} for s, t in chunk]).on_conflict_do_nothing())
 
 
@@ -329,13 +244,16 @@ def host_link_chunks(session: Session, size: int) -> Iterable[list[tuple[str, st
         after = chunk[-1]
 
 
+AUTHORITY_ROWS_PER_CALL = 5000  # an executemany's rows, built and held at once (of millions of hosts)
+
+
 def save_authority(session: Session, scores: Sequence[tuple[str, float]],
                    computed_at: datetime) -> None:
     """Store each host's authority (replacing the last computation's)."""
-    stmt = _insert(session, HostAuthority)
+    stmt = dialect_insert(session, HostAuthority)
     stmt = stmt.on_conflict_do_update(index_elements=["host"], set_={
         "score": stmt.excluded.score, "computed_at": stmt.excluded.computed_at})
-    for chunk in _chunks(scores, 5000):
+    for chunk in chunks(scores, AUTHORITY_ROWS_PER_CALL):
         session.connection().execute(stmt, [{"host": h, "score": s, "computed_at": computed_at}
                                             for h, s in chunk])
 
@@ -343,7 +261,7 @@ def save_authority(session: Session, scores: Sequence[tuple[str, float]],
 def authority_of(session: Session, hosts: Sequence[str]) -> dict[str, float]:
     """The stored authority of these hosts (hosts not scored are left out)."""
     found: dict[str, float] = {}
-    for chunk in _chunks(hosts):
+    for chunk in chunks(hosts):
         found.update(session.execute(select(HostAuthority.host, HostAuthority.score)
                                      .where(HostAuthority.host.in_(chunk))).all())
     return found
@@ -353,7 +271,7 @@ def save_robots(session: Session, origin: str, status: int, body: str,
                 crawl_delay: float | None, fetched_at: datetime) -> None:
     values = {"robots_status": status, "robots_body": body, "crawl_delay": crawl_delay,
               "robots_fetched_at": fetched_at}
-    stmt = _insert(session, Host).values(origin=origin, **values)
+    stmt = dialect_insert(session, Host).values(origin=origin, **values)
     session.execute(stmt.on_conflict_do_update(index_elements=["origin"], set_=values))
 
 
@@ -396,17 +314,12 @@ def outbound_links(session: Session, url_hash: str) -> int:
     return int(session.scalar(select(func.count()).where(Link.source_hash == url_hash)) or 0)
 
 
-def sample_urls(session: Session, limit: int) -> list[Url]:
-    return list(session.scalars(select(Url).where(Url.status == Status.FETCHED)
-                                .order_by(Url.last_fetched_at).limit(limit)))
-
-
 def host_status_counts(session: Session) -> dict[str, dict[str, int]]:
     """URL rows per host and status, from the counters (migration 0011), not a scan of urls.
     On Postgres the folded totals joined with the deltas not folded yet (one statement, so
     exact; the deltas are a minute's at most); SQLite's triggers keep the totals themselves."""
     query = select(HostCount.host, HostCount.status, HostCount.n).where(HostCount.n != 0)
-    if session.get_bind().dialect.name == "postgresql":
+    if on_postgres(session):
         d = host_count_deltas.c
         pending = select(d.host, d.status, cast(func.sum(d.n), BigInteger).label("n")) \
             .group_by(d.host, d.status).subquery()
@@ -425,7 +338,7 @@ def host_status_counts(session: Session) -> dict[str, dict[str, int]]:
 def fold_host_counts(session: Session) -> int:
     """Move the committed per-statement deltas into the host counters (Postgres; SQLite's
     triggers write the counters themselves). How many (host, status) counts changed."""
-    if session.get_bind().dialect.name != "postgresql":
+    if not on_postgres(session):
         return 0
     return int(session.scalar(text("SELECT host_counts_fold()")) or 0)
 
@@ -434,21 +347,20 @@ def hosts_table(session: Session) -> list[Host]:
     return list(session.scalars(select(Host)))
 
 
-def links_of(session: Session, url_hash: str, inbound: bool, limit: int
-             ) -> list[tuple[str, str | None, bool, str]]:
-    """(other URL, anchor, nofollow, other URL's status) of the links into or out of a page."""
+def links_of(session: Session, url_hash: str, inbound: bool, limit: int) -> list[LinkedPage]:
+    """The pages at the other end of the links into or out of a page."""
     here, there = (Link.target_hash, Link.source_hash) if inbound else (Link.source_hash,
                                                                        Link.target_hash)
     rows = session.execute(select(Url.url, Link.anchor, Link.nofollow, Url.status)
                            .join(Url, Url.url_hash == there).where(here == url_hash)
                            .order_by(Url.url).limit(limit))
-    return [(u, a, bool(n), s) for u, a, n, s in rows]
+    return [LinkedPage(u, a, bool(n), s) for u, a, n, s in rows]
 
 
 def add_scope_rules(session: Session, rules: Sequence[tuple[str, str]], now: datetime) -> None:
     """Record the (kind, value) scope rules of seeds (a known rule stays as it is)."""
     if rules:
-        session.execute(_insert(session, SeedScope).on_conflict_do_nothing(),
+        session.execute(dialect_insert(session, SeedScope).on_conflict_do_nothing(),
                         [{"kind": kind, "value": value, "created_at": now}
                          for kind, value in dict.fromkeys(rules)])
 

@@ -19,6 +19,7 @@ from crawlapp.core.records import (
     Lease,
     ParkReason,
     QueuedURL,
+    QueueEntry,
     Release,
     ShardStats,
 )
@@ -272,9 +273,9 @@ class RedisFrontier:
         return bool(scripts.RESUME(self.client, [k.ready, k.idle, k.parked, k.why, k.paused,
                                                  k.fails, k.queue(host)], [host, now]))
 
-    def drop(self, host: str, urls: Iterable[tuple[int, str, int]] | None = None) -> int:
-        """Remove the (depth, url, hops) URLs from `host`'s queue, or its whole queue when
-        None; returns how many URLs were removed."""
+    def drop(self, host: str, urls: Iterable[QueueEntry] | None = None) -> int:
+        """Remove these URLs from `host`'s queue, or its whole queue when None; returns how
+        many URLs were removed."""
         members = [] if urls is None else [encode_member(*url) for url in urls]
         if urls is not None and not members:
             return 0
