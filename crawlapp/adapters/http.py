@@ -10,7 +10,6 @@ import re
 import ssl
 import threading
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,7 +21,13 @@ import httpx
 
 from crawlapp.adapters.netstream import AsyncioTransport
 from crawlapp.adapters.redis.dnscache import DnsCache
-from crawlapp.core.decoding import BodyTooLarge, BoundedDecoder, UnsupportedEncoding
+from crawlapp.core.decoding import (
+    ACCEPT_ENCODING,
+    CORRUPT,
+    BodyTooLarge,
+    BoundedDecoder,
+    UnsupportedEncoding,
+)
 from crawlapp.core.netguard import refusal_reason
 from crawlapp.core.records import Fetched, FetchError
 from crawlapp.core.settings import TLS_VERIFY_OFF, Settings
@@ -134,7 +139,7 @@ class Fetcher:
         self.max_origins = max_origins
         self.transport = transport
         self._headers = {"User-Agent": settings.user_agent, "Accept": "text/html,*/*;q=0.5",
-                         "Accept-Encoding": "gzip, deflate"}
+                         "Accept-Encoding": ACCEPT_ENCODING}
         if settings.from_address:
             self._headers["From"] = settings.from_address
         self._ssl = tls_context(settings)
@@ -210,7 +215,7 @@ class Fetcher:
             result.error = FetchError.TOO_LARGE
         except UnsupportedEncoding:
             result.error = FetchError.UNSUPPORTED_ENCODING
-        except (zlib.error, httpx.DecodingError, httpx.RemoteProtocolError,
+        except (*CORRUPT, httpx.DecodingError, httpx.RemoteProtocolError,
                 httpx.LocalProtocolError):
             result.error = FetchError.PROTOCOL
         except httpx.HTTPError as exc:

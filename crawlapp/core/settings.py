@@ -293,7 +293,8 @@ class Settings:
         default=lambda read: max(120.0, 4 * read["fetch_timeout"]),
         convert=_bounded(float, 1, 86400), doc_default="max(120, 4 x fetch timeout)")
     max_body_bytes: int = setting(
-        "CRAWL_MAX_BODY_BYTES", "larger bodies are aborted and recorded `too_large`",
+        "CRAWL_MAX_BODY_BYTES", "larger bodies, as decoded (gzip, deflate, Brotli, zstd), are "
+        "aborted and recorded `too_large`",
         default=10 * 1024 * 1024, convert=_bounded(int, 1024, 1 << 34))
     max_url_length: int = setting(
         "CRAWL_MAX_URL_LENGTH", "longer URLs are refused",
