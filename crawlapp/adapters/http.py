@@ -10,21 +10,27 @@ import re
 import ssl
 import threading
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urlsplit
 
+import certifi
 import httpx
 
 from crawlapp.adapters.netstream import AsyncioTransport
 from crawlapp.adapters.redis.dnscache import DnsCache
-from crawlapp.core.decoding import BodyTooLarge, BoundedDecoder, UnsupportedEncoding
+from crawlapp.core.decoding import (
+    ACCEPT_ENCODING,
+    CORRUPT,
+    BodyTooLarge,
+    BoundedDecoder,
+    UnsupportedEncoding,
+)
 from crawlapp.core.netguard import refusal_reason
 from crawlapp.core.records import Fetched, FetchError
-from crawlapp.core.settings import Settings
+from crawlapp.core.settings import TLS_VERIFY_OFF, Settings
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -33,6 +39,8 @@ KEPT_HEADERS = ("content-type", "etag", "last-modified", "location", "retry-afte
 _KEPT = frozenset(KEPT_HEADERS)
 KEEPALIVE_SECONDS = 60.0
 _LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)\Z")
+_HASHED = re.compile(r"[0-9a-f]{8}\.[0-9]+")  # a certificate in an OpenSSL CA directory
+MAX_REASON = 200  # characters of a TLS failure's reason kept
 # TLS failures of the connection itself (a closed or reset connection is "connect").
 _NOT_TLS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError, ssl.SSLWantReadError,
             ssl.SSLWantWriteError)
@@ -44,18 +52,67 @@ def valid_host_name(host: str) -> bool:
     return 0 < len(name) <= 253 and all(_LABEL.match(label) for label in name.split("."))
 
 
-def tls_failure(exc: BaseException) -> str | None:
-    """'tls_certificate' or 'tls' when a connection error is a failed TLS handshake."""
+def _tls_error(exc: BaseException) -> ssl.SSLError | None:
+    """The failed TLS handshake behind a connection error, if that is what it is."""
     seen: BaseException | None = exc
     for _ in range(8):  # httpx -> httpcore -> ssl
         if seen is None:
             break
-        if isinstance(seen, ssl.SSLCertVerificationError):
-            return FetchError.TLS_CERTIFICATE
         if isinstance(seen, ssl.SSLError) and not isinstance(seen, _NOT_TLS):
-            return FetchError.TLS
+            return seen
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def tls_failure(exc: BaseException) -> str | None:
+    """'tls_certificate' or 'tls' when a connection error is a failed TLS handshake."""
+    error = _tls_error(exc)
+    if error is None:
+        return None
+    return (FetchError.TLS_CERTIFICATE if isinstance(error, ssl.SSLCertVerificationError)
+            else FetchError.TLS)
+
+
+def tls_reason(exc: BaseException) -> str | None:
+    """Why a TLS handshake failed, as OpenSSL says it: the certificate's fault
+    ('certificate has expired', 'Hostname mismatch, certificate is not valid for ...',
+    'unable to get local issuer certificate', 'self-signed certificate') or the
+    handshake's ('wrong version number', 'tlsv1 alert protocol version')."""
+    error = _tls_error(exc)
+    if error is None:
+        return None
+    if isinstance(error, ssl.SSLCertVerificationError) and error.verify_message:
+        reason = str(error.verify_message)
+    else:
+        reason = (error.reason or "").lower().replace("_", " ") or str(error)
+    return reason.rstrip(".")[:MAX_REASON]
+
+
+def _system_has_roots(context: ssl.SSLContext) -> bool:
+    """A context made with OpenSSL's default verify paths trusts some certificates: its CA
+    file had some, or its CA directory holds some by hash."""
+    if context.cert_store_stats()["x509"]:  # read from the CA file when the context was made
+        return True
+    capath = ssl.get_default_verify_paths().capath  # read at each verification
+    try:
+        return capath is not None and any(map(_HASHED.fullmatch, os.listdir(capath)))
+    except OSError:
+        return False
+
+
+def tls_context(settings: Settings) -> ssl.SSLContext:
+    """The fetch stage's TLS context: the system's roots (OpenSSL's default verify paths,
+    as curl and wget trust), certifi's bundle where the system has none, and
+    CRAWL_CA_BUNDLE's; with CRAWL_TLS_VERIFY=false none at all, and a warning."""
+    if not settings.tls_verify:
+        log.warning(TLS_VERIFY_OFF)
+        return httpx.create_ssl_context(verify=False)
+    context = ssl.create_default_context()  # OpenSSL's default verify paths
+    if not _system_has_roots(context):
+        context.load_verify_locations(cafile=certifi.where())
+    if settings.ca_bundle is not None:
+        context.load_verify_locations(cafile=settings.ca_bundle)
+    return context
 
 
 class Fetcher:
@@ -82,10 +139,10 @@ class Fetcher:
         self.max_origins = max_origins
         self.transport = transport
         self._headers = {"User-Agent": settings.user_agent, "Accept": "text/html,*/*;q=0.5",
-                         "Accept-Encoding": "gzip, deflate"}
+                         "Accept-Encoding": ACCEPT_ENCODING}
         if settings.from_address:
             self._headers["From"] = settings.from_address
-        self._ssl = httpx.create_ssl_context()
+        self._ssl = tls_context(settings)
         # The connection's own timeout; reading and writing are bounded by the whole
         # request's (get), so the streams set no timer of their own on each read and write.
         self._timeout = httpx.Timeout(None, connect=min(10.0, settings.fetch_timeout)).as_dict()
@@ -153,11 +210,12 @@ class Fetcher:
             result.error = FetchError.TIMEOUT
         except httpx.ConnectError as exc:
             result.error = tls_failure(exc) or FetchError.CONNECT
+            result.error_note = tls_reason(exc)
         except BodyTooLarge:
             result.error = FetchError.TOO_LARGE
         except UnsupportedEncoding:
             result.error = FetchError.UNSUPPORTED_ENCODING
-        except (zlib.error, httpx.DecodingError, httpx.RemoteProtocolError,
+        except (*CORRUPT, httpx.DecodingError, httpx.RemoteProtocolError,
                 httpx.LocalProtocolError):
             result.error = FetchError.PROTOCOL
         except httpx.HTTPError as exc:

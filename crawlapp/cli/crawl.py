@@ -12,6 +12,7 @@ import click
 
 from crawlapp.cli.common import context
 from crawlapp.cli.seeds import SCOPE_OPTION, prepare_and_seed, read_seed_file
+from crawlapp.core.settings import TLS_VERIFY_OFF
 
 
 def _interrupt_once() -> Callable[..., None]:
@@ -54,6 +55,8 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str 
     ctx = context()
     if scope is not None and seeds is None:
         raise click.UsageError("--scope applies to the seeds of --seeds FILE")
+    if not ctx.settings.tls_verify:
+        click.echo(f"WARNING: {TLS_VERIFY_OFF}", err=True)
     # This crawl starts every process it needs, with its own settings: the frontier may be
     # laid out anew for its CRAWL_SHARDS.
     added = prepare_and_seed(urls, scope, lay_out=True)

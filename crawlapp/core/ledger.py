@@ -169,7 +169,8 @@ class LeaseLedger:
         # The margin covers a server that logs a response as ended a little after the
         # crawler has read all of it (a busy server resumes its writer late).
         nxt = host_next(result.ended + settings.delay_margin, delay,
-                        Answer(result.status, result.error, result.headers.get("retry-after")),
+                        Answer(result.status, result.error, result.headers.get("retry-after"),
+                               result.error_note),
                         self.failures[lease.host], settings.backoff,
                         throttled=throttle.level_at(result.ended) if throttle else 0,
                         jitter=self.jitter(), robots=robots)

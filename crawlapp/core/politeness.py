@@ -110,18 +110,20 @@ def is_unreachable(error: str | None) -> bool:
     return error in UNREACHABLE_ERRORS
 
 
-def unreachable_sentence(error: str) -> str:
-    """Why a host cannot be reached, in words, for people. Pure."""
+def unreachable_sentence(error: str, note: str = "") -> str:
+    """Why a host cannot be reached, in words, for people, with the error's note (a TLS
+    failure's reason). Pure."""
     kind = _ADDRESS_KINDS.get(FetchError(error)) if error in ADDRESS_REFUSED else None
     if kind is not None:
         return (f"refused by the private-address guard: its address is {kind}; "
                 "CRAWL_ALLOWED_NETWORKS names networks to fetch anyway")
-    return {
+    sentence = {
         "dns": "its name does not resolve (DNS)",
         "invalid_host": "not a valid host name",
         "tls": "the TLS handshake fails",
         "tls_certificate": "its TLS certificate does not verify",
     }.get(error, error)
+    return f"{sentence}: {note}" if note else sentence
 
 
 def requeues_url(status: int | None, error: str | None) -> bool:
@@ -147,11 +149,13 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
 
 class Answer(NamedTuple):
     """What a request got, as far as its host's schedule goes: its status (None: no HTTP
-    answer), its error and its Retry-After header."""
+    answer), its error, its Retry-After header, and the error's note (a TLS failure's
+    reason, kept with a host given up)."""
 
     status: int | None
     error: str | None = None
     retry_after: str | None = None
+    note: str | None = None
 
 
 def host_next(end: float, delay: float, answer: Answer, failures: int, policy: Backoff, *,
@@ -161,13 +165,14 @@ def host_next(end: float, delay: float, answer: Answer, failures: int, policy: B
     `throttled` is the host's throttle level now, `jitter` a number in [0, 1) (random in a
     crawl), `robots` whether the request was for robots.txt.
     """
-    status, error, retry_after = answer
+    status, error, retry_after, note = answer
     if error in ABANDONED_ERRORS:
         end += policy.abort_grace
     if is_unreachable(error):
         failures += 1
         if failures >= policy.give_up_after:
-            return HostNext(float("inf"), failures, ParkReason(ParkKind.UNREACHABLE, error or ""))
+            given_up = ParkReason(ParkKind.UNREACHABLE, error or "", note or "")
+            return HostNext(float("inf"), failures, given_up)
         return HostNext(end + max(min(delay * 2 ** failures, policy.max_backoff), delay),
                         failures)
     if not backs_off_host(status, error):

@@ -134,21 +134,29 @@ class ParkKind(StrEnum):
     PAUSED = "paused"            # paused by an operator
 
 
+def with_note(error: str, note: str | None) -> str:
+    """An error with what its kind does not say, in parentheses: `tls_certificate
+    (certificate has expired)`."""
+    return f"{error} ({note})" if note else error
+
+
 @dataclass(frozen=True, slots=True)
 class ParkReason:
     """Why a host is parked: its kind and, but for a pause, the detail (the failures in a
-    row and the last one; the error that gave the host up). Its text (`str`) is what the
-    frontier keeps and shows: `paused`, `unreachable: <error>`, or the detail of a failing
-    host."""
+    row and the last one; the error that gave the host up, and its note: what the error
+    does not say, such as a TLS failure's reason). Its text (`str`) is what the frontier
+    keeps and shows: `paused`, `unreachable: <error>` or `unreachable: <error> (<note>)`,
+    or the detail of a failing host."""
 
     kind: ParkKind
     detail: str = ""
+    note: str = ""
 
     def __str__(self) -> str:
         if self.kind is ParkKind.PAUSED:
             return "paused"
         if self.kind is ParkKind.UNREACHABLE:
-            return f"unreachable: {self.detail}"
+            return f"unreachable: {with_note(self.detail, self.note)}"
         return self.detail
 
     @classmethod
@@ -158,7 +166,8 @@ class ParkReason:
             return PAUSED
         kind, sep, detail = text.partition(": ")
         if sep and kind == ParkKind.UNREACHABLE:
-            return cls(ParkKind.UNREACHABLE, detail)
+            error, _, note = detail.partition(" (")  # an error's name has no space
+            return cls(ParkKind.UNREACHABLE, error, note.removesuffix(")"))
         return cls(ParkKind.FAILING, text)
 
 
@@ -250,6 +259,7 @@ class Fetched:
     request_headers: str = ""   # header blocks as sent and received (see `Page`)
     response_headers: str = ""
     ip_address: str | None = None
+    error_note: str | None = None  # what the error does not say: a TLS failure's reason
 
 
 class Link(NamedTuple):

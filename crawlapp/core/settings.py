@@ -67,6 +67,18 @@ def _directory(raw: str) -> Path:
     return Path(raw).resolve()
 
 
+def _pem_file(raw: str) -> Path:
+    """A readable file of PEM certificates."""
+    path = Path(raw).expanduser().resolve()
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
+    if b"-----BEGIN CERTIFICATE-----" not in text:
+        raise ValueError("expected a PEM file of certificates (-----BEGIN CERTIFICATE-----)")
+    return path
+
+
 def _networks(raw: str) -> tuple[IPNetwork, ...]:
     out = []
     for part in raw.split(","):
@@ -217,6 +229,16 @@ class Settings:
         "CRAWL_ALLOWED_NETWORKS",
         "CIDRs exempt from the private-address guard (`127.0.0.0/8` for local tests)",
         default=(), convert=_networks, doc_default="empty")
+    ca_bundle: Path | None = setting(
+        "CRAWL_CA_BUNDLE",
+        "a PEM file of root certificates trusted besides the system's (a private CA); the "
+        "system's store is OpenSSL's default (`SSL_CERT_FILE`, `SSL_CERT_DIR` as OpenSSL reads "
+        "them), certifi's bundle where the system has none",
+        default=None, convert=_pem_file, doc_default="unset: the system's roots only")
+    tls_verify: bool = setting(
+        "CRAWL_TLS_VERIFY",
+        "`false`: TLS certificates are not verified at all (every process that fetches warns "
+        "at start); for a test bench only", default=True, convert=_boolean)
     max_depth: int = setting(
         "CRAWL_MAX_DEPTH", "links deeper than this from a seed are not queued",
         default=5, convert=_bounded(int, 0, 1000))
@@ -271,7 +293,8 @@ class Settings:
         default=lambda read: max(120.0, 4 * read["fetch_timeout"]),
         convert=_bounded(float, 1, 86400), doc_default="max(120, 4 x fetch timeout)")
     max_body_bytes: int = setting(
-        "CRAWL_MAX_BODY_BYTES", "larger bodies are aborted and recorded `too_large`",
+        "CRAWL_MAX_BODY_BYTES", "larger bodies, as decoded (gzip, deflate, Brotli, zstd), are "
+        "aborted and recorded `too_large`",
         default=10 * 1024 * 1024, convert=_bounded(int, 1024, 1 << 34))
     max_url_length: int = setting(
         "CRAWL_MAX_URL_LENGTH", "longer URLs are refused",
@@ -468,6 +491,10 @@ class Settings:
                        max_retries=self.max_retries, give_up_after=self.give_up_after,
                        throttle_seconds=self.throttle_seconds, throttle_max=self.throttle_max,
                        forgive_after=self.forgive_after, robots_retry=self.robots_retry)
+
+
+TLS_VERIFY_OFF = ("CRAWL_TLS_VERIFY=false: TLS certificates are NOT verified; any server, or "
+                  "anyone between it and the crawler, can pose as any host")
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:

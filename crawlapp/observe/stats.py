@@ -236,7 +236,7 @@ def host_report(ctx: Context, top: int, errors_only: bool = False) -> list[dict[
                  crawl_delay=known.crawl_delay if known else None,
                  denied_by=hostpatterns.denied_by(h["host"], patterns),
                  authority=authority.get(h["host"]), deferred=deferred.get(h["host"]),
-                 given_up=unreachable_sentence(park.detail)
+                 given_up=unreachable_sentence(park.detail, park.note)
                  if park is not None and park.kind is ParkKind.UNREACHABLE else None)
     if errors_only:
         hosts = [h for h in hosts if h["failed"] or h["blocked"] or h["failures_in_a_row"]

@@ -447,9 +447,10 @@ def _report_given_up(ctx: Context, ended: list[Release]) -> None:
         return
     errors: Counter[str] = Counter()
     for release in {r.lease.host: r for r in ended}.values():  # a host's URLs alike
-        error = release.park_reason.detail if release.park_reason else ""
+        reason = release.park_reason
+        error, note = (reason.detail, reason.note) if reason else ("", "")
         log.warning("giving up %s after %d tries: %s (its URLs stay queued; crawlctl frontier "
                     "resume %s tries again)", release.lease.host, release.failures,
-                    unreachable_sentence(error), release.lease.host)
+                    unreachable_sentence(error, note), release.lease.host)
         errors[error] += 1
     ctx.counters.bump(errors, prefix="unreachable:")

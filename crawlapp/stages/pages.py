@@ -7,7 +7,7 @@ import gzip
 import hashlib
 from base64 import b32encode
 
-from crawlapp.core.records import Fetched, Lease, Link, Page, RobotsAnswer, Status
+from crawlapp.core.records import Fetched, Lease, Link, Page, RobotsAnswer, Status, with_note
 from crawlapp.core.urls import url_hash
 
 GZIP_LEVEL = 1  # compressed once, in the fetch stage: speed over a few % of size
@@ -33,7 +33,7 @@ def apply_fetch(page: Page, fetched: Fetched) -> Page:
     headers = fetched.headers
     page.status = status_of(fetched)
     page.http_status = fetched.status
-    page.error = fetched.error
+    page.error = fetched.error and with_note(fetched.error, fetched.error_note)
     page.fetched_at = fetched.ended
     page.content_type = headers.get("content-type")
     page.etag = headers.get("etag")

@@ -6,10 +6,7 @@ The real Redis frontier and the fetch stage, against a real HTTP(S) server on lo
 from __future__ import annotations
 
 import asyncio
-import http.server
 import logging
-import ssl
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,37 +22,19 @@ from crawlapp.core.settings import load_settings
 from crawlapp.observe.stats import given_up_hosts
 from crawlapp.ops.rebuild import mark_alive
 from tests.integration.in_process import fetch_until_idle
-from tests.tls import self_signed
+from tests.tls import hello_server, self_signed
 
 pytestmark = pytest.mark.integration
 GIVE_UP_AFTER = 3
-
-
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
-        self.send_response(200)
-        self.send_header("Content-Length", "5")
-        self.end_headers()
-        self.wfile.write(b"hello")
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.fixture
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, int]]:
     """(scheme, port) of a server that answers 200 to everything: HTTP, or HTTPS with a
     self-signed certificate when the test is parametrized with "tls"."""
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    scheme = "http"
-    if getattr(request, "param", None) == "tls":
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(*self_signed(tmp_path))
-        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-        scheme = "https"
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield scheme, httpd.server_address[1]
-    httpd.shutdown()
+    tls = getattr(request, "param", None) == "tls"
+    with hello_server(self_signed(tmp_path) if tls else None) as port:
+        yield ("https" if tls else "http"), port
 
 
 class Names:
@@ -91,18 +70,21 @@ def make_ctx(tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch):  
 
 
 def _check_given_up(ctx: Context, pages: list[Page], host: str, error: str,
-                    caplog: pytest.LogCaptureFixture) -> None:
+                    caplog: pytest.LogCaptureFixture, note: str = "") -> None:
+    """`host` is given up for `error`, shown with its `note` (a TLS failure's reason)."""
+    shown = f"{error} ({note})" if note else error
     robots = [p for p in pages if p.status == "robots"]
     failed = [p for p in pages if p.status == "failed"]
     assert len(robots) == GIVE_UP_AFTER  # robots.txt asked that many times, then no more
-    assert [p.error for p in failed] == [f"unreachable: {error}"]
+    assert [p.error for p in failed] == [f"unreachable: {shown}"]
     assert given_up_hosts(ctx) == {host: error}
     assert ctx.counters.read().get(f"unreachable:{error}") == 1
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING
                 and r.getMessage().startswith("giving up")]
     assert len(warnings) == 1 and host in warnings[0].getMessage()
+    assert note in warnings[0].getMessage()
     state = ctx.frontier.host_states([host], time.time())[host]
-    assert state.label == f"unreachable: {error}" and state.until is None
+    assert state.label == f"unreachable: {shown}" and state.until is None
 
 
 @pytest.mark.parametrize(("allowed", "names", "url", "host", "error"), [
@@ -134,7 +116,8 @@ def test_a_host_whose_tls_certificate_does_not_verify_is_given_up(
     scheme, port = server
     assert scheme == "https"
     pages, _ = fetch_until_idle(ctx, [f"https://127.0.0.1:{port}/"])
-    _check_given_up(ctx, pages, f"127.0.0.1:{port}", "tls_certificate", caplog)
+    _check_given_up(ctx, pages, f"127.0.0.1:{port}", "tls_certificate", caplog,
+                    note="self-signed certificate")
 
 
 def test_pages_of_a_host_that_became_unreachable_end_too(

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import brotli
 import httpx
 import pytest
+import zstandard
 
 from crawlapp.adapters.http import KEPT_HEADERS, Fetcher, headers_of, tls_failure
 from crawlapp.adapters.netstream import AsyncioStream, AsyncioTransport
@@ -30,9 +32,11 @@ class Server:
     open, or closing it right after the response with `close_after`; counts connections."""
 
     def __init__(self, silent: bool = False, close_after: bool = False,
-                 stall_first: bool = False) -> None:
+                 stall_first: bool = False, response: bytes = RESPONSE) -> None:
         self.silent, self.close_after, self.stall_first = silent, close_after, stall_first
+        self.response = response
         self.connections = 0
+        self.requests: list[bytes] = []
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -42,8 +46,9 @@ class Server:
                 writer.write(RESPONSE.replace(b"Length: 5", b"Length: 10"))
                 await writer.drain()
                 await asyncio.sleep(10)
-            while (await reader.readuntil(b"\r\n\r\n")) and not self.silent:
-                writer.write(RESPONSE)
+            while (request := await reader.readuntil(b"\r\n\r\n")) and not self.silent:
+                self.requests.append(request)
+                writer.write(self.response)
                 await writer.drain()
                 if self.close_after:
                     break
@@ -141,6 +146,23 @@ def test_https_through_the_asyncio_streams(tmp_path: Path) -> None:
     assert (response.status_code, response.content) == (200, b"hello")
     assert isinstance(stream, AsyncioStream) and ssl_object is not None
     assert tls_failure(refused) == FetchError.TLS_CERTIFICATE
+
+
+@pytest.mark.parametrize(("encoding", "encode"), [
+    ("br", lambda data: brotli.compress(data, quality=5)), ("zstd", zstandard.compress)])
+def test_a_server_sending_a_bomb_in_what_the_crawler_asks_for_is_too_large(
+        encoding: str, encode: Callable[[bytes], bytes]) -> None:
+    bomb = encode(b"\0" * (64 << 20))
+    server = Server(response=b"HTTP/1.1 200 OK\r\nContent-Encoding: %s\r\nContent-Length: %d"
+                    b"\r\n\r\n%s" % (encoding.encode(), len(bomb), bomb))
+
+    async def body() -> tuple[int | None, str | None]:
+        async with serving(server) as port:
+            result = await fetcher().get(f"http://127.0.0.1:{port}/")
+        return result.status, result.error
+
+    assert asyncio.run(body()) == (200, FetchError.TOO_LARGE)
+    assert b"\r\nAccept-Encoding: br, zstd, gzip, deflate\r\n" in server.requests[0]
 
 
 def test_a_refused_connection_and_a_silent_server_are_fetch_errors() -> None:

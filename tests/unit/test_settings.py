@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import Field, fields
 from typing import Any
 
+import certifi
 import pytest
 
 from crawlapp.core.settings import Settings, SettingsError, load_settings
@@ -31,6 +32,8 @@ SAMPLES = {
     "user_agent": ("testbot/1.0", None),
     "from_address": ("ops@example.com", "ops"),
     "allowed_networks": ("10.0.0.0/8", "10.0.0.0/33"),
+    "ca_bundle": (certifi.where(), "/nonexistent/roots.pem"),
+    "tls_verify": ("false", "maybe"),
     "max_depth": ("9", "-1"),
     "scope": ("domain", "planet"),
     "scope_include": ("http://(com,example,)/docs", "ftp://example.com"),

@@ -14,8 +14,10 @@ from base64 import b32encode
 from collections.abc import Callable
 from dataclasses import replace
 
+import brotli
 import httpx
 import pytest
+import zstandard
 
 from crawlapp.adapters.http import Fetched, Fetcher
 from crawlapp.adapters.memory_frontier import MemoryFrontier
@@ -101,6 +103,8 @@ def test_the_exchange_is_kept_whole_for_the_fetch_history() -> None:
 @pytest.mark.parametrize("encoding, encode", [
     ("gzip", gzip.compress),
     ("deflate", zlib.compress),
+    ("br", brotli.compress),
+    ("zstd", zstandard.compress),
     ("identity", lambda body: body),
 ])
 def test_bodies_are_decoded(encoding: str, encode: Callable[[bytes], bytes]) -> None:
@@ -110,8 +114,10 @@ def test_bodies_are_decoded(encoding: str, encode: Callable[[bytes], bytes]) -> 
 
 
 @pytest.mark.parametrize("headers, body, error", [
-    ({"Content-Encoding": "br"}, b"x", "unsupported_encoding"),
+    ({"Content-Encoding": "compress"}, b"x", "unsupported_encoding"),
     ({"Content-Encoding": "gzip"}, b"not gzip at all", "protocol"),
+    ({"Content-Encoding": "br"}, b"not brotli at all", "protocol"),
+    ({"Content-Encoding": "zstd"}, b"not zstd at all", "protocol"),
     ({"Content-Length": str(10**9)}, b"", "too_large"),  # refused before reading
     ({}, b"x" * 2048, "too_large"),
     ({"Content-Encoding": "gzip"}, gzip.compress(b"\0" * 4096, mtime=0), "too_large"),  # inflated
@@ -120,6 +126,42 @@ def test_bodies_past_the_limits_or_unreadable_are_errors(headers: dict[str, str]
                                                           error: str) -> None:
     result = get(lambda _: answer(200, body, headers), CRAWL_MAX_BODY_BYTES="1024")
     assert (result.status, result.error) == (200, error)
+
+
+BOMB_BYTES = 64 * 1024 * 1024  # of zeros, a few KiB on the wire in any coding
+BOMBS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": lambda data: gzip.compress(data, compresslevel=9, mtime=0),
+    "br": lambda data: brotli.compress(data, quality=5),
+    "zstd": zstandard.compress,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(BOMBS))
+def bomb(request: pytest.FixtureRequest) -> tuple[str, bytes]:
+    """(coding, BOMB_BYTES of zeros after a line of text, in it)."""
+    return request.param, BOMBS[request.param](b"Sitemap: http://a.test/map.xml\n"
+                                               + b"\0" * BOMB_BYTES)
+
+
+@pytest.mark.parametrize("url", ["http://a.test/page.html", "http://a.test/sitemap.xml"])
+def test_a_bomb_in_any_coding_is_too_large(bomb: tuple[str, bytes], url: str) -> None:
+    encoding, raw = bomb
+    fetcher = mock_fetcher(lambda _: answer(200, raw, {"Content-Encoding": encoding}),
+                           CRAWL_MAX_BODY_BYTES=str(1 << 20))
+    result = asyncio.run(fetcher.get(url))
+    assert (result.status, result.error, result.body) == (200, "too_large", b"")
+    page = apply_fetch(page_for(replace(LEASE, url=url)), result)
+    assert (page.status, page.error) == ("failed", "too_large")
+
+
+def test_a_robots_txt_bomb_in_any_coding_is_cut_at_its_cap(bomb: tuple[str, bytes]) -> None:
+    encoding, raw = bomb
+    fetcher = mock_fetcher(lambda _: answer(200, raw, {"Content-Encoding": encoding}))
+    result = asyncio.run(fetcher.get("http://a.test/robots.txt", max_bytes=MAX_ROBOTS_BYTES,
+                                     truncate=True))
+    assert (result.error, len(result.body)) == (None, MAX_ROBOTS_BYTES)
+    assert sitemap_links("http://a.test", _robots_policy(result, None)) == [
+        "http://a.test/map.xml"]
 
 
 def test_truncate_keeps_the_first_bytes_of_a_long_body() -> None:
