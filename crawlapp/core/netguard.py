@@ -6,7 +6,7 @@ import ipaddress
 from collections.abc import Iterable
 
 from crawlapp.core.records import FetchError
-from crawlapp.core.settings import IPNetwork
+from crawlapp.core.setting_values import IPNetwork
 
 
 def refusal_reason(address: str, allowed: Iterable[IPNetwork]) -> FetchError | None:

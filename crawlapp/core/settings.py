@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -11,10 +10,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from crawlapp.core.errors import InputError
-from crawlapp.core.hostpatterns import normalize
 from crawlapp.core.politeness import POLITENESS_KEYS, Backoff
 from crawlapp.core.priority import Weights
 from crawlapp.core.scope import SCOPES, Patterns
+from crawlapp.core.setting_values import (
+    IPNetwork,
+    auto_or,
+    boolean,
+    bounded,
+    directory,
+    email_address,
+    host_patterns,
+    name_addresses,
+    networks,
+    one_of,
+    pem_file,
+    url_of,
+)
 from crawlapp.core.traps import TrapRules
 
 T = TypeVar("T")
@@ -22,7 +34,6 @@ T = TypeVar("T")
 MAX_SHARDS = 4096  # CRAWL_SHARDS at most
 DEFAULT_USER_AGENT = "crawlapp/0.1 (+https://github.com/crawlapp/crawlapp; crawler@crawlapp.invalid)"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class SettingsError(InputError):
@@ -49,112 +60,7 @@ def _parse(env: Mapping[str, str], name: str, default: T, convert: Callable[[str
         raise SettingsError(f"{name}={raw!r}: {exc}") from None
 
 
-def _bounded(kind: Callable[[str], T], low: float, high: float) -> Callable[[str], T]:
-    def convert(raw: str) -> T:
-        try:
-            value = kind(raw)
-        except ValueError:
-            raise ValueError("expected an integer" if kind is int else "expected a number"
-                             ) from None
-        if not low <= value <= high:  # type: ignore[operator]
-            raise ValueError(f"must be between {low:g} and {high:g}")
-        return value
-
-    return convert
-
-
-def _directory(raw: str) -> Path:
-    return Path(raw).resolve()
-
-
-def _pem_file(raw: str) -> Path:
-    """A readable file of PEM certificates."""
-    path = Path(raw).expanduser().resolve()
-    try:
-        text = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
-    if b"-----BEGIN CERTIFICATE-----" not in text:
-        raise ValueError("expected a PEM file of certificates (-----BEGIN CERTIFICATE-----)")
-    return path
-
-
-def _networks(raw: str) -> tuple[IPNetwork, ...]:
-    out = []
-    for part in raw.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            out.append(ipaddress.ip_network(part, strict=False))
-        except ValueError:
-            raise ValueError(f"{part!r} is not a CIDR network such as 127.0.0.0/8") from None
-    return tuple(out)
-
-
-def _names(raw: str) -> dict[str, tuple[str, ...]]:
-    """"a.test=127.0.0.2, b.test=127.0.0.2" -> {"a.test": ("127.0.0.2",), ...}"""
-    out: dict[str, tuple[str, ...]] = {}
-    for part in raw.replace(",", " ").split():
-        name, sep, address = part.partition("=")
-        try:
-            ipaddress.ip_address(address)
-        except ValueError:
-            raise ValueError(f"{part!r} is not name=address, such as a.test=127.0.0.2") from None
-        if not sep or not name:
-            raise ValueError(f"{part!r} is not name=address, such as a.test=127.0.0.2")
-        out[name.lower().rstrip(".")] = (*out.get(name.lower().rstrip("."), ()), address)
-    return out
-
-
-def _boolean(raw: str) -> bool:
-    lowered = raw.lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError("expected true or false")
-
-
-def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
-    def convert(raw: str) -> str:
-        if raw.lower() not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}")
-        return raw.lower()
-
-    return convert
-
-
-def _host_patterns(raw: str) -> tuple[str, ...]:
-    return tuple(normalize(part) for part in raw.split(",") if part.strip())
-
-
-def _auto_or(convert: Callable[[str], T]) -> Callable[[str], T | None]:
-    """`auto` (None: the code chooses), or a value `convert` takes."""
-    def parse(raw: str) -> T | None:
-        return None if raw.lower() == "auto" else convert(raw)
-
-    return parse
-
-
-def _email(raw: str) -> str:
-    local, at, domain = raw.partition("@")
-    if not (local and at and "." in domain) or any(c.isspace() or c in "\r\n" for c in raw):
-        raise ValueError("expected an e-mail address such as crawler@example.com")
-    return raw
-
-
-def _url(schemes: tuple[str, ...]) -> Callable[[str], str]:
-    def convert(raw: str) -> str:
-        scheme = raw.split("://", 1)[0].split("+", 1)[0]
-        if "://" not in raw or scheme not in schemes:
-            raise ValueError(f"expected a URL starting with one of {', '.join(schemes)}")
-        return raw
-
-    return convert
-
-
-_REDIS_URL = _url(("redis", "rediss", "unix"))
+_REDIS_URL = url_of(("redis", "rediss", "unix"))
 
 
 @dataclass(frozen=True)
@@ -163,19 +69,19 @@ class Settings:
 
     data_dir: Path = setting(
         "CRAWL_DATA_DIR", "SQLite file, local bodies, logs, beat schedule",
-        default=lambda read: _directory("./var"), convert=_directory, doc_default="`./var`")
+        default=lambda read: directory("./var"), convert=directory, doc_default="`./var`")
     database_url: str = setting(
         "DATABASE_URL", "`postgresql://user@host/db` for Postgres (psycopg 3)",
         default=lambda read: f"sqlite:///{read['data_dir'] / 'crawl.db'}",
-        convert=_url(("sqlite", "postgresql", "postgres")), doc_default="SQLite in the data dir")
+        convert=url_of(("sqlite", "postgresql", "postgres")), doc_default="SQLite in the data dir")
     s3_endpoint_url: str | None = setting(
         "S3_ENDPOINT_URL", "S3, MinIO or any S3-compatible server; unset: bodies in the data dir",
-        default=None, convert=_url(("http", "https")))
+        default=None, convert=url_of(("http", "https")))
     s3_bucket: str | None = setting(
         "S3_BUCKET", "bucket of the page bodies (required with `S3_ENDPOINT_URL`)", default=None)
     broker_url: str = setting(
         "CELERY_BROKER_URL", "Redis or RabbitMQ (`amqp://`)", default=DEFAULT_REDIS_URL,
-        convert=_url(("redis", "rediss", "amqp", "amqps", "pyamqp")))
+        convert=url_of(("redis", "rediss", "amqp", "amqps", "pyamqp")))
     redis_url: str = setting(
         "CRAWL_REDIS_URL",
         "the hot, bounded state: frontier, leases, batch ledger, robots and DNS caches, counters "
@@ -194,12 +100,12 @@ class Settings:
         "the others and follows failovers), or several, comma-separated (a process started while "
         "the first is down asks the next); the Celery broker stays a plain Redis or RabbitMQ (a "
         "cluster cannot be a kombu broker), so CELERY_BROKER_URL must then be set apart",
-        default=False, convert=_boolean)
+        default=False, convert=boolean)
     dedup_redis_cluster: bool = setting(
         "CRAWL_DEDUP_CLUSTER",
         "`true`: CRAWL_DEDUP_REDIS_URL names a node of a Redis Cluster; must equal "
         "CRAWL_REDIS_CLUSTER when both roles share one URL",
-        default=lambda read: read["redis_cluster"], convert=_boolean,
+        default=lambda read: read["redis_cluster"], convert=boolean,
         doc_default="CRAWL_REDIS_CLUSTER")
     redis_parts: int = setting(
         "CRAWL_REDIS_PARTS",
@@ -207,7 +113,7 @@ class Settings:
         "sets, validators, trap budgets), spread evenly over a cluster's slots: at least 4 x the "
         "masters; changing it on a crawl under way needs `crawlctl frontier rebuild`",
         default=lambda read: 32 if read["redis_cluster"] or read["dedup_redis_cluster"] else 1,
-        convert=_bounded(int, 1, 1024), doc_default="32 when either Redis role is a cluster, else 1")
+        convert=bounded(int, 1, 1024), doc_default="32 when either Redis role is a cluster, else 1")
     redis_replica_acks: int | None = setting(
         "CRAWL_REDIS_REPLICA_ACKS",
         "replicas that must acknowledge each lease, lease renewal, release and politeness slot "
@@ -217,36 +123,36 @@ class Settings:
         "before its delay; a number; `0`: none. Costs one replication round trip (well under a "
         "millisecond on a LAN) per master with replicas written in each dispatch, batch start "
         "and release",
-        default=None, convert=_auto_or(_bounded(int, 0, 16)), doc_default="auto")
+        default=None, convert=auto_or(bounded(int, 0, 16)), doc_default="auto")
     redis_prefix: str = setting(
         "CRAWL_REDIS_PREFIX", "namespace of the crawler's Redis keys", default="crawl")
     user_agent: str = setting(
         "CRAWL_USER_AGENT", "its product token picks the robots.txt group", default=DEFAULT_USER_AGENT)
     from_address: str | None = setting(
         "CRAWL_FROM", "e-mail address sent in the `From` header",
-        default=None, convert=_email, doc_default="unset: no header")
+        default=None, convert=email_address, doc_default="unset: no header")
     allowed_networks: tuple[IPNetwork, ...] = setting(
         "CRAWL_ALLOWED_NETWORKS",
         "CIDRs exempt from the private-address guard (`127.0.0.0/8` for local tests)",
-        default=(), convert=_networks, doc_default="empty")
+        default=(), convert=networks, doc_default="empty")
     ca_bundle: Path | None = setting(
         "CRAWL_CA_BUNDLE",
         "a PEM file of root certificates trusted besides the system's (a private CA); the "
         "system's store is OpenSSL's default (`SSL_CERT_FILE`, `SSL_CERT_DIR` as OpenSSL reads "
         "them), certifi's bundle where the system has none",
-        default=None, convert=_pem_file, doc_default="unset: the system's roots only")
+        default=None, convert=pem_file, doc_default="unset: the system's roots only")
     tls_verify: bool = setting(
         "CRAWL_TLS_VERIFY",
         "`false`: TLS certificates are not verified at all (every process that fetches warns "
-        "at start); for a test bench only", default=True, convert=_boolean)
+        "at start); for a test bench only", default=True, convert=boolean)
     max_depth: int = setting(
         "CRAWL_MAX_DEPTH", "links deeper than this from a seed are not queued",
-        default=5, convert=_bounded(int, 0, 1000))
+        default=5, convert=bounded(int, 0, 1000))
     scope: str = setting(
         "CRAWL_SCOPE", "the scope of a seed added without `--scope`: `any` (every link), `host` "
         "(the seed's host name), `domain` (its registrable domain and subdomains, Public Suffix "
         "List), `prefix` (its scheme://host/path up to the last `/`); the crawl's scope is the "
-        "union of its seeds'", default="any", convert=_choice(SCOPES))
+        "union of its seeds'", default="any", convert=one_of(SCOPES))
     scope_include: Patterns = setting(
         "CRAWL_SCOPE_INCLUDE", "URLs also in scope: SURT prefixes (`http://(com,example,)/docs`, "
         "or a URL) or `re:REGEX`, comma- or space-separated",
@@ -257,207 +163,207 @@ class Settings:
         default=Patterns(), convert=Patterns.parse, doc_default="empty")
     scope_hops: int = setting(
         "CRAWL_SCOPE_HOPS", "off-scope links in a row still followed (1: the pages a site links "
-        "to, not their links)", default=0, convert=_bounded(int, 0, 100))
+        "to, not their links)", default=0, convert=bounded(int, 0, 100))
     shards: int = setting(
         "CRAWL_SHARDS", "number of `fetch.N` queues, the same on every process (a fleet on a "
         "Redis Cluster: at least 4 x masters; a change: `crawlctl frontier reshard`)",
-        default=2, convert=_bounded(int, 1, MAX_SHARDS))
+        default=2, convert=bounded(int, 1, MAX_SHARDS))
     default_delay: float = setting(
         "CRAWL_DEFAULT_DELAY", "seconds between the end of one request to a host and the start of the next",
-        default=1.0, convert=_bounded(float, 0, 3600))
+        default=1.0, convert=bounded(float, 0, 3600))
     max_crawl_delay: float = setting(
         "CRAWL_MAX_CRAWL_DELAY", "cap on a robots.txt `Crawl-delay`",
-        default=30.0, convert=_bounded(float, 0, 86400))
+        default=30.0, convert=bounded(float, 0, 86400))
     batch_size: int = setting(
         "CRAWL_BATCH_SIZE", "most URLs in one fetch batch (one per host while as many hosts are due)",
-        default=200, convert=_bounded(int, 1, 1000))
+        default=200, convert=bounded(int, 1, 1000))
     urls_per_lease: int = setting(
         "CRAWL_URLS_PER_LEASE",
         "most URLs of one host in a batch, fetched one after the other a delay apart: a host "
         "takes more than one only while fewer hosts are due than a batch holds (1: one URL "
-        "per host and batch)", default=16, convert=_bounded(int, 1, 1000))
+        "per host and batch)", default=16, convert=bounded(int, 1, 1000))
     max_batches_in_flight: int = setting(
         "CRAWL_MAX_BATCHES_IN_FLIGHT",
         "no new batch is dispatched while this many are between dispatch and their last stage",
-        default=lambda read: 8 * read["shards"], convert=_bounded(int, 1, 1_000_000),
+        default=lambda read: 8 * read["shards"], convert=bounded(int, 1, 1_000_000),
         doc_default="8 x shards")
     max_leased_per_shard: int = setting(
         "CRAWL_MAX_LEASED_PER_SHARD", "most hosts of one shard leased at once",
-        default=lambda read: 4 * read["batch_size"], convert=_bounded(int, 1, 1_000_000),
+        default=lambda read: 4 * read["batch_size"], convert=bounded(int, 1, 1_000_000),
         doc_default="4 x batch size")
     fetch_timeout: float = setting(
         "CRAWL_FETCH_TIMEOUT", "total seconds for one request, body included",
-        default=30.0, convert=_bounded(float, 0.1, 600))
+        default=30.0, convert=bounded(float, 0.1, 600))
     lease_seconds: float = setting(
         "CRAWL_LEASE_SECONDS", "a lease not renewed or released by then expires",
         default=lambda read: max(120.0, 4 * read["fetch_timeout"]),
-        convert=_bounded(float, 1, 86400), doc_default="max(120, 4 x fetch timeout)")
+        convert=bounded(float, 1, 86400), doc_default="max(120, 4 x fetch timeout)")
     max_body_bytes: int = setting(
         "CRAWL_MAX_BODY_BYTES", "larger bodies, as decoded (gzip, deflate, Brotli, zstd), are "
         "aborted and recorded `too_large`",
-        default=10 * 1024 * 1024, convert=_bounded(int, 1024, 1 << 34))
+        default=10 * 1024 * 1024, convert=bounded(int, 1024, 1 << 34))
     max_url_length: int = setting(
         "CRAWL_MAX_URL_LENGTH", "longer URLs are refused",
-        default=2048, convert=_bounded(int, 32, 1 << 20))
+        default=2048, convert=bounded(int, 32, 1 << 20))
     max_links_per_page: int = setting(
         "CRAWL_MAX_LINKS_PER_PAGE", "links taken from one page",
-        default=1000, convert=_bounded(int, 0, 1_000_000))
+        default=1000, convert=bounded(int, 0, 1_000_000))
     robots_ttl: int = setting(
         "CRAWL_ROBOTS_TTL", "seconds a robots.txt answer is cached",
-        default=86400, convert=_bounded(int, 1, 365 * 86400))
+        default=86400, convert=bounded(int, 1, 365 * 86400))
     worker_concurrency: int = setting(
         "CRAWL_WORKER_CONCURRENCY", "pipeline worker processes started by `crawlctl crawl`",
-        default=lambda read: os.cpu_count() or 1, convert=_bounded(int, 1, 1024),
+        default=lambda read: os.cpu_count() or 1, convert=bounded(int, 1, 1024),
         doc_default="CPU count")
     fetch_concurrency: int = setting(
         "CRAWL_FETCH_CONCURRENCY", "fetch batches run at once by each fetch worker (threads)",
-        default=16, convert=_bounded(int, 1, 1024))
+        default=16, convert=bounded(int, 1, 1024))
     fetch_processes: int = setting(
         "CRAWL_FETCH_PROCESSES", "fetch worker processes started by `crawlctl crawl` (fetching "
         "costs a third of a page's CPU, parsing and storing the rest)",
-        default=lambda read: max(1, (os.cpu_count() or 1) // 3), convert=_bounded(int, 1, 64),
+        default=lambda read: max(1, (os.cpu_count() or 1) // 3), convert=bounded(int, 1, 64),
         doc_default="CPU count / 3, at least 1")
     dispatch_interval: float = setting(
         "CRAWL_DISPATCH_INTERVAL",
         "shortest sleep of the dispatcher between two looks at the frontier (it sleeps until "
         "its next host is due, at most 2 s, or until URLs are queued or a lease released)",
-        default=0.25, convert=_bounded(float, 0.01, 60))
+        default=0.25, convert=bounded(float, 0.01, 60))
     beat_dispatch: float = setting(
         "CRAWL_BEAT_DISPATCH",
         "seconds between the dispatch tasks beat sends, the safety net of the dispatcher "
         "processes (a fleet without `crawlctl dispatcher` relies on it); 0: none. "
         "`crawlctl crawl`'s beat sends none: the crawl runs its own dispatcher",
-        default=1.0, convert=_bounded(float, 0, 3600))
+        default=1.0, convert=bounded(float, 0, 3600))
     dispatch_lookahead: float = setting(
         "CRAWL_DISPATCH_LOOKAHEAD",
         "hosts ready within this many seconds may join a batch; each request still waits for its host's time",
-        default=1.0, convert=_bounded(float, 0, 60))
+        default=1.0, convert=bounded(float, 0, 60))
     idle_horizon: float = setting(
         "CRAWL_IDLE_HORIZON",
         "`crawl --until-idle` ends once nothing is due within this many seconds; hosts due "
         "later keep their URLs and time in the frontier for the next crawl (the crawl's tail "
         "after its last page is at most this and a few seconds to stop)",
-        default=20.0, convert=_bounded(float, 0, 86400))
+        default=20.0, convert=bounded(float, 0, 86400))
     max_backoff: float = setting(
         "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors",
-        default=300.0, convert=_bounded(float, 0, 86400))
+        default=300.0, convert=bounded(float, 0, 86400))
     max_retry_after: float = setting(
         "CRAWL_MAX_RETRY_AFTER", "cap on a `Retry-After` (429, 503): the host waits that long",
-        default=86400.0, convert=_bounded(float, 0, 7 * 86400))
+        default=86400.0, convert=bounded(float, 0, 7 * 86400))
     throttle_seconds: float = setting(
         "CRAWL_THROTTLE_SECONDS",
         "a host answering 429 or 503 without `Retry-After` waits this long, doubling with each "
-        "such answer (plus up to 10 % jitter)", default=60.0, convert=_bounded(float, 0, 86400))
+        "such answer (plus up to 10 % jitter)", default=60.0, convert=bounded(float, 0, 86400))
     throttle_max: float = setting(
         "CRAWL_THROTTLE_MAX", "cap on that doubling wait",
-        default=86400.0, convert=_bounded(float, 0, 7 * 86400))
+        default=86400.0, convert=bounded(float, 0, 7 * 86400))
     forgive_after: float = setting(
         "CRAWL_FORGIVE_AFTER",
         "quiet seconds after a throttle wait ends before the doubling starts again from "
-        "CRAWL_THROTTLE_SECONDS", default=1800.0, convert=_bounded(float, 0, 7 * 86400))
+        "CRAWL_THROTTLE_SECONDS", default=1800.0, convert=bounded(float, 0, 7 * 86400))
     robots_retry: float = setting(
         "CRAWL_ROBOTS_RETRY",
         "a host whose robots.txt answers 429 or 5xx, or does not answer, is deferred this long, "
         "doubling with each failure (or a longer `Retry-After`), before robots.txt is asked "
-        "again, at most CRAWL_MAX_RETRIES times", default=60.0, convert=_bounded(float, 0, 86400))
+        "again, at most CRAWL_MAX_RETRIES times", default=60.0, convert=bounded(float, 0, 86400))
     park_after: int = setting(
         "CRAWL_PARK_AFTER", "a host failing this many times in a row is parked",
-        default=8, convert=_bounded(int, 1, 1000))
+        default=8, convert=bounded(int, 1, 1000))
     park_seconds: float = setting(
         "CRAWL_PARK_SECONDS", "how long a failing host stays parked",
-        default=600.0, convert=_bounded(float, 1, 7 * 86400))
+        default=600.0, convert=bounded(float, 1, 7 * 86400))
     max_retries: int = setting(
         "CRAWL_MAX_RETRIES", "tries again of a URL answered 429/5xx or refused connection",
-        default=2, convert=_bounded(int, 0, 100))
+        default=2, convert=bounded(int, 0, 100))
     give_up_after: int = setting(
         "CRAWL_GIVE_UP_AFTER",
         "a host whose requests fail this many times in a row for a reason that will not change "
         "soon (private-address guard, DNS, invalid host name, TLS) is given up: parked until "
-        "`crawlctl frontier resume`", default=3, convert=_bounded(int, 1, 100))
+        "`crawlctl frontier resume`", default=3, convert=bounded(int, 1, 100))
     max_pages_per_host: int = setting(
         "CRAWL_MAX_PAGES_PER_HOST", "URLs queued per host; the rest are recorded `over_budget`",
-        default=100_000, convert=_bounded(int, 1, 1 << 40))
+        default=100_000, convert=bounded(int, 1, 1 << 40))
     near_duplicate_bits: int = setting(
         "CRAWL_NEAR_DUPLICATE_BITS", "SimHash distance (0-3) under which a page is a near duplicate",
-        default=3, convert=_bounded(int, 0, 3))
+        default=3, convert=bounded(int, 0, 3))
     trap_pattern_cap: int = setting(
         "CRAWL_TRAP_PATTERN_CAP",
         "URLs of one shape (digits and ids abstracted) per host; the rest are recorded `trap`",
-        default=5000, convert=_bounded(int, 1, 1 << 40))
+        default=5000, convert=bounded(int, 1, 1 << 40))
     max_redirects: int = setting(
         "CRAWL_MAX_REDIRECTS", "redirect hops followed from a URL found by a link",
-        default=5, convert=_bounded(int, 0, 20))
+        default=5, convert=bounded(int, 0, 20))
     expected_urls: int = setting(
         "CRAWL_EXPECTED_URLS", "URLs the Bloom filter of seen URLs is sized for",
-        default=10_000_000, convert=_bounded(int, 1, 1 << 40))
+        default=10_000_000, convert=bounded(int, 1, 1 << 40))
     delay_margin: float = setting(
         "CRAWL_DELAY_MARGIN", "seconds added to every delay, for servers that log a response's end late",
-        default=0.05, convert=_bounded(float, 0, 10))
+        default=0.05, convert=bounded(float, 0, 10))
     bloom_fp_rate: float = setting(
         "CRAWL_BLOOM_FP_RATE", "false-positive rate of that Bloom filter at its expected size",
-        default=0.001, convert=_bounded(float, 1e-9, 0.5))
+        default=0.001, convert=bounded(float, 1e-9, 0.5))
     fetch_binaries: bool = setting(
         "CRAWL_FETCH_BINARIES", "fetch links to images, media, archives and executables too",
-        default=False, convert=_boolean)
+        default=False, convert=boolean)
     dns_ttl: float = setting(
         "CRAWL_DNS_TTL", "seconds a host name's addresses are cached (Redis)",
-        default=300.0, convert=_bounded(float, 1, 86400))
+        default=300.0, convert=bounded(float, 1, 86400))
     dns_negative_ttl: float = setting(
         "CRAWL_DNS_NEGATIVE_TTL", "seconds a failed lookup is cached",
-        default=30.0, convert=_bounded(float, 1, 86400))
+        default=30.0, convert=bounded(float, 1, 86400))
     resolve: Mapping[str, tuple[str, ...]] = setting(
         "CRAWL_RESOLVE",
         "names answered without DNS, `name=address` separated by commas or spaces (a name "
         "given twice has both addresses), as curl's --resolve: several names on one test "
-        "server", default=lambda read: {}, convert=_names, doc_default="none")
+        "server", default=lambda read: {}, convert=name_addresses, doc_default="none")
     politeness_key: str = setting(
         "CRAWL_POLITENESS_KEY",
         "one request at a time, the delay between them, per `host` name, per registrable "
         "`domain` (Public Suffix List), or per server address (`ip`); robots.txt stays per "
-        "origin", default="host", convert=_choice(POLITENESS_KEYS))
+        "origin", default="host", convert=one_of(POLITENESS_KEYS))
     task_events: bool = setting(
         "CRAWL_TASK_EVENTS",
         "workers send Celery task events from the start (Flower turns them on when it runs)",
-        default=False, convert=_boolean)
+        default=False, convert=boolean)
     quorum_queues: bool = setting(
         "CRAWL_QUORUM_QUEUES",
         "with a RabbitMQ broker, declare the crawl's queues as quorum queues (replicated; "
         "a stage's delayed retries go through Celery's native delayed delivery)",
-        default=False, convert=_boolean)
+        default=False, convert=boolean)
     metrics_port: int | None = setting(
         "CRAWL_METRICS_PORT", "`crawlctl crawl` serves the Prometheus metrics on this port",
-        default=None, convert=_bounded(int, 1, 65535), doc_default="unset: not served")
+        default=None, convert=bounded(int, 1, 65535), doc_default="unset: not served")
     metrics_addr: str = setting(
         "CRAWL_METRICS_ADDR", "address the metrics endpoint listens on", default="127.0.0.1")
     render: bool = setting(
         "CRAWL_RENDER", "render pages that need it in headless Chromium (`render.N` queues)",
-        default=False, convert=_boolean)
+        default=False, convert=boolean)
     render_hosts: tuple[str, ...] = setting(
         "CRAWL_RENDER_HOSTS", "hosts whose pages are always rendered (`example.com`, "
         "`*.example.com`, comma-separated); other pages only when they look like an app shell",
-        default=(), convert=_host_patterns, doc_default="empty")
+        default=(), convert=host_patterns, doc_default="empty")
     render_timeout: float = setting(
         "CRAWL_RENDER_TIMEOUT", "seconds one page may take to render; then it goes on unrendered",
-        default=15.0, convert=_bounded(float, 0.5, 600))
+        default=15.0, convert=bounded(float, 0.5, 600))
     render_recycle: int = setting(
         "CRAWL_RENDER_RECYCLE", "a browser is started again after this many pages",
-        default=200, convert=_bounded(int, 1, 1_000_000))
+        default=200, convert=bounded(int, 1, 1_000_000))
     render_max_memory_mb: int = setting(
         "CRAWL_RENDER_MAX_MEMORY_MB", "a browser using more memory (PSS, MiB) is started again",
-        default=1024, convert=_bounded(int, 64, 1 << 20))
+        default=1024, convert=bounded(int, 64, 1 << 20))
     render_other_hosts: tuple[str, ...] = setting(
         "CRAWL_RENDER_OTHER_HOSTS",
         "patterns of other hosts a rendered page's scripts may load from (refused otherwise)",
-        default=(), convert=_host_patterns, doc_default="empty")
+        default=(), convert=host_patterns, doc_default="empty")
     render_store_raw: bool = setting(
         "CRAWL_RENDER_STORE_RAW", "keep the body as fetched too, next to the rendered one",
-        default=False, convert=_boolean)
+        default=False, convert=boolean)
     render_min_text: int = setting(
         "CRAWL_RENDER_MIN_TEXT", "visible characters under which a page with scripts may be a shell",
-        default=200, convert=_bounded(int, 0, 1 << 20))
+        default=200, convert=bounded(int, 0, 1 << 20))
     render_processes: int = setting(
         "CRAWL_RENDER_PROCESSES", "render worker processes (one browser each) started by `crawlctl crawl`",
-        default=1, convert=_bounded(int, 1, 64))
+        default=1, convert=bounded(int, 1, 64))
     chromium_path: str | None = setting(
         "CRAWL_CHROMIUM", "the browser to render with",
         default=None, doc_default="`chromium` on the PATH")
@@ -468,7 +374,7 @@ class Settings:
         doc_default="`0.4,0.3,0.3`")
     authority_interval: float = setting(
         "CRAWL_AUTHORITY_INTERVAL", "seconds between two computations of host authority "
-        "from the host graph (beat)", default=600.0, convert=_bounded(float, 1, 7 * 86400))
+        "from the host graph (beat)", default=600.0, convert=bounded(float, 1, 7 * 86400))
 
     @property
     def product_token(self) -> str:
