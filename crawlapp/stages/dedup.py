@@ -86,31 +86,45 @@ def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     return pages
 
 
-def _points_at_original(page: Page, target: PageRow | None, max_distance: int) -> bool:
-    """Whether a copy's original, as the database has it now, still is one with its content
-    (a page still 'queued' is on its way to being stored: taken on trust)."""
+def _same_content(page: Page, content_hash: str | None, fingerprint: int | None,
+                  max_distance: int) -> bool:
+    """Whether a copy has its original's content: an exact copy its hash, a near copy a
+    fingerprint within `max_distance` bits."""
+    if not page.near_duplicate:
+        return content_hash == page.content_hash
+    return (fingerprint is not None and page.simhash is not None
+            and hamming(fingerprint, page.simhash) <= max_distance)
+
+
+def _points_at_original(page: Page, batch: dict[str, Page], rows: dict[str, PageRow],
+                        max_distance: int) -> bool:
+    """Whether a copy's original still is one with its content once the batch is stored: as
+    the batch has it when it is one of the batch's originals (the claim the copy found may be
+    one an earlier fetch of that page made, of other content), else as the database has it
+    now (a page still 'queued' is on its way to being stored: taken on trust)."""
+    original = batch.get(page.duplicate_of or "")
+    if original is not None:
+        return _same_content(page, original.content_hash, original.simhash, max_distance)
+    target = rows.get(page.duplicate_of or "")
     if target is None:
         return False
     if target.status == Status.QUEUED:
         return True
-    if not target.original:
-        return False
-    if not page.near_duplicate:
-        return target.content_hash == page.content_hash
-    return (target.fingerprint is not None and page.simhash is not None
-            and hamming(target.fingerprint, page.simhash) <= max_distance)
+    return target.original and _same_content(page, target.content_hash, target.fingerprint,
+                                             max_distance)
 
 
 def recheck(ctx: Context, pages: list[Page], rows: dict[str, PageRow]) -> list[str]:
     """Copies whose original changed after the dedup stage looked (a batch stored or took it
-    down since) are claimed again: an exact copy (it carries its body) as in the dedup stage,
-    a near copy only by looking up another original. Returns the near copies left without
-    one: their body is gone, they must be fetched again."""
+    down since, or this batch stores other content for it) are claimed again: an exact copy
+    (it carries its body) as in the dedup stage, a near copy only by looking up another
+    original. Returns the near copies left without one: their body is gone, they must be
+    fetched again."""
     max_distance = ctx.settings.near_duplicate_bits
-    here = {p.url_hash for p in pages if p.content_hash and not p.content_dedup
-            and not p.unstored}
-    stale = [p for p in pages if p.content_dedup and p.duplicate_of not in here
-             and not _points_at_original(p, rows.get(p.duplicate_of or ""), max_distance)]
+    originals = {p.url_hash: p for p in pages if p.content_hash and not p.content_dedup
+                 and not p.unstored}
+    stale = [p for p in pages if p.content_dedup
+             and not _points_at_original(p, originals, rows, max_distance)]
     exact = [p for p in stale if not p.near_duplicate]
     for page, outcome in zip(exact, ctx.dedup_index.claim([_claim_of(p) for p in exact],
                                                           max_distance), strict=True):

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from crawlapp.adapters.context import Context
@@ -277,6 +277,24 @@ class Crawl:
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEP, min_size=4, max_size=30))
+# /p4 is deduped as an exact copy of /p2 by the claim of a batch storing /p2 with b1', then
+# stored in the batch that stores /p2 with a, after /p2 failed: it must claim b1' again.
+@example(steps=[
+    ("fetch", [(2, ("fetched", "b1'", False, None))]),
+    ("fetch", [(4, ("fetched", "b1'", False, None)), (2, ("fetched", "a", False, None))]),
+    ("fetch", [(2, ("failed",))]),
+    ("dedup", 0, False), ("dedup", 0, False), ("store", 0), ("dedup", 0, False),
+    ("store", 1), ("store", 0)])
+@example(steps=[  # the same, as Hypothesis found it
+    ("dedup", 0, False), ("dedup", 0, False), ("fetch", [(0, ("not_modified",))]),
+    ("fetch", [(0, ("fetched", "a", True, None)), (1, ("failed",))]),
+    ("fetch", [(4, ("fetched", "b1'", False, None)), (2, ("fetched", "a", False, None))]),
+    ("fetch", [(1, ("fetched", "a", False, None))]),
+    ("fetch", [(2, ("fetched", "b1'", False, None)), (1, ("failed",)), (0, ("failed",))]),
+    ("store", 2), ("dedup", 3, False), ("take_down", 0), ("store_again", 2),
+    ("dedup", 3, False), ("fetch", [(3, ("not_modified",)), (0, ("failed",))]),
+    ("fetch", [(0, ("failed",)), (1, ("fetched", "a'", True, None)), (2, ("failed",))]),
+    ("dedup", 2, False)])
 def test_any_order_of_arrival_keeps_the_invariant(ctx: Context,
                                                   steps: list[tuple[Any, ...]]) -> None:
     crawl = Crawl(ctx)
