@@ -251,7 +251,7 @@ def test_a_host_is_released_as_its_request_ends_not_with_the_batch() -> None:
                   QueuedURL("http://b.test/1", 0, 1.0)], now)
     leases = frontier.dispatch([0], now, max_hosts=10, lease_seconds=60, max_leased=100)[0][0]
     slow = {lease.host: lease for lease in leases}["b.test"]
-    leases = [lease if lease is not slow else replace(slow, not_before=now + 0.5)
+    leases = [lease if lease is not slow else replace(slow, not_before=now + 1.5)
               for lease in leases]
     seen: dict[str, HostState] = {}
 
