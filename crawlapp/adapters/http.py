@@ -157,8 +157,10 @@ class Fetcher:
             return transport
         # A host's connection is kept a minute between requests (httpx's default is 5 s):
         # while the pipeline is busy a host's next URL may take longer than that to come.
+        # With HTTP/2 an origin's requests share its one connection (one at a time: politeness).
         transport = AsyncioTransport(self._ssl, httpx.Limits(
-            max_connections=2, max_keepalive_connections=1, keepalive_expiry=KEEPALIVE_SECONDS))
+            max_connections=2, max_keepalive_connections=1, keepalive_expiry=KEEPALIVE_SECONDS),
+            http2=self.settings.http2)
         self._transports[origin] = transport
         while len(self._transports) > self.max_origins:
             _, oldest = self._transports.popitem(last=False)
@@ -249,6 +251,7 @@ class Fetcher:
             result.request_headers = header_block(request.headers.raw)
             result.response_headers = header_block(response.headers.raw)
             result.ip_address = _server_ip(response)
+            result.http_version = response.http_version
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > cap and not truncate:
                 result.error = FetchError.TOO_LARGE

@@ -153,16 +153,20 @@ def use_asyncio_primitives() -> None:
 
 
 class AsyncioTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport with its connection pool on AsyncioBackend.
+    """httpx's transport with its connection pool on AsyncioBackend; with `http2`, HTTP/2
+    where the server picks it by ALPN (httpcore's h2 connection), HTTP/1.1 elsewhere.
 
     httpx offers no way to choose httpcore's network backend, so the pool it builds is
     replaced by one with the same limits (tests/unit/test_netstream.py checks it is used).
     """
 
-    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits,
+                 http2: bool = False) -> None:
         use_asyncio_primitives()
-        super().__init__(verify=ssl_context, trust_env=False, limits=limits)
+        # httpx checks here that h2 is installed when asked for HTTP/2.
+        super().__init__(verify=ssl_context, trust_env=False, limits=limits, http2=http2)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context, max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry, network_backend=AsyncioBackend())
+            keepalive_expiry=limits.keepalive_expiry, http2=http2,
+            network_backend=AsyncioBackend())
