@@ -8,10 +8,12 @@ asyncio's StreamReader and StreamWriter, with a timeout only where httpcore asks
 
 httpcore's locks, events and cancellation shields go through anyio too: each lock taken
 yields a turn of the event loop, and each shield and event asks sniffio which library runs
-(a tenth of the fetch process's CPU, six or more per request). `use_asyncio_primitives`
-gives httpcore's HTTP/1.1 modules asyncio's lock and event and a shield that does nothing:
-what httpcore shields is a connection's close, which never suspends on AsyncioStream, so no
-cancellation can reach it.
+(a tenth of the fetch process's CPU, six or more per request; over HTTP/2 half the client's
+CPU). `use_asyncio_primitives` gives httpcore's HTTP/1.1 and HTTP/2 modules asyncio's lock,
+event and semaphore and a shield that does nothing: what httpcore shields is a connection's
+close, or over HTTP/2 a stream's end (a semaphore released, a lock no other request holds, as
+a host has one request at a time, then perhaps the close), none of which suspends on
+AsyncioStream with asyncio's primitives, so no cancellation can reach it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, TypeVar
 import httpcore
 import httpcore._async.connection
 import httpcore._async.connection_pool
+import httpcore._async.http2
 import httpcore._async.http11
 import httpx
 
@@ -132,6 +135,19 @@ class _Event:
             raise httpcore.PoolTimeout(str(exc)) from exc
 
 
+class _Semaphore:
+    """httpcore's AsyncSemaphore on asyncio: an HTTP/2 connection's streams at once."""
+
+    def __init__(self, bound: int) -> None:
+        self._semaphore = asyncio.Semaphore(bound)
+
+    async def acquire(self) -> None:
+        await self._semaphore.acquire()
+
+    async def release(self) -> None:
+        self._semaphore.release()
+
+
 class _NoShield:
     """httpcore's AsyncShieldCancellation for connections on AsyncioStream (see above)."""
 
@@ -143,10 +159,12 @@ class _NoShield:
 
 
 def use_asyncio_primitives() -> None:
-    """Give httpcore's asynchronous HTTP/1.1 pool asyncio's lock and event, and _NoShield."""
+    """Give httpcore's asynchronous pool, HTTP/1.1 and HTTP/2 connections asyncio's lock,
+    event and semaphore, and _NoShield."""
     for module in (httpcore._async.connection, httpcore._async.http11,
-                   httpcore._async.connection_pool):
+                   httpcore._async.http2, httpcore._async.connection_pool):
         for name, primitive in (("AsyncLock", asyncio.Lock), ("AsyncEvent", _Event),
+                                ("AsyncSemaphore", _Semaphore),
                                 ("AsyncShieldCancellation", _NoShield)):
             if hasattr(module, name):
                 setattr(module, name, primitive)
