@@ -3,7 +3,7 @@ over TLS (`--tls`) also HTTP/2 by ALPN (testweb/h2server.py).
 
 Each request is logged as one JSON line (host, path, start, end, status, ua, inm, ims, conn,
 bytes, gen; "aborted": true if the client went away before the whole response was sent;
-over TLS "tls": true, and over HTTP/2 "proto": "2"),
+over TLS "tls": true, on a resumed TLS session "resumed": true, over HTTP/2 "proto": "2"),
 buffered in memory and appended to the log file every FLUSH_INTERVAL seconds and at shutdown.
 `conn` numbers the connections, so reuse of keep-alive connections shows in the log; `bytes`
 counts the body bytes sent, `gen` is the content generation that answered.
@@ -231,13 +231,16 @@ class _Connections:
         address, port = writer.get_extra_info("sockname")[:2]
         netloc, conn = f"{address}:{port}", next(self._ids)
         ssl_object = writer.get_extra_info("ssl_object")
+        tls: dict[str, object] = {}
+        if ssl_object is not None:
+            tls = {"tls": True, **({"resumed": True} if ssl_object.session_reused else {})}
         try:
             if ssl_object is not None and ssl_object.selected_alpn_protocol() == "h2":
                 await H2Connection(
                     reader, writer, lambda *request: self._respond_h2(netloc, *request),
-                    self.log.add, lambda: self._record(netloc, conn)).serve(IDLE_TIMEOUT)
+                    self.log.add, lambda: self._record(netloc, conn, tls)).serve(IDLE_TIMEOUT)
                 return
-            while await self._exchange(reader, writer, netloc, conn, ssl_object is not None):
+            while await self._exchange(reader, writer, netloc, conn, tls):
                 pass
         except (ConnectionError, TimeoutError, asyncio.IncompleteReadError):
             pass
@@ -260,7 +263,7 @@ class _Connections:
         return self.switch.web()
 
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                        netloc: str, conn: int, tls: bool) -> bool:
+                        netloc: str, conn: int, tls: dict[str, object]) -> bool:
         """Serve one request; True if the connection stays open for another."""
         try:
             async with asyncio.timeout(IDLE_TIMEOUT):
@@ -283,7 +286,7 @@ class _Connections:
             "status": response.status, "ua": headers.get("user-agent", ""),
             "inm": headers.get("if-none-match"), "ims": headers.get("if-modified-since"),
             "conn": conn, "bytes": 0, "gen": self.switch.generation,
-            **({"tls": True} if tls else {}),
+            **tls,
         }
         try:
             await _send(writer, response, head_only, keep_alive, sent)
@@ -295,9 +298,8 @@ class _Connections:
         self.log.add(record)
         return keep_alive
 
-    def _record(self, netloc: str, conn: int) -> dict[str, object]:
-        return {"host": netloc, "end": 0.0, "conn": conn, "gen": self.switch.generation,
-                "tls": True}
+    def _record(self, netloc: str, conn: int, tls: dict[str, object]) -> dict[str, object]:
+        return {"host": netloc, "end": 0.0, "conn": conn, "gen": self.switch.generation, **tls}
 
     def _respond_h2(self, netloc: str, method: str, target: str,
                     headers: dict[str, str]) -> Response:

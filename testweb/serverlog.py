@@ -31,6 +31,7 @@ class Request:
     aborted: bool = False  # the client went away before the whole response was sent
     proto: str = "1.1"  # the HTTP version it came over: "1.1" or "2"
     tls: bool = False  # over TLS (an https URL)
+    resumed: bool = False  # over a resumed TLS session
 
     @property
     def url(self) -> str:

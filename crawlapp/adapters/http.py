@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import certifi
 import httpx
 
-from crawlapp.adapters.netstream import AsyncioTransport
+from crawlapp.adapters.netstream import AsyncioTransport, ResumingContext
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.core.decoding import (
     ACCEPT_ENCODING,
@@ -103,11 +103,15 @@ def _system_has_roots(context: ssl.SSLContext) -> bool:
 def tls_context(settings: Settings) -> ssl.SSLContext:
     """The fetch stage's TLS context: the system's roots (OpenSSL's default verify paths,
     as curl and wget trust), certifi's bundle where the system has none, and
-    CRAWL_CA_BUNDLE's; with CRAWL_TLS_VERIFY=false none at all, and a warning."""
+    CRAWL_CA_BUNDLE's; with CRAWL_TLS_VERIFY=false none at all, and a warning. Sessions are
+    resumed (ResumingContext)."""
     if not settings.tls_verify:
         log.warning(TLS_VERIFY_OFF)
         return httpx.create_ssl_context(verify=False)
-    context = ssl.create_default_context()  # OpenSSL's default verify paths
+    # ssl.create_default_context()'s client context: certificates and names verified, and
+    # OpenSSL's default verify paths.
+    context = ResumingContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_default_certs(ssl.Purpose.SERVER_AUTH)
     if not _system_has_roots(context):
         context.load_verify_locations(cafile=certifi.where())
     if settings.ca_bundle is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections import OrderedDict
 from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
@@ -40,6 +41,38 @@ async def _within(timeout: float | None, awaitable: Awaitable[T]) -> T:
         return await awaitable
     async with asyncio.timeout(timeout):
         return await awaitable
+
+
+class ResumingContext(ssl.SSLContext):
+    """A client's TLS context that resumes sessions: the last session of each server name
+    (the `MAX_SESSIONS` names used last) is offered in that name's next handshake, so a
+    connection made again (a host idle past keep-alive, a server that closed it) skips the
+    key exchange and certificate check, as browsers and curl do. A session OpenSSL cannot
+    resume costs nothing: the handshake is a full one. asyncio's start_tls takes no session,
+    so it is given where the handshake's TLS object is made (wrap_bio)."""
+
+    MAX_SESSIONS = 4096
+
+    def __init__(self, protocol: int = ssl.PROTOCOL_TLS_CLIENT) -> None:
+        super().__init__()
+        self._sessions: OrderedDict[str, ssl.SSLSession] = OrderedDict()
+
+    def wrap_bio(self, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO,
+                 server_side: bool = False, server_hostname: str | bytes | None = None,
+                 session: ssl.SSLSession | None = None) -> ssl.SSLObject:
+        if session is None and not server_side and isinstance(server_hostname, str):
+            session = self._sessions.get(server_hostname)
+        return super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
+
+    def keep(self, ssl_object: ssl.SSLObject) -> None:
+        """Keep the session of a connection that ends, for its server name's next one."""
+        name, session = ssl_object.server_hostname, ssl_object.session
+        if name is None or session is None:
+            return
+        self._sessions[name] = session
+        self._sessions.move_to_end(name)
+        while len(self._sessions) > self.MAX_SESSIONS:
+            self._sessions.popitem(last=False)
 
 
 class AsyncioStream(httpcore.AsyncNetworkStream):
@@ -69,6 +102,9 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteError(str(exc)) from exc
 
     async def aclose(self) -> None:
+        ssl_object = self._writer.get_extra_info("ssl_object")
+        if ssl_object is not None and isinstance(ssl_object.context, ResumingContext):
+            ssl_object.context.keep(ssl_object)
         # Not waiting for the close to complete: a TLS peer may never answer close_notify.
         self._writer.close()
 

@@ -1,6 +1,7 @@
-"""HTTP/2 where the server offers it (CRAWL_HTTP2): the fetch stage's client against the test
-web over TLS on loopback (ALPN h2 or http/1.1), judged from the server's request log: which
-protocol each request came over, on how many connections, and what the record says."""
+"""HTTP/2 where the server offers it (CRAWL_HTTP2), and TLS sessions resumed: the fetch stage's
+client against the test web over TLS on loopback (ALPN h2 or http/1.1), judged from the
+server's request log: which protocol each request came over, on how many connections, on a
+resumed session or not, and what the record says."""
 
 from __future__ import annotations
 
@@ -30,12 +31,13 @@ def authority(tmp_path_factory: pytest.TempPathFactory) -> Authority:
     return Authority(tmp_path_factory.mktemp("ca"))
 
 
-def _crawl(authority: Authority, tmp_path: Path, http2: str) -> tuple[Web, list[Fetched],
-                                                                         list[Request]]:
-    """Every page of both hosts, one at a time (home pages, then pages), by one Fetcher."""
+def _crawl(authority: Authority, tmp_path: Path, http2: str, max_origins: int = 2048
+           ) -> tuple[Web, list[Fetched], list[Request]]:
+    """Every page of both hosts, one at a time (home pages, then pages, alternating between
+    the hosts), by one Fetcher keeping connections to `max_origins` origins."""
     settings = load_settings({"CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8", "CRAWL_HTTP2": http2,
                               "CRAWL_CA_BUNDLE": str(authority.cert_file)})
-    fetcher = Fetcher(settings, DnsCache(None, "test", 60, 60))
+    fetcher = Fetcher(settings, DnsCache(None, "test", 60, 60), max_origins)
     log = str(tmp_path / "requests.jsonl")
     server: BackgroundServer
     with start_in_background(Web(SPEC), log, tls=web_certificate(authority, Web(SPEC))) as server:
@@ -68,3 +70,15 @@ def test_http1_over_tls_unless_the_setting_asks_for_http2(authority: Authority,
     assert [(f.status, f.http_version) for f in fetched] == [(200, "HTTP/1.1")] * 8
     assert [(r.proto, r.tls) for r in requests] == [("1.1", True)] * 8
     assert len({r.conn for r in requests}) == 2  # keep-alive: one connection a host
+
+
+@pytest.mark.parametrize("http2", ["false", "true"])
+def test_a_connection_made_again_resumes_its_tls_session(authority: Authority, tmp_path: Path,
+                                                         http2: str) -> None:
+    """With one origin kept, each request closes the other host's connection: every
+    connection after a host's first resumes the session that host's last one ended with."""
+    web, fetched, requests = _crawl(authority, tmp_path, http2, max_origins=1)
+    assert [f.status for f in fetched] == [200] * 8
+    assert [(r.host, r.resumed) for r in requests] == [
+        (host, index >= 2) for index, host in enumerate(web.hosts() * 4)]
+    assert len({r.conn for r in requests}) == 8
