@@ -60,6 +60,9 @@ def test_http2_is_spoken_where_the_server_offers_it(authority: Authority, tmp_pa
     # One connection per origin, every request of a host on it.
     assert {r.host: {r.conn} for r in requests} == {
         host: {next(r.conn for r in requests if r.host == host)} for host in web.hosts()}
+    # What the archive needs of an exchange, over h2 as over HTTP/1.1.
+    assert {f.ip_address for f in fetched} == {host.rsplit(":", 1)[0] for host in web.hosts()}
+    assert all("content-type: text/html" in f.response_headers for f in fetched)
     page = apply_fetch(Page(url=fetched[0].url), fetched[0])
     assert page.http_version == "HTTP/2"
 
