@@ -20,7 +20,7 @@ from kombu import Connection
 
 from tests.conftest import crawl_env
 from tests.e2e.helpers import crawl_web, crawlctl
-from testweb.serverlog import fetched_urls, summary
+from testweb.serverlog import fetched_urls, load, longest_quiet, repeats, summary
 from testweb.site import WebSpec
 
 pytestmark = pytest.mark.e2e
@@ -54,12 +54,13 @@ def amqp_url() -> Iterator[str]:
 
 def _crawl(tmp_path: Path, redis_url: str, broker: str, during=lambda crawl: None,  # type: ignore[no-untyped-def]
            **extra: str) -> tuple[dict[str, int], set[str], set[str], dict[str, object]]:
+    """The server log's verdict (with `repeats`), the pages expected and fetched, stats."""
     env = crawl_env(tmp_path, redis_url, CELERY_BROKER_URL=broker,
                     CRAWL_DEFAULT_DELAY=str(DELAY), **extra)
     web, requests, _ = crawl_web(tmp_path, env, SPEC, during=during)
     stats = json.loads(crawlctl(env, "stats", "--json").stdout)
-    return (summary(requests, web, DELAY), web.expected_pages(5), set(fetched_urls(requests)),
-            stats)
+    verdict = summary(requests, web, DELAY) | {"repeats": repeats(requests)}
+    return verdict, web.expected_pages(5), set(fetched_urls(requests)), stats
 
 
 @pytest.mark.parametrize("quorum", [False, True], ids=["classic", "quorum"])
@@ -100,5 +101,8 @@ def test_broker_connections_cut_mid_crawl(tmp_path: Path, redis_url: str,
 
     verdict, expected, fetched, _ = _crawl(tmp_path, redis_url, amqp_url, during=cut)
     assert len(cuts) == 2
+    requests = load(str(log))
+    print(f"broker cut: {verdict['repeats']} repeats, longest quiet "
+          f"{longest_quiet(requests, cuts[0]):.1f} s after the first cut")
     assert verdict["gap_violations"] == 0 and verdict["overlaps"] == 0, verdict
     assert expected <= fetched, sorted(expected - fetched)[:10]
