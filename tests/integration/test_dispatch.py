@@ -43,6 +43,23 @@ def test_no_batch_leaves_while_the_pipeline_holds_the_limit(tmp_path: Path,
     assert dispatch_once(ctx, send)[0] == 0  # the batch just sent is the one in flight
 
 
+def test_a_batch_that_cannot_be_sent_gives_its_leases_back_at_once(tmp_path: Path,
+                                                                   redis_url: str) -> None:
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="1")
+    add_seeds(ctx, ["http://127.0.0.2:9/", "http://127.0.0.3:9/"])
+
+    def refused(shard: int, batch_id: str, leases: list[Lease]) -> None:
+        raise ConnectionError("the broker is down")
+
+    with pytest.raises(ConnectionError):
+        dispatch_once(ctx, refused)
+    assert ctx.batches.in_flight() == 0  # not tracked as a batch to recover
+    sent: list[list[Lease]] = []
+    dispatch_once(ctx, lambda shard, batch_id, leases: sent.append(leases))
+    assert sorted(lease.url for lease in sent[0]) == ["http://127.0.0.2:9/",
+                                                      "http://127.0.0.3:9/"]  # not held
+
+
 def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
                                                               redis_url: str) -> None:
     from sqlalchemy import update
