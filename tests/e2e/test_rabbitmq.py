@@ -8,17 +8,13 @@ RabbitMQ answers on 127.0.0.1:5672 or rabbitmqctl cannot manage it."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kombu import Connection
 
-from tests.conftest import crawl_env
+from tests.conftest import crawl_env, rabbitmqctl
 from tests.e2e.helpers import crawl_web, crawlctl
 from testweb.serverlog import fetched_urls, load, longest_quiet, repeats, summary
 from testweb.site import WebSpec
@@ -26,30 +22,6 @@ from testweb.site import WebSpec
 pytestmark = pytest.mark.e2e
 DELAY = 0.2
 SPEC = WebSpec(hosts=6, pages_per_host=8, port=0)
-
-
-def _rabbitmqctl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["rabbitmqctl", *args], capture_output=True, text=True, timeout=60)
-
-
-@pytest.fixture
-def amqp_url() -> Iterator[str]:
-    """A virtual host of the test's own on the local RabbitMQ, as a broker URL."""
-    if shutil.which("rabbitmqctl") is None:
-        pytest.skip("rabbitmqctl is not installed")
-    vhost = f"crawltest-{uuid.uuid4().hex[:8]}"
-    made = _rabbitmqctl("add_vhost", vhost)
-    if made.returncode != 0:
-        pytest.skip(f"rabbitmqctl cannot add a virtual host: {made.stderr.strip()[:200]}")
-    try:
-        assert _rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"
-                            ).returncode == 0
-        url = f"amqp://guest:guest@127.0.0.1:5672/{vhost}"
-        with Connection(url, connect_timeout=5) as conn:
-            conn.ensure_connection(max_retries=1)
-        yield url
-    finally:
-        _rabbitmqctl("delete_vhost", vhost)
 
 
 def _crawl(tmp_path: Path, redis_url: str, broker: str, during=lambda crawl: None,  # type: ignore[no-untyped-def]
@@ -74,7 +46,7 @@ def test_a_crawl_on_rabbitmq(tmp_path: Path, redis_url: str, amqp_url: str,
     # stats read the queue depths from RabbitMQ: every crawl queue, empty once idle
     assert stats["queues"] and set(stats["queues"].values()) == {0}, stats["queues"]
     vhost = amqp_url.rsplit("/", 1)[1]
-    listed = _rabbitmqctl("list_queues", "-p", vhost, "name", "type", "--formatter", "json")
+    listed = rabbitmqctl("list_queues", "-p", vhost, "name", "type", "--formatter", "json")
     types = {q["name"]: q["type"] for q in json.loads(listed.stdout)}
     assert set(stats["queues"]) <= set(types)
     assert {types[name] for name in stats["queues"]} == {"quorum" if quorum else "classic"}
@@ -94,7 +66,7 @@ def test_broker_connections_cut_mid_crawl(tmp_path: Path, redis_url: str,
             while time.time() < deadline and (not log.exists() or log.stat().st_size < 2000
                                               * (len(cuts) + 1)):
                 time.sleep(0.2)
-            closed = _rabbitmqctl("close_all_connections", "--vhost", vhost, "test: cut")
+            closed = rabbitmqctl("close_all_connections", "--vhost", vhost, "test: cut")
             assert closed.returncode == 0, closed.stderr
             cuts.append(time.time())
             time.sleep(2)
