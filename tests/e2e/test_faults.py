@@ -95,8 +95,11 @@ def _crawl_through_outage(tmp_path: Path, env: dict[str, str], proxy: FaultProxy
     assert proxy.dropped > 0  # the crawler tried to reach the server while it was down
     assert proxy.up_at and any(r.start > proxy.up_at for r in requests)  # and went on after
     assert proxy.down_at is not None
-    print(f"outage: {repeats(requests)} repeats, longest quiet "
-          f"{longest_quiet(requests, proxy.down_at):.1f} s after the outage began")
+    again, quiet = repeats(requests), longest_quiet(requests, proxy.down_at)
+    print(f"outage: {again} repeats, longest quiet {quiet:.1f} s after the outage began")
+    # No page fetched again (the stages wait the outage out with their batch in flight), and
+    # requests again within the stages' longest backoff of the server's return.
+    assert again == 0 and quiet <= OUTAGE_SECONDS + 15, (again, quiet)
     return web, requests
 
 
