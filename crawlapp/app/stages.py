@@ -120,9 +120,11 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
     ctx = _started(batch_id, fetched=False)
     _take_up(ctx, batch_id, "fetch")
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
-    _in_flight(ctx, batch_id, fetched=True)
     counts = Counter(p.status for p in pages) + Counter(h.page.status for h in handovers)
-    with suppress(TransientError), transient_errors():  # the pages matter, not a counter
+    # The pages go on even with Redis gone past its ride-out: their batch, still in flight
+    # until its leases' deadline, may be taken for lost, and their counts are lost.
+    with suppress(TransientError), transient_errors():
+        _in_flight(ctx, batch_id, fetched=True)
         ctx.steady(lambda: ctx.counters.bump({f"pages:{k}": v for k, v in counts.items()}
                                              | {"fetch:retried": retried}), "counting pages")
     if handovers:

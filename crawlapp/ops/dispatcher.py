@@ -46,8 +46,14 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
         range(settings.shards), now, max_hosts=settings.batch_size,
         lease_seconds=settings.lease_seconds, max_leased=settings.max_leased_per_shard,
         lookahead=settings.dispatch_lookahead, due_by=due_by, per_lease=settings.urls_per_lease)
+    failed: Exception | None = None
     for shard, batch in leases.items():
-        _send(ctx, send, shard, batch)
+        try:
+            _send(ctx, send, shard, batch)
+        except Exception as exc:  # the other shards' batches go on; raised after them
+            failed = failed or exc
+    if failed is not None:
+        raise failed
     return max(map(len, leases.values()), default=0), next_ready
 
 
@@ -62,11 +68,17 @@ def _send(ctx: Context, send: SendBatch, shard: int, batch: list[Lease]) -> None
         ctx.steady(lambda: ctx.batches.track(batch_id, deadline, batch), f"batch {batch_id}")
         send(shard, batch_id, batch)
     except Exception:
-        ctx.steady(lambda: ctx.frontier.release(
-            [Release(lease, lease.not_before, requeue=True) for lease in batch]),
-            f"batch {batch_id}'s leases")
+        ctx.steady(lambda: _give_back(ctx, batch), f"batch {batch_id}'s leases")
         ctx.batches.finish(batch_id)
         raise
+
+
+def _give_back(ctx: Context, batch: list[Lease]) -> None:
+    """End the leases of a batch not sent, their URLs back as they were and each host
+    ready at its time, its failures in a row kept (as renew reads them)."""
+    failures = ctx.frontier.renew(batch, time.time(), ctx.settings.lease_seconds)
+    ctx.frontier.release([Release(lease, lease.not_before, requeue=True, failures=n)
+                          for lease, n in zip(batch, failures, strict=True) if n is not None])
 
 
 def recover_lost_batches(ctx: Context, now: float) -> int:
