@@ -47,10 +47,10 @@ STAGE_MODULES = {
 preload(STAGE_MODULES)
 
 # A server that failed (TransientError, raised by the adapters) is retried with jittered
-# backoff, doubling from 1 s up to 10 s: the batch goes on within seconds of the server's
+# backoff, doubling from 2 s up to 10 s: the batch goes on within seconds of the server's
 # return (a 60 s cap left batches waiting most of a minute after a short outage), and 60
 # tries cover an outage of several minutes. Politeness never waits through a retry.
-BACKOFF, BACKOFF_MAX = 1, 10
+BACKOFF, BACKOFF_MAX = 2, 10
 RETRY = {"autoretry_for": (TransientError,),
          "retry_backoff": BACKOFF, "retry_backoff_max": BACKOFF_MAX, "max_retries": 60}
 
