@@ -15,6 +15,8 @@ an S3 server of the tests' own, so that nothing of the user's is read, flushed o
   database it names is only connected to, for CREATE and DROP DATABASE) and dropped at the end.
   Without a reachable server the Postgres tests are skipped with the reason.
 - S3: moto's server on a free loopback port.
+- RabbitMQ: a virtual host of the test's own on the local server (127.0.0.1:5672), made with
+  rabbitmqctl and deleted afterwards; skipped, with the reason, where none can be made.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -282,6 +285,33 @@ def s3_checking_signatures() -> Iterator[tuple[str, dict[str, str]]]:
         yield url, {"AWS_ACCESS_KEY_ID": key["AccessKeyId"],
                     "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
                     "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def rabbitmqctl(*args: str) -> subprocess.CompletedProcess[str]:
+    """rabbitmqctl ARGS, as root on the local RabbitMQ."""
+    return subprocess.run(["rabbitmqctl", *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def amqp_url() -> Iterator[str]:
+    """A virtual host of the test's own on the local RabbitMQ, as a broker URL."""
+    if shutil.which("rabbitmqctl") is None:
+        pytest.skip("rabbitmqctl is not installed")
+    from kombu import Connection  # imported here: only RabbitMQ's tests need it
+
+    vhost = f"crawltest-{uuid.uuid4().hex[:8]}"
+    made = rabbitmqctl("add_vhost", vhost)
+    if made.returncode != 0:
+        pytest.skip(f"rabbitmqctl cannot add a virtual host: {made.stderr.strip()[:200]}")
+    try:
+        assert rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"
+                           ).returncode == 0
+        url = f"amqp://guest:guest@127.0.0.1:5672/{vhost}"
+        with Connection(url, connect_timeout=5) as conn:
+            conn.ensure_connection(max_retries=1)
+        yield url
+    finally:
+        rabbitmqctl("delete_vhost", vhost)
 
 
 def crawl_env(tmp_path: Path, redis_url: str, **extra: str) -> dict[str, str]:

@@ -100,6 +100,21 @@ class FrontierContract:
         assert f.release([Release(second, NOW + 17)]) == 1
         assert f.is_idle(NOW + 20)
 
+    def test_an_answer_after_its_lease_expired_keeps_its_url_from_being_fetched_again(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://a.com/{i}", 0, 1.0) for i in range(2)], NOW)
+        (late,), _ = lease_all(f, NOW, lease=10)
+        f.dispatch([0], NOW + 11, max_hosts=1, lease_seconds=10, max_leased=0)  # expires it
+        assert f.stats(NOW + 11)[0].urls_queued == 2  # its URL is back
+        assert f.release([Release(late, NOW + 30)]) == 0  # its answer came after all
+        assert f.stats(NOW + 11)[0].urls_queued == 1
+        assert lease_all(f, NOW + 29)[0] == []  # the host waits for its next time
+        (other,), _ = lease_all(f, NOW + 30)
+        assert other.url != late.url
+        f.release([Release(late, NOW + 31, requeue=True)])  # to retry: stays put back
+        assert f.stats(NOW + 31)[0].urls_queued == 0
+
     def test_requeue_puts_the_url_back_and_leased_hosts_are_capped(
             self, make: MakeFrontier) -> None:
         f = make(shards=1)

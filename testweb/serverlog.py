@@ -101,6 +101,32 @@ def fetched_urls(requests: Iterable[Request]) -> Counter[str]:
     return Counter(request.url for request in requests if request.path != ROBOTS_PATH)
 
 
+def is_final(status: int) -> bool:
+    """An answer a crawler does not ask again for: anything but 429, a 5xx or no answer."""
+    return 0 < status < 500 and status != 429
+
+
+def repeats(requests: Iterable[Request]) -> int:
+    """Requests for a URL (robots.txt aside) that had already had a final answer: pages
+    fetched again for nothing."""
+    answered: set[str] = set()
+    again = 0
+    for request in sorted(requests, key=lambda r: r.start):
+        if request.path == ROBOTS_PATH:
+            continue
+        if request.url in answered:
+            again += 1
+        elif is_final(request.status):
+            answered.add(request.url)
+    return again
+
+
+def longest_quiet(requests: Iterable[Request], since: float) -> float:
+    """The longest time without a request starting, from `since` to the last request."""
+    starts = sorted(r.start for r in requests if r.start >= since)
+    return max((b - a for a, b in zip([since, *starts], starts, strict=False)), default=0.0)
+
+
 def summary(requests: list[Request], web: Web, default_delay: float,
             tolerance: float = 0.0) -> dict[str, int]:
     """Counts of requests, hosts and of each kind of politeness or efficiency violation."""

@@ -3,6 +3,7 @@ the blob store), built once per process."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -12,11 +13,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from crawlapp.adapters.blobstore import BlobStore, open_blobstore
+from crawlapp.adapters.errors import transient_errors
 from crawlapp.adapters.redis.authority import HostAuthorities
 from crawlapp.adapters.redis.batches import BatchLedger
 from crawlapp.adapters.redis.budgets import TrapBudgets
 from crawlapp.adapters.redis.canonicals import CanonicalPointers
-from crawlapp.adapters.redis.client import Client, connect
+from crawlapp.adapters.redis.client import Client, connect, ride_out
 from crawlapp.adapters.redis.counters import Counters
 from crawlapp.adapters.redis.denylist import Denylist
 from crawlapp.adapters.redis.dnscache import DnsCache, with_names
@@ -36,6 +38,7 @@ from crawlapp.adapters.redis.validators import Validators
 from crawlapp.adapters.redis.verify_report import VerifyReport
 from crawlapp.adapters.redis.workers import WorkerReports
 from crawlapp.core.bloom import BloomShape
+from crawlapp.core.errors import TransientError
 from crawlapp.core.ports import Frontier
 from crawlapp.core.settings import Settings, get_settings
 
@@ -64,6 +67,11 @@ class Context:
         if self.settings.dedup_redis_url == self.settings.redis_url:
             return self.redis
         return connect(self.settings.dedup_redis_url, self.settings.dedup_redis_cluster)
+
+    def steady(self, call: Callable[[], R], what: str) -> R:
+        """`call()` on the hot state, ridden through a Redis failover or restart
+        (CRAWL_REDIS_RIDE_OUT): for the reads and writes that work already done rests on."""
+        return ride_out(self.redis, call, self.settings.redis_ride_out, what)
 
     @property
     def _prefix(self) -> str:
@@ -213,6 +221,9 @@ def timed(stage: str, elsewhere: Callable[[], float] = lambda: 0.0
                 return func(*args, **kwargs)
             finally:
                 used = time.thread_time() - started + elsewhere()
-                get_context().counters.add_stage_cpu(stage, used)
+                ctx = get_context()  # a counter is not worth the batch: ridden out, then left
+                with contextlib.suppress(TransientError), transient_errors():
+                    ctx.steady(lambda: ctx.counters.add_stage_cpu(stage, used),
+                               f"counting {stage}'s CPU")
         return run
     return wrap

@@ -159,9 +159,14 @@ class _Shard:
 
     def release(self, rel: Release) -> int:
         host, lease = rel.lease.host, rel.lease
-        if (self.token.get(host) != lease.token
-                or self.hand_back(host, _member(lease.depth, lease.url, lease.hops),
-                                  rel.requeue, rel.behind)):
+        member = _member(lease.depth, lease.url, lease.hops)
+        if self.token.get(host) != lease.token:
+            if not rel.requeue:  # answered after its lease expired: not fetched again
+                self.queued -= self.queue_remove(host, [member])
+                if host in self.ready:
+                    self.ready[host] = max(self.ready[host], rel.next_time)
+            return 0
+        if self.hand_back(host, member, rel.requeue, rel.behind):
             return 0
         self.end_lease(host)
         if rel.failures == 0:

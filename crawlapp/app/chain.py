@@ -33,8 +33,8 @@ def send_render(ctx: Context, batch_id: str, handovers: list[Handover]) -> None:
     """render on queue render.<shard> (the shard of the fetch batch the pages come from), then
     the same parse, dedup, store and extract_links, as a batch of its own in flight."""
     render_id = f"{batch_id}.render"
-    ctx.batches.track(render_id, time.time() + ctx.settings.lease_seconds,
-                      [h.lease for h in handovers])
+    ctx.steady(lambda: ctx.batches.track(render_id, time.time() + ctx.settings.lease_seconds,
+                                         [h.lease for h in handovers]), f"batch {render_id}")
     chain(
         app.signature("crawl.render", args=(render_id, [h.to_wire() for h in handovers]),
                       immutable=True, queue=render_queue(handovers[0].lease.shard)),

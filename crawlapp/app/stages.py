@@ -15,7 +15,9 @@ from __future__ import annotations
 import logging
 import sys
 import time
+import uuid
 from collections import Counter
+from contextlib import suppress
 from typing import Any
 
 from celery.exceptions import Ignore, Retry
@@ -44,11 +46,13 @@ STAGE_MODULES = {
 }
 preload(STAGE_MODULES)
 
-# A server that failed (TransientError, raised by the adapters) is retried with backoff;
-# politeness never waits through a retry.
-BACKOFF, BACKOFF_MAX = 2, 60
+# A server that failed (TransientError, raised by the adapters) is retried with jittered
+# backoff, doubling from 2 s up to 10 s: the batch goes on within seconds of the server's
+# return (a 60 s cap left batches waiting most of a minute after a short outage), and 60
+# tries cover an outage of several minutes. Politeness never waits through a retry.
+BACKOFF, BACKOFF_MAX = 2, 10
 RETRY = {"autoretry_for": (TransientError,),
-         "retry_backoff": BACKOFF, "retry_backoff_max": BACKOFF_MAX, "max_retries": 20}
+         "retry_backoff": BACKOFF, "retry_backoff_max": BACKOFF_MAX, "max_retries": 60}
 
 
 Wire = list[list[Any]]
@@ -73,10 +77,24 @@ def _browser_cpu() -> float:
     return browser_cpu()
 
 
-def _started(batch_id: str) -> Context:
+def _started(batch_id: str, fetched: bool = True) -> Context:
+    """The batch in flight for another while (`_in_flight`), marked through a Redis failover:
+    a stage that failed on it would be tried again only after its backoff, by which time its
+    batch may be taken for lost and its pages fetched again."""
     ctx = get_context()
-    ctx.batches.track(batch_id, time.time() + ctx.settings.lease_seconds)
+    _in_flight(ctx, batch_id, fetched)
     return ctx
+
+
+def _in_flight(ctx: Context, batch_id: str, fetched: bool) -> None:
+    """A batch whose leases are held (`fetched` False: its fetch or render runs) is in flight
+    for a lease period: past it, its leases have ended and its URLs are back. A batch fetched
+    holds pages, and no lease: it is taken for lost (its URLs queued again, to be fetched
+    again) only once no stage has started on it for a lease period and the longest wait
+    between a stage's tries, so that a stage in its backoff or a queue behind does not
+    cost it its pages."""
+    seconds = ctx.settings.lease_seconds + (BACKOFF_MAX if fetched else 0)
+    ctx.steady(lambda: ctx.batches.track(batch_id, time.time() + seconds), f"batch {batch_id}")
 
 
 def _take_up(ctx: Context, batch_id: str, stage: str) -> None:
@@ -84,7 +102,10 @@ def _take_up(ctx: Context, batch_id: str, stage: str) -> None:
     while the first run may still hold its leases: both would ask the same hosts at once.
     If the first run died, its leases run out and its URLs come back through the frontier."""
     attempt = app.current_task.request.retries or 0
-    if not ctx.batches.take_up(batch_id, stage, attempt, int(ctx.settings.lease_seconds)):
+    run = uuid.uuid4().hex  # one token through a failover's tries again
+    if not ctx.steady(lambda: ctx.batches.take_up(batch_id, stage, attempt,
+                                                  int(ctx.settings.lease_seconds), run),
+                      f"batch {batch_id}"):
         log.warning("batch %s: its %s was delivered again while taken up; this copy is "
                     "dropped", batch_id, stage)
         ctx.counters.bump({"batches:delivered_twice": 1})
@@ -96,11 +117,16 @@ def _take_up(ctx: Context, batch_id: str, stage: str) -> None:
 @timed("fetch", elsewhere=_fetch_loop_cpu)
 def fetch(batch_id: str, leases: Wire) -> Wire:
     from crawlapp.stages.fetching import fetch_batch  # imported here: see STAGE_MODULES
-    ctx = _started(batch_id)
+    ctx = _started(batch_id, fetched=False)
     _take_up(ctx, batch_id, "fetch")
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
     counts = Counter(p.status for p in pages) + Counter(h.page.status for h in handovers)
-    ctx.counters.bump({f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
+    # The pages go on even with Redis gone past its ride-out: their batch, still in flight
+    # until its leases' deadline, may be taken for lost, and their counts are lost.
+    with suppress(TransientError), transient_errors():
+        _in_flight(ctx, batch_id, fetched=True)
+        ctx.steady(lambda: ctx.counters.bump({f"pages:{k}": v for k, v in counts.items()}
+                                             | {"fetch:retried": retried}), "counting pages")
     if handovers:
         send_render(ctx, batch_id, handovers)
     return _wire(pages)
@@ -112,7 +138,7 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
 def render(batch_id: str, handovers: Wire) -> Wire:
     """Render the pages handed over by a fetch batch, under their leases."""
     from crawlapp.stages.rendering import render_batch  # imported here: see STAGE_MODULES
-    ctx = _started(batch_id)
+    ctx = _started(batch_id, fetched=False)
     _take_up(ctx, batch_id, "render")
     return _wire(render_batch(ctx, [Handover.from_wire(raw) for raw in handovers]))
 

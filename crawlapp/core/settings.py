@@ -124,6 +124,13 @@ class Settings:
         "millisecond on a LAN) per master with replicas written in each dispatch, batch start "
         "and release",
         default=None, convert=auto_or(bounded(int, 0, 16)), doc_default="auto")
+    redis_ride_out: float = setting(
+        "CRAWL_REDIS_RIDE_OUT",
+        "seconds a write that must not be lost (a fetch's releases and results, a batch's "
+        "deadline and dispatch) is tried again while Redis fails, as during a failover "
+        "(cluster-node-timeout and an election), before the fault is the task's; each try "
+        "after at most 0.5 s",
+        default=30.0, convert=bounded(float, 0, 600))
     redis_prefix: str = setting(
         "CRAWL_REDIS_PREFIX", "namespace of the crawler's Redis keys", default="crawl")
     user_agent: str = setting(

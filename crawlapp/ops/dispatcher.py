@@ -12,7 +12,7 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.core.errors import FrontierLayoutError
-from crawlapp.core.records import Lease, QueuedURL, Status
+from crawlapp.core.records import Lease, QueuedURL, Release, Status
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import ensure_frontier
 from crawlapp.stages.admission import requeue
@@ -46,13 +46,39 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
         range(settings.shards), now, max_hosts=settings.batch_size,
         lease_seconds=settings.lease_seconds, max_leased=settings.max_leased_per_shard,
         lookahead=settings.dispatch_lookahead, due_by=due_by, per_lease=settings.urls_per_lease)
+    failed: Exception | None = None
     for shard, batch in leases.items():
-        batch_id = uuid.uuid4().hex
-        # In flight until its leases would expire; each stage extends it when it starts.
-        ctx.batches.track(batch_id, max(lease.not_before for lease in batch)
-                          + settings.lease_seconds, batch)
-        send(shard, batch_id, batch)
+        try:
+            _send(ctx, send, shard, batch)
+        except Exception as exc:  # the other shards' batches go on; raised after them
+            failed = failed or exc
+    if failed is not None:
+        raise failed
     return max(map(len, leases.values()), default=0), next_ready
+
+
+def _send(ctx: Context, send: SendBatch, shard: int, batch: list[Lease]) -> None:
+    """Track a batch leased and send it. Its leases are already taken: through a Redis
+    failover the batch is tracked once Redis is back, and a batch that cannot be tracked or
+    sent gives its leases back at once, rather than holding its hosts until they expire."""
+    batch_id = uuid.uuid4().hex
+    # In flight until its leases would expire; each stage extends it when it starts.
+    deadline = max(lease.not_before for lease in batch) + ctx.settings.lease_seconds
+    try:
+        ctx.steady(lambda: ctx.batches.track(batch_id, deadline, batch), f"batch {batch_id}")
+        send(shard, batch_id, batch)
+    except Exception:
+        ctx.steady(lambda: _give_back(ctx, batch), f"batch {batch_id}'s leases")
+        ctx.batches.finish(batch_id)
+        raise
+
+
+def _give_back(ctx: Context, batch: list[Lease]) -> None:
+    """End the leases of a batch not sent, their URLs back as they were and each host
+    ready at its time, its failures in a row kept (as renew reads them)."""
+    failures = ctx.frontier.renew(batch, time.time(), ctx.settings.lease_seconds)
+    ctx.frontier.release([Release(lease, lease.not_before, requeue=True, failures=n)
+                          for lease, n in zip(batch, failures, strict=True) if n is not None])
 
 
 def recover_lost_batches(ctx: Context, now: float) -> int:
@@ -88,6 +114,7 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
     bell = ctx.doorbell
     bell.subscribe()
     checked = 0.0
+    failed = 0  # looks failed in a row
     try:
         while not stop.is_set():
             try:
@@ -101,8 +128,10 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
                 raise
             except Exception:  # a Redis or broker hiccup must not end the dispatcher
                 log.exception("dispatch failed; retrying")
-                stop.wait(1.0)
+                failed += 1  # 0.1 s, doubling up to 1 s: the look after a failover is soon
+                stop.wait(min(1.0, 0.05 * 2 ** min(failed, 5)))
                 continue
+            failed = 0
             if largest < ctx.settings.batch_size:  # a full batch: more hosts may be ready now
                 _sleep(bell, stop, _until_due(next_ready, time.time(), interval), interval)
     finally:

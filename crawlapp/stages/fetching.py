@@ -295,7 +295,8 @@ def _take_slots(ctx: Context, plan: Plan) -> _Slots:
         first.setdefault(key_of[lease.host], lease.host)
     now = time.time()
     slots = _Slots(uuid.uuid4().hex[:16], {}, [])
-    got = ctx.slots.take(list(first), slots.holder, now, now + settings.lease_seconds)
+    got = ctx.steady(lambda: ctx.slots.take(list(first), slots.holder, now,
+                                             now + settings.lease_seconds), "taking slots")
     for key, next_time in got.items():
         if next_time is not None:
             slots.taken[key] = first[key]
@@ -338,12 +339,13 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     """
     settings = ctx.settings
     renewed = time.time()
-    failures = ctx.frontier.renew(leases, renewed, settings.lease_seconds)
+    failures = ctx.steady(lambda: ctx.frontier.renew(leases, renewed, settings.lease_seconds),
+                      "renewing leases")
     held = [lease for lease, f in zip(leases, failures, strict=True) if f is not None]
     if len(held) < len(leases):
         log.warning("%d lease(s) expired before the batch ran; their URLs were requeued",
                     len(leases) - len(held))
-    known = _known(ctx, held)
+    known = ctx.steady(lambda: _known(ctx, held), "reading the hosts' state")
     plan = plan_batch(held, known.policies, settings.product_token, known.denied)
     slots = _take_slots(ctx, plan) if settings.politeness_key != "host" else None
     ledger = LeaseLedger(settings, known.policies, known.throttles,
@@ -370,7 +372,8 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     for lease, r in zip(plan.pages, fetched, strict=True):
         if r is None:
             ledger.not_asked(lease)
-    retry = _retries(ctx, asked, [lease for lease, _ in plan.refused])
+    retry = ctx.steady(lambda: _retries(ctx, asked, [lease for lease, _ in plan.refused]),
+                   "counting retries")
     for lease, result in asked:
         ledger.answered(lease, result, lease.url in retry)
     answered, handovers = _answered_pages(ctx, ledger, asked, known.hops)
@@ -378,10 +381,11 @@ def fetch_batch(ctx: Context, leases: list[Lease]
 
     releases = ledger.releases()
     if slots is not None:
-        releases += _give_back_slots(ctx, slots, releases, handovers, ledger)
-    ctx.frontier.release(releases)
-    ctx.throttles.update(ledger.raised, [host for host, t in known.throttles.items()
-                                         if t.level_at(now) == 0])
+        releases += ctx.steady(lambda: _give_back_slots(ctx, slots, releases, handovers,
+                                                         ledger), "giving slots back")
+    ctx.steady(lambda: ctx.frontier.release(releases), "releasing hosts")
+    forgiven = [host for host, t in known.throttles.items() if t.level_at(now) == 0]
+    ctx.steady(lambda: ctx.throttles.update(ledger.raised, forgiven), "updating throttles")
     _report_given_up(ctx, [r for r in releases if given_up(r)])
     return pages, len(retry), handovers
 
@@ -416,7 +420,8 @@ def _robots_answers(ctx: Context, ledger: LeaseLedger, leases: list[Lease],
             page = apply_fetch(page_for(lease), result)
             page.error = str(ended.park_reason)
             pages.append(page)
-    ctx.robots.save({origin: learned[origin] for origin in standing})
+    ctx.steady(lambda: ctx.robots.save({origin: learned[origin] for origin in standing}),
+           "caching robots.txt")
     return pages
 
 
@@ -453,4 +458,4 @@ def _report_given_up(ctx: Context, ended: list[Release]) -> None:
                     "resume %s tries again)", release.lease.host, release.failures,
                     unreachable_sentence(error, note), release.lease.host)
         errors[error] += 1
-    ctx.counters.bump(errors, prefix="unreachable:")
+    ctx.steady(lambda: ctx.counters.bump(errors, prefix="unreachable:"), "counting")

@@ -19,7 +19,7 @@ from crawlapp.core.settings import load_settings
 from tests.conftest import crawl_env
 from tests.e2e.helpers import crawl_web, crawlctl, kill, wait_for_child
 from tests.faults import FaultProxy
-from testweb.serverlog import Request, fetched_urls, summary
+from testweb.serverlog import Request, fetched_urls, longest_quiet, repeats, summary
 from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
@@ -94,6 +94,12 @@ def _crawl_through_outage(tmp_path: Path, env: dict[str, str], proxy: FaultProxy
     web, requests, _ = crawl_web(tmp_path, env, OUTAGE_SPEC, outage)
     assert proxy.dropped > 0  # the crawler tried to reach the server while it was down
     assert proxy.up_at and any(r.start > proxy.up_at for r in requests)  # and went on after
+    assert proxy.down_at is not None
+    again, quiet = repeats(requests), longest_quiet(requests, proxy.down_at)
+    print(f"outage: {again} repeats, longest quiet {quiet:.1f} s after the outage began")
+    # No page fetched again (the stages wait the outage out with their batch in flight), and
+    # requests again within the stages' longest backoff of the server's return.
+    assert again == 0 and quiet <= OUTAGE_SECONDS + 15, (again, quiet)
     return web, requests
 
 

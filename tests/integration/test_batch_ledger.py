@@ -31,12 +31,14 @@ def test_a_batch_is_in_flight_until_finished_and_a_lost_one_hands_back_its_urls(
 def test_a_stage_is_taken_up_once_per_attempt(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
     ledger = BatchLedger(client, "t")
-    assert ledger.take_up("b1", "fetch", 0, 60)
-    assert not ledger.take_up("b1", "fetch", 0, 60)  # the same message delivered again
-    assert ledger.take_up("b1", "render", 0, 60)  # another stage of the batch
-    assert ledger.take_up("b1", "render", 1, 60)  # a retry of the render
-    assert not ledger.take_up("b1", "render", 0, 60)  # a late copy of the first attempt
+    assert ledger.take_up("b1", "fetch", 0, 60, "r1")
+    assert ledger.take_up("b1", "fetch", 0, 60, "r1")  # the same run, its answer lost
+    assert not ledger.take_up("b1", "fetch", 0, 60, "r2")  # the message delivered again
+    assert ledger.take_up("b1", "render", 0, 60, "r3")  # another stage of the batch
+    assert ledger.take_up("b1", "render", 1, 60, "r4")  # a retry of the render
+    assert not ledger.take_up("b1", "render", 0, 60, "r5")  # a late copy of the first attempt
+    assert not ledger.take_up("b1", "render", 0, 60, "r3")  # the first attempt's run, too late
     assert 0 < client.ttl("{t:batches}:run:fetch:b1") <= 60
     client.delete("{t:batches}:run:fetch:b1")  # as when it expires
-    assert ledger.take_up("b1", "fetch", 0, 60)
+    assert ledger.take_up("b1", "fetch", 0, 60, "r6")
     client.flushdb()

@@ -43,6 +43,26 @@ def test_no_batch_leaves_while_the_pipeline_holds_the_limit(tmp_path: Path,
     assert dispatch_once(ctx, send)[0] == 0  # the batch just sent is the one in flight
 
 
+def test_a_batch_that_cannot_be_sent_gives_its_leases_back_at_once(tmp_path: Path,
+                                                                   redis_url: str) -> None:
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="4")
+    add_seeds(ctx, [f"http://127.0.0.{i}:9/" for i in range(2, 10)])
+    tried: list[list[Lease]] = []
+
+    def first_refused(shard: int, batch_id: str, leases: list[Lease]) -> None:
+        tried.append(leases)
+        if len(tried) == 1:
+            raise ConnectionError("the broker is down")
+
+    with pytest.raises(ConnectionError):
+        dispatch_once(ctx, first_refused)
+    assert len(tried) > 1  # the other shards' batches went all the same
+    assert ctx.batches.in_flight() == len(tried) - 1  # the one refused is not to recover
+    sent: list[Lease] = []
+    dispatch_once(ctx, lambda shard, batch_id, leases: sent.extend(leases))
+    assert sorted(lease.url for lease in sent) == sorted(lease.url for lease in tried[0])
+
+
 def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
                                                               redis_url: str) -> None:
     from sqlalchemy import update

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from crawlapp.adapters.errors import server_error
-from crawlapp.adapters.redis.client import Client, connect
+from crawlapp.adapters.redis.client import Client, connect, ride_out
 from crawlapp.adapters.redis.counters import Counters
 from crawlapp.adapters.redis.frontier import RedisFrontier
 from crawlapp.adapters.redis.local import RedisClusterServers
@@ -53,6 +53,30 @@ def test_pipelines_reach_a_promoted_replica(redis_cluster_url: str,
     assert failures and all(isinstance(server_error(exc), TransientError) for exc in failures)
     assert set(replies) <= {1, 2}  # a count the dead master had not replicated starts again
     assert len(redis_cluster.master_pids()) == 3
+
+
+def test_a_write_ridden_out_waits_for_the_promotion_and_succeeds(
+        redis_cluster_url: str, redis_cluster: RedisClusterServers) -> None:
+    """What a fetch must write once it has its answers: one call, no failure raised, done
+    within seconds of the promotion (node timeout 2 s and an election)."""
+    client = connect(redis_cluster_url, cluster=True)
+    tags = [f"{{r:{i}}}:n" for i in range(30)]
+    tries: list[float] = []
+
+    def write() -> list[int]:
+        tries.append(time.monotonic())
+        pipe = client.pipeline(transaction=False)
+        for key in tags:
+            INCR(pipe, [key])
+        return pipe.execute()
+
+    port, pid = next(iter(redis_cluster.master_pids().items()))
+    os.kill(pid, signal.SIGKILL)
+    redis_cluster.nodes[port].wait()
+    killed = time.monotonic()
+    assert set(ride_out(client, write, 30, "a test's write")) == {1}
+    assert len(tries) > 1 and time.monotonic() - killed < 15
+    assert max(b - a for a, b in zip(tries, tries[1:], strict=False)) < 1.5  # capped backoff
 
 
 def _waits(cluster: RedisClusterServers) -> dict[int, int]:

@@ -28,6 +28,7 @@ SAMPLES = {
     "dedup_redis_cluster": ("true", "maybe"),
     "redis_parts": ("64", "0"),
     "redis_replica_acks": ("2", "17"),
+    "redis_ride_out": ("5", "-1"),
     "redis_prefix": ("crawl2", None),
     "user_agent": ("testbot/1.0", None),
     "from_address": ("ops@example.com", "ops"),

@@ -383,3 +383,18 @@ def test_live_server_serves_and_logs(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert report["requests"] == len(requests) == 9 and report["hosts"] == 3
     assert report["robots_first_violations"] == 2 and report["duplicate_fetches"] == 1
     assert report["expected_pages"] == 3 * 6 and report["missing"]["count"] == 3 * 6 - 3
+
+
+def test_repeats_count_requests_after_a_final_answer_only() -> None:
+    log = [_request("h:1", "/robots.txt", 0.0, 0.1), _request("h:1", "/robots.txt", 5.0, 5.1),
+           _request("h:1", "/a", 1.0, 1.1, 503), _request("h:1", "/a", 2.0, 2.1),  # a retry
+           _request("h:1", "/a", 3.0, 3.1), _request("h:1", "/b", 4.0, 4.1, 404),
+           _request("h:1", "/b", 6.0, 6.1, 500)]
+    assert serverlog.repeats(log) == 2
+
+
+def test_longest_quiet_runs_from_the_time_given_to_the_last_request() -> None:
+    log = [_request("h:1", "/", t, t + 0.1) for t in (1.0, 2.0, 9.0, 10.0)]
+    assert serverlog.longest_quiet(log, 1.5) == 7.0
+    assert serverlog.longest_quiet(log, 0.0) == 7.0
+    assert serverlog.longest_quiet([], 1.0) == 0.0

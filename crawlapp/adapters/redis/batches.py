@@ -21,13 +21,16 @@ from crawlapp.adapters.redis.client import Client, text
 from crawlapp.adapters.redis.lua import Lua
 from crawlapp.core.records import Lease
 
-# KEYS: the run key of a batch's stage; ARGV: attempt (the task's retries so far), seconds
-# Takes the stage up for this attempt unless it was taken up for this attempt or a later
-# one already; the key expires after `seconds`. Returns 1 if taken up.
+# KEYS: the run key of a batch's stage; ARGV: attempt (the task's retries so far), seconds,
+# the run's token
+# Takes the stage up for this attempt unless another run took it up for this attempt or a
+# later one already (the same run asking again, its first answer lost, is answered 1); the
+# key expires after `seconds`. Returns 1 if taken up.
 _TAKE_UP = Lua("""
 local held = redis.call('GET', KEYS[1])
-if held and tonumber(held) >= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+if held == ARGV[1] .. ' ' .. ARGV[3] then return 1 end
+if held and tonumber(string.match(held, '^%d+')) >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[3], 'EX', ARGV[2])
 return 1
 """)
 
@@ -53,11 +56,13 @@ class BatchLedger:
                      msgpack.packb([[lease.url, lease.depth] for lease in leases]))
         pipe.execute()
 
-    def take_up(self, batch_id: str, stage: str, attempt: int, seconds: int) -> bool:
-        """Whether this run of a batch's stage is the one to do it: False for a second
-        delivery of a message already taken up (not for a retry: `attempt` counts those)."""
-        run = keys.BATCH_RUN.of(self.prefix, stage=stage, batch=batch_id)
-        return bool(_TAKE_UP(self.client, [run], [attempt, seconds]))
+    def take_up(self, batch_id: str, stage: str, attempt: int, seconds: int, run: str
+                ) -> bool:
+        """Whether this run (`run`: its token) of a batch's stage is the one to do it: False
+        for a second delivery of a message already taken up (not for a retry: `attempt`
+        counts those); True again for the same run asking again."""
+        key = keys.BATCH_RUN.of(self.prefix, stage=stage, batch=batch_id)
+        return bool(_TAKE_UP(self.client, [key], [attempt, seconds, run]))
 
     def finish(self, batch_id: str) -> None:
         pipe = self.client.pipeline(transaction=False)

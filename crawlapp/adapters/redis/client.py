@@ -9,17 +9,25 @@ part), SCAN walks every master (RedisCluster.scan_iter).
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import redis
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, ExponentialWithJitterBackoff
 from redis.client import Pipeline as ServerPipeline
 from redis.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.retry import Retry
 
+from crawlapp.adapters.errors import server_error
+from crawlapp.core.errors import TransientError
+
 Client = redis.Redis | RedisCluster
 Pipeline = ServerPipeline | ClusterPipeline
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def text(value: bytes | str) -> str:
@@ -69,6 +77,48 @@ def connect(url: str, cluster: bool) -> Client:
             first, startup_nodes=nodes, health_check_interval=30,
             retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), CLUSTER_RETRIES))
     return redis.Redis.from_url(url, health_check_interval=30)
+
+
+# `ride_out` waits between tries up to a jittered backoff that doubles from 0.1 s to
+# RIDE_OUT_CAP, so that work resumes within half a second of a replica's promotion.
+RIDE_OUT_CAP = 0.5
+
+
+def _redis_fault(error: Exception) -> bool:
+    """Whether `error` is Redis failing in a way a later try may not meet."""
+    fault = error if isinstance(error, TransientError) else server_error(error)
+    return isinstance(fault, TransientError) and fault.service == "Redis"
+
+
+def refresh(client: Client) -> None:
+    """After a failure: a cluster's slots asked again (a replica promoted takes its dead
+    master's), a server's idle connections dropped (a server restarted closed them)."""
+    with contextlib.suppress(redis.RedisError, redis.exceptions.RedisClusterException):
+        if isinstance(client, RedisCluster):
+            client.nodes_manager.initialize()
+        else:
+            client.connection_pool.disconnect(inuse_connections=False)
+
+
+def ride_out(client: Client, call: Callable[[], T], seconds: float, what: str) -> T:
+    """`call()`, tried again while Redis fails as it does through a failover or a restart,
+    for at most `seconds`; then its failure is raised. redis-py's RedisCluster tries a command
+    again at once, without waiting (8.1), which a failover outlasts: this waits between
+    tries (redis-py's Retry and backoff) and refreshes the client after each failure.
+    `call` must be safe to run again: its writes idempotent, or counted twice at worst."""
+    deadline = time.monotonic() + seconds
+
+    def again(error: Exception) -> bool:
+        return _redis_fault(error) and time.monotonic() < deadline
+
+    def failed(error: Exception, failures: int) -> None:
+        if failures == 1:
+            log.warning("%s: Redis failed (%s); trying again for up to %.0f s", what,
+                        error, seconds)
+        refresh(client)
+
+    retry = Retry(ExponentialWithJitterBackoff(cap=RIDE_OUT_CAP, base=0.05), -1, (Exception,))
+    return retry.call_with_retry(call, failed, again, with_failure_count=True)
 
 
 def flush(client: Client) -> None:

@@ -261,8 +261,14 @@ local ended = 0
 for i = 1, #ARGV, 7 do
   local host, tok, nxt, requeue = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local failures, park_reason, member = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
-  if redis.call('HGET', token, host) == tok
-      and hand_back(host, member, requeue ~= '0', requeue == '2') == 0 then
+  local held = redis.call('HGET', token, host) == tok
+  if not held and requeue == '0' then
+    -- answered after its lease expired (its worker rode out a failover): the URL, put back
+    -- by the expiry, is not fetched again unless leased again already, and a host waiting
+    -- is not asked before its next time
+    if redis.call('ZREM', q .. host, member) == 1 then redis.call('DECR', queued) end
+    if redis.call('ZSCORE', ready, host) then redis.call('ZADD', ready, 'GT', nxt, host) end
+  elseif held and hand_back(host, member, requeue ~= '0', requeue == '2') == 0 then
     end_lease(host, false)
     if failures == '0' then
       redis.call('HDEL', fails, host)
