@@ -310,7 +310,9 @@ class Page:
     render_reason: str | None = None    # why it was handed to the render stage
     rendered: bool = False
     render_error: str | None = None
-    raw_gz: bytes | None = None         # a rendered page's body as fetched (render_store_raw)
+    # The body as fetched when it is not `body_gz`: a rendered page's (render_store_raw), a
+    # robots.txt answer's, a redirect's or error answer's, an unstored page's kept for the archive.
+    raw_gz: bytes | None = None
     raw_hash: str | None = None
     title: str | None = None
     simhash: int | None = None
@@ -333,6 +335,9 @@ class Page:
     response_headers: str = ""
     ip_address: str | None = None
     payload_digest: str | None = None
+    # The body as fetched of a redirect or an error answer, kept for the archive as `raw_gz`,
+    # was cut at CRAWL_ARCHIVE_ANSWER_BYTES.
+    truncated: bool = False
 
     def to_wire(self) -> list[Any]:
         """The fields in declaration order (links and robots as arrays)."""

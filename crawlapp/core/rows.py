@@ -87,6 +87,11 @@ class HistoryRow(NamedTuple):
     payload_digest: str | None = None
     not_modified: bool = False
     robots: bool = False
+    truncated: bool = False  # the body kept was cut (CRAWL_ARCHIVE_ANSWER_BYTES)
+    # What the answer came over ("HTTP/2"; None: HTTP/1.1 or not known) and its TLS cipher
+    # suite, written as WARC-Protocol and WARC-Cipher-Suite by the export.
+    http_version: str | None = None
+    cipher_suite: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -413,7 +413,7 @@ def _robots_answers(ctx: Context, ledger: LeaseLedger, leases: list[Lease],
         pages.append(robots_page(result, lease.host, sitemap_links(origin, learned[origin]),
                                  robots_cache.record(origin, learned[origin], ua), lease.hops))
         if given_up(ended):
-            page = apply_fetch(page_for(lease), result)
+            page = apply_fetch(page_for(lease), result, ctx.settings.archive_answer_bytes)
             page.error = str(ended.park_reason)
             pages.append(page)
     ctx.robots.save({origin: learned[origin] for origin in standing})
@@ -430,7 +430,7 @@ def _answered_pages(ctx: Context, ledger: LeaseLedger, asked: list[tuple[Lease, 
         ended = ledger.settled(lease)
         if ended.requeue:
             continue
-        page = apply_fetch(page_for(lease), result)
+        page = apply_fetch(page_for(lease), result, ctx.settings.archive_answer_bytes)
         page.redirect_hops = hops[lease.url]
         page.render_reason = wants_render(ctx.settings, page, result.body)
         if page.render_reason:  # rendered under this lease, released by the render stage
