@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import gzip
 import hashlib
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -196,3 +197,41 @@ def test_revisits_of_urls_past_the_export_memory(ctx: Context, tmp_path: Path,
         refers = [r.rec_headers.get_header("WARC-Refers-To-Date") for r in ArchiveIterator(stream)
                   if r.rec_type == "revisit"]
     assert refers == ["2023-11-14T22:13:20Z"] * 2  # T0, from the history and from memory
+
+
+def test_redirects_error_answers_and_unstored_pages_are_archived(ctx: Context,
+                                                                 tmp_path: Path) -> None:
+    upgrade(ctx.settings)
+    archiving = Context(replace(ctx.settings, archive_unstored=True, archive_answer_bytes=8))
+    moved, broken, hidden, plain = (f"http://{A}/{name}" for name in
+                                    ("moved", "broken", "hidden", "plain"))
+    add_seeds(ctx, [moved, broken, hidden, plain])
+    redirect = fetched(moved, 301, b"<a href=/there>moved</a>", T0)
+    redirect.headers["location"] = "/there"
+    redirect.response_headers += "\r\nLocation: /there"
+    pages = [apply_fetch(page_for(Lease(0, A, "t", f.url, 0)), f, 8) for f in (
+        redirect, fetched(broken, 501, b"no", T0), fetched(hidden, 200, b"<p>noindex</p>", T0))]
+    pages[2].noindex = True
+    store_pages(archiving, dedup_pages(archiving, pages))
+    store(archiving, fetched(hidden, 304, b"", T0 + 100))
+    store(ctx, fetched(plain, 200, b"<p>noindex too</p>", T0 + 200))  # archived by nobody:
+    with ctx.sessions.begin() as session:  # its row stands for a noindex page's, whose 304
+        session.execute(sa.delete(Fetch).where(Fetch.url == plain))  # finds nothing before it
+    store(ctx, fetched(plain, 304, b"", T0 + 300))
+
+    exported = export_warc(ctx, tmp_path / "answers.warc.gz")
+    assert (exported.written, exported.revisits, exported.answers, exported.truncated) == (
+        4, 1, 2, 1)
+    assert exported.skipped == {exporting.NO_ORIGINAL: 1}
+    assert "CRAWL_ARCHIVE_UNSTORED" in exported.describe() and plain in exported.describe()
+    assert records(exported.paths) == [("response", moved, None), ("response", broken, None),
+                                       ("response", hidden, None),
+                                       ("revisit", hidden, SERVER_NOT_MODIFIED)]
+    with exported.paths[0].open("rb") as stream:
+        answers = {r.rec_headers.get_header("WARC-Target-URI"): (
+            r.http_headers.get_statuscode(), r.http_headers.get_header("Location"),
+            r.rec_headers.get_header("WARC-Truncated"), r.content_stream().read())
+            for r in ArchiveIterator(stream) if r.rec_type == "response"}
+    assert answers == {moved: ("301", "/there", "length", b"<a href="),
+                       broken: ("501", None, None, b"no"),
+                       hidden: ("200", None, None, b"<p>noindex</p>")}
