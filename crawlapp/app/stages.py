@@ -28,7 +28,7 @@ from crawlapp.adapters.errors import transient_errors
 from crawlapp.app import app, preload
 from crawlapp.app.chain import send_render
 from crawlapp.core.errors import NotQueued, TransientError
-from crawlapp.core.records import Handover, Lease, Page, QueuedURL
+from crawlapp.core.records import Handover, Lease, Page, QueuedURL, Status
 from crawlapp.stages.tallies import store_counts
 
 # The modules of each queue's stage: each task imports its stage in its body, and a worker
@@ -99,7 +99,8 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
     ctx = _started(batch_id)
     _take_up(ctx, batch_id, "fetch")
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
-    counts = Counter(p.status for p in pages) + Counter(h.page.status for h in handovers)
+    counts = Counter(p.status for p in pages if p.status != Status.RETRIED) + Counter(
+        h.page.status for h in handovers)  # answers to retry are fetch:retried
     ctx.counters.bump({f"pages:{k}": v for k, v in counts.items()} | {"fetch:retried": retried})
     if handovers:
         send_render(ctx, batch_id, handovers)

@@ -35,6 +35,8 @@ class Status(StrEnum):
     TRAP = "trap"                # past CRAWL_TRAP_PATTERN_CAP URLs of one shape on its host
     DELETED = "deleted"          # taken down: never queued again
     ROBOTS = "robots"            # a page record of a robots.txt answer (it has no row)
+    RETRIED = "retried"          # a page record of a 429/5xx whose URL goes back to be tried
+                                 # again: kept in the fetch history only (it has no row)
 
 
 class FetchError(StrEnum):

@@ -116,7 +116,8 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     robots_pages = [p for p in pages if p.robots is not None]
     robots = [p.robots for p in robots_pages if p.robots is not None]
     robots_at = [p.fetched_at for p in robots_pages]
-    urls = [p for p in pages if p.status != Status.ROBOTS]
+    retried = [p for p in pages if p.status == Status.RETRIED]
+    urls = [p for p in pages if p.status not in (Status.ROBOTS, Status.RETRIED)]
     with ctx.sessions() as session:
         rows = dedup_rows.rows_by_hash(session, [p.url_hash for p in urls] + [
             p.duplicate_of for p in urls if p.content_dedup and p.duplicate_of])
@@ -139,8 +140,9 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
                                             if p.not_modified],
                                   repository.NOT_MODIFIED_COLUMNS)
-        repository.add_fetch_history(session, [entry for page in [*kept, *robots_pages]
-                                               if (entry := _history_row(page)) is not None])
+        repository.add_fetch_history(session, [
+            entry for page in [*kept, *robots_pages, *retried]
+            if (entry := _history_row(page)) is not None])
         queued = dedup_rows.mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
                                          "requeued: its original is no longer stored")
     ctx.recrawls.schedule(planned)

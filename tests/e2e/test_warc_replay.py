@@ -184,8 +184,8 @@ def _answers(path: str, before: int) -> Answer:
         return 302, {**html, "Location": "/target"}, b"<a href='/target'>over there</a>"
     if path in ("/missing", "/sitemap.xml"):
         return 404, html, b"<h1>nothing here</h1>"
-    if path == "/broken":
-        return 500, html, f"<h1>broken, try {before + 1}</h1>".encode()
+    if path == "/broken":  # tried again 2 s later: each try has a second of its own
+        return 503, {**html, "Retry-After": "2"}, f"<h1>down, try {before + 1}</h1>".encode()
     if path == "/long-404":
         return 404, html, b"<p>" + b"lost " * (LONG // 5) + b"</p>"
     if path == "/teapot":
@@ -214,24 +214,27 @@ def test_redirects_and_error_answers_replay_with_their_status(tmp_path: Path,
     exported = crawlctl(env, "export", "warc", "--out", str(out), "--cdxj")
     assert exported.returncode == 0, exported.stdout + exported.stderr
     assert "skipped" not in exported.stdout, exported.stdout
-    assert "7 redirect(s) and error answer(s) (1 cut" in exported.stdout, exported.stdout
+    assert "8 redirect(s) and error answer(s) (1 cut" in exported.stdout, exported.stdout
     _check([out])
-    served = {path: _answers(path, 1) for path in {p for p, *_ in host.log}}  # last answers
     history = _history(tmp_path)
-    statuses = {url.split("/", 3)[3]: status for url, _, status, _, _ in history}
-    assert statuses == {"robots.txt": 404, "": 200, "moved": 301, "temporary": 302,
-                        "missing": 404, "broken": 500, "long-404": 404, "teapot": 418,
-                        "hidden": 200, "target": 200, "sitemap.xml": 404}
+    paths = ["/" + url.split("/", 3)[3] for url, *_ in history]
+    assert sorted(paths) == sorted(p for p, *_ in host.log)  # every exchange, tries included
+    assert paths.count("/broken") == 2  # the 503 and its one retry (CRAWL_MAX_RETRIES=1)
+    assert {p: status for p, (_, _, status, _, _) in zip(paths, history, strict=True)} == {
+        "/robots.txt": 404, "/": 200, "/moved": 301, "/temporary": 302, "/missing": 404,
+        "/broken": 503, "/long-404": 404, "/teapot": 418, "/hidden": 200, "/target": 200,
+        "/sitemap.xml": 404}
 
     root = tmp_path / "pywb"
     root.mkdir()
     wayback, base = _wayback(root, [out], out.parent / "answers.cdxj")
     try:
-        for url, fetched_at, status, _, _ in history:
-            path = "/" + url.split("/", 3)[3]
+        tries: Counter[str] = Counter()
+        for path, (url, fetched_at, status, _, _) in zip(paths, history, strict=True):
             got_status, body, headers = _get(f"{base}/{_stamp(fetched_at)}id_/{url}")
             assert got_status == status, (url, got_status)
-            assert body == served[path][2][:KEPT], url
+            assert body == _answers(path, tries[path])[2][:KEPT], url
+            tries[path] += 1
             if status in (301, 302):
                 assert headers["Location"].endswith("/target"), headers
     finally:

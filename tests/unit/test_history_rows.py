@@ -84,6 +84,9 @@ def test_redirects_and_error_answers_are_kept_with_their_body_bounded() -> None:
     row = row_of(big)
     assert row is not None and row.truncated and row.http_status == 503
     assert store_counts([big, moved])["archive:truncated"] == 1
+    retried = replace(answered(503, b"busy", {}, 1000), status=Status.RETRIED)
+    row = row_of(retried)  # a try whose URL goes back is an exchange of its own
+    assert row is not None and (row.http_status, row.robots) == (503, False)
     bare = answered(404, b"gone", {}, 0)  # the status line and headers only
     assert bare.truncated and gzip.decompress(bare.raw_gz or b"") == b""
 
