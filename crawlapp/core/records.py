@@ -262,6 +262,7 @@ class Fetched:
     response_headers: str = ""
     ip_address: str | None = None
     error_note: str | None = None  # what the error does not say: a TLS failure's reason
+    http_version: str | None = None  # "HTTP/1.1", "HTTP/2": what the answer came over
 
 
 class Link(NamedTuple):
@@ -331,12 +332,13 @@ class Page:
     hops: int = 0                       # off-scope links in a row that led to it
     # What the fetch history keeps for the WARC export: the request and response header
     # blocks as sent and received ("Name: value" lines joined by CRLF, order and case kept;
-    # one string is cheaper to carry than a list of pairs), the server's address, and the
-    # WARC payload digest ("sha1:<base32>") of the body as fetched.
+    # one string is cheaper to carry than a list of pairs), the server's address, the WARC
+    # payload digest ("sha1:<base32>") of the body as fetched and the protocol it came over.
     request_headers: str = ""
     response_headers: str = ""
     ip_address: str | None = None
     payload_digest: str | None = None
+    http_version: str | None = None     # "HTTP/1.1" or "HTTP/2" (WARC-Protocol)
     # The body as fetched of a redirect or an error answer, kept for the archive as `raw_gz`,
     # was cut at CRAWL_ARCHIVE_ANSWER_BYTES.
     truncated: bool = False
