@@ -101,7 +101,7 @@ class Fetch(Base):
     robots: Mapped[bool] = mapped_column(Boolean, default=False)  # its origin's robots.txt
     # The body kept is the first CRAWL_ARCHIVE_ANSWER_BYTES of a longer one (migration 0012).
     truncated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    http_version: Mapped[str | None] = mapped_column(String(16))  # None: HTTP/1.1 or unknown
+    http_version: Mapped[str | None] = mapped_column(String(16))  # "HTTP/2"; None: unknown
     cipher_suite: Mapped[str | None] = mapped_column(String(64))  # over TLS, when known
 
 
