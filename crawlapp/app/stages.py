@@ -30,7 +30,7 @@ from crawlapp.adapters.errors import transient_errors
 from crawlapp.app import app, preload
 from crawlapp.app.chain import send_render
 from crawlapp.core.errors import NotQueued, TransientError
-from crawlapp.core.records import Handover, Lease, Page, QueuedURL
+from crawlapp.core.records import Handover, Lease, Page, QueuedURL, Status
 from crawlapp.stages.tallies import store_counts
 
 # The modules of each queue's stage: each task imports its stage in its body, and a worker
@@ -120,7 +120,8 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
     ctx = _started(batch_id, fetched=False)
     _take_up(ctx, batch_id, "fetch")
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
-    counts = Counter(p.status for p in pages) + Counter(h.page.status for h in handovers)
+    counts = Counter(p.status for p in pages if p.status != Status.RETRIED) + Counter(
+        h.page.status for h in handovers)  # answers to retry are fetch:retried
     # The pages go on even with Redis gone past its ride-out: their batch, still in flight
     # until its leases' deadline, may be taken for lost, and their counts are lost.
     with suppress(TransientError), transient_errors():

@@ -27,8 +27,8 @@ def export() -> None:
 def export_warc(out: Path, since: datetime | None, host: str | None, max_size: int,
                 cdxj: bool) -> None:
     """Write every kept fetch, oldest first, as WARC/1.1 (gzip per record): request and
-    response records, revisit records for a 304 or an unchanged body, robots.txt answers,
-    a warcinfo record first in each file.
+    response records (redirects and error answers too), revisit records for a 304 or an
+    unchanged body, robots.txt answers, a warcinfo record first in each file.
 
     Example: crawlctl export warc --host example.com --out example.warc.gz --cdxj
     """
@@ -43,11 +43,12 @@ def export_warc(out: Path, since: datetime | None, host: str | None, max_size: i
                             progress=lambda n: click.echo(f"  {n} pages", err=True))
     files = ", ".join(str(p) for p in exported.paths)
     click.echo(f"{exported.written} pages written to {files}")
-    click.echo(f"  of them {exported.revisits} revisit(s); {exported.robots} robots.txt "
-               f"answer(s) besides")
+    click.echo(f"  of them {exported.revisits} revisit(s), {exported.answers} redirect(s) and "
+               f"error answer(s) ({exported.truncated} cut at CRAWL_ARCHIVE_ANSWER_BYTES); "
+               f"{exported.robots} robots.txt answer(s) besides")
     if cdxj:
         index = cdxj_path(out)
         write_cdxj(exported.paths, index)
         click.echo(f"index: {index}")
     if exported.skipped:
-        click.echo(exported.describe() + " (crawlctl verify --repair queues them again)")
+        click.echo(exported.describe())

@@ -35,6 +35,8 @@ class Status(StrEnum):
     TRAP = "trap"                # past CRAWL_TRAP_PATTERN_CAP URLs of one shape on its host
     DELETED = "deleted"          # taken down: never queued again
     ROBOTS = "robots"            # a page record of a robots.txt answer (it has no row)
+    RETRIED = "retried"          # a page record of a 429/5xx whose URL goes back to be tried
+                                 # again: kept in the fetch history only (it has no row)
 
 
 class FetchError(StrEnum):
@@ -311,7 +313,9 @@ class Page:
     render_reason: str | None = None    # why it was handed to the render stage
     rendered: bool = False
     render_error: str | None = None
-    raw_gz: bytes | None = None         # a rendered page's body as fetched (render_store_raw)
+    # The body as fetched when it is not `body_gz`: a rendered page's (render_store_raw), a
+    # robots.txt answer's, a redirect's or error answer's, an unstored page's kept for the archive.
+    raw_gz: bytes | None = None
     raw_hash: str | None = None
     title: str | None = None
     simhash: int | None = None
@@ -335,6 +339,9 @@ class Page:
     ip_address: str | None = None
     payload_digest: str | None = None
     http_version: str | None = None     # "HTTP/1.1" or "HTTP/2" (WARC-Protocol)
+    # The body as fetched of a redirect or an error answer, kept for the archive as `raw_gz`,
+    # was cut at CRAWL_ARCHIVE_ANSWER_BYTES.
+    truncated: bool = False
 
     def to_wire(self) -> list[Any]:
         """The fields in declaration order (links and robots as arrays)."""

@@ -305,6 +305,16 @@ class Settings:
     max_redirects: int = setting(
         "CRAWL_MAX_REDIRECTS", "redirect hops followed from a URL found by a link",
         default=5, convert=bounded(int, 0, 20))
+    archive_answer_bytes: int = setting(
+        "CRAWL_ARCHIVE_ANSWER_BYTES",
+        "bytes kept, for the WARC export, of the body of a redirect or an error answer (4xx, "
+        "5xx); a longer one is cut, counted `archive:truncated` and written `WARC-Truncated`",
+        default=1024 * 1024, convert=bounded(int, 0, 1 << 34))
+    archive_unstored: bool = setting(
+        "CRAWL_ARCHIVE_UNSTORED",
+        "keep the body as fetched of near copies and of noindex and canonicalized pages too, "
+        "for the WARC export (the storage their dedup saves)",
+        default=False, convert=boolean)
     expected_urls: int = setting(
         "CRAWL_EXPECTED_URLS", "URLs the Bloom filter of seen URLs is sized for",
         default=10_000_000, convert=bounded(int, 1, 1 << 40))

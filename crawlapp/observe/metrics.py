@@ -14,6 +14,7 @@ Counter fields this module reads (all integers in the hash `<prefix>:counters`):
   latency:sum_ms          their total duration in milliseconds
   store:bodies, bytes:stored   bodies written to the object store, and their gzip bytes
   dedup:exact, dedup:near, urls:known   content and URL dedup hits
+  archive:truncated       redirect and error bodies cut at CRAWL_ARCHIVE_ANSWER_BYTES
   refused:<reason>, rejected:<reason>, fetch:retried
   unread:<reason>, parse_error:<exception class>   pages read as nothing, and why
 """
@@ -94,6 +95,9 @@ def families(snap: Snapshot) -> Iterator[Metric]:
                               value=c.get("bytes:stored", 0))
     yield CounterMetricFamily("crawl_stored_bodies", "Bodies written to the object store.",
                               value=c.get("store:bodies", 0))
+    yield CounterMetricFamily("crawl_archive_truncated",
+                              "Redirect and error bodies cut at CRAWL_ARCHIVE_ANSWER_BYTES.",
+                              value=c.get("archive:truncated", 0))
     cumulative, buckets = 0, []
     for bound in LATENCY_BUCKETS:
         cumulative += c.get(f"latency:le:{bucket_label(bound)}", 0)

@@ -1,10 +1,12 @@
 """Exporting the fetch history as WARC: every kept fetch, oldest first, with its stored body.
 
-A 304 becomes a server-not-modified revisit of the URL's last response, a 200 with the same
-payload as that response an identical-payload-digest revisit; robots.txt answers are
+A 304 becomes a server-not-modified revisit of the URL's last 2xx response, a 2xx with the
+same payload as that response an identical-payload-digest revisit; redirects and error
+answers are responses written whole (no revisit refers to them); robots.txt answers are
 fetches of their own. A fetch whose body cannot be read (missing from the store, or not
-gzip) is skipped, counted and named in the summary; the rest is exported (`crawlctl verify
---repair` queues such pages again).
+gzip) is skipped, counted and named in the summary (`crawlctl verify --repair` queues such
+pages again), as is a 304 whose earlier response was never kept (a near copy, a noindex or
+canonicalized page, unless CRAWL_ARCHIVE_UNSTORED kept it); the rest is exported.
 """
 
 from __future__ import annotations
@@ -40,15 +42,24 @@ MAX_SIZE = 1_000_000_000  # bytes of one WARC file, by default
 # URLs whose last response an export keeps in memory (~500 B each), for their revisits: past
 # them, a 304 asks the database and an unchanged 200 is written whole.
 REMEMBERED = 1_000_000
+BODY_MISSING = "body missing from the store"
+BODY_UNREADABLE = "body unreadable"
+NO_ORIGINAL = ("304 with no earlier response kept (a near copy, or a noindex or canonicalized "
+               "page: CRAWL_ARCHIVE_UNSTORED keeps them)")
+ORIGINAL_LOST = "304 of a response whose body cannot be read"
+_REPAIRABLE = frozenset({BODY_MISSING, BODY_UNREADABLE})
 
 
 @dataclass
 class Exported:
-    """What an export wrote (pages, of which revisits; robots.txt answers; the files), and
-    what it skipped by reason, with the first few URLs of each."""
+    """What an export wrote (pages, of which revisits, and redirects and error answers, and
+    bodies cut; robots.txt answers; the files), and what it skipped by reason, with the
+    first few URLs of each."""
 
     written: int = 0
     revisits: int = 0
+    answers: int = 0
+    truncated: int = 0
     robots: int = 0
     paths: list[Path] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
@@ -65,6 +76,7 @@ class Exported:
         return "\n".join(
             f"{n} page(s) skipped, {reason}: {', '.join(self.examples[reason])}"
             + (f" and {n - EXAMPLES} more" if n > EXAMPLES else "")
+            + (" (crawlctl verify --repair queues them again)" if reason in _REPAIRABLE else "")
             for reason, n in self.skipped.items())
 
 
@@ -96,9 +108,9 @@ def _body(ctx: Context, row: Fetch, exported: Exported) -> bytes | None:
     try:
         return gzip.decompress(ctx.blobs.get(row.storage_key or ""))
     except BodyMissing:
-        exported.skip("body missing from the store", row.url)
+        exported.skip(BODY_MISSING, row.url)
     except (OSError, EOFError, zlib.error):  # gzip.BadGzipFile is an OSError
-        exported.skip("body unreadable", row.url)
+        exported.skip(BODY_UNREADABLE, row.url)
     return None
 
 
@@ -147,7 +159,7 @@ class _Originals:
         self.lost.add(url_hash)
 
     def of_304(self, row: Fetch) -> Original | None:
-        """What a 304 revisits: the URL's last response, from memory or the history."""
+        """What a 304 revisits: the URL's last 2xx response, from memory or the history."""
         found = self.get(row.url_hash)
         if found is not None or row.url_hash in self.lost:
             return found
@@ -161,9 +173,9 @@ class _Originals:
 def _write_history(ctx: Context, exported: Exported, since: datetime | None, host: str | None,
                    write: Callable[[FetchRecord, bool], Original | None]) -> None:
     """Hand every fetch (from `since`) to `write`, oldest first, with whether it is a
-    robots.txt answer: a response, or a revisit of the URL's last response (`write` returns
-    the one it wrote). Fetches before `since` are not written, but a revisit may refer to
-    them."""
+    robots.txt answer: a response, or a revisit of the URL's last 2xx response (`write`
+    returns the one it wrote). Fetches before `since` are not written, but a revisit may
+    refer to them."""
     last = _Originals(ctx)
     for row in _history(ctx, host):
         fetched_at = _utc(row.fetched_at)
@@ -172,9 +184,14 @@ def _write_history(ctx: Context, exported: Exported, since: datetime | None, hos
             if not wanted:
                 continue
             if (original := last.of_304(row)) is None:
-                exported.skip("304 with no earlier response kept", row.url)
+                exported.skip(ORIGINAL_LOST if row.url_hash in last.lost else NO_ORIGINAL,
+                              row.url)
             else:
                 write(_record(ctx, row, b"", original), row.robots)
+            continue
+        if not 200 <= row.http_status < 300:  # a redirect or an error answer
+            if wanted and (body := _body(ctx, row, exported)) is not None:
+                write(_record(ctx, row, body, None), row.robots)
             continue
         original = last.get(row.url_hash)
         if not wanted and row.payload_digest:  # known without reading the body
@@ -199,7 +216,8 @@ def _write_history(ctx: Context, exported: Exported, since: datetime | None, hos
 def _record(ctx: Context, row: Fetch, body: bytes, original: Original | None) -> FetchRecord:
     return FetchRecord(row.url, _utc(row.fetched_at), row.http_status,
                        _request_headers(ctx, row), parse_header_block(row.response_headers),
-                       body, row.ip_address, original)
+                       body, row.ip_address, original, row.truncated, row.http_version,
+                       row.cipher_suite)
 
 
 def export_warc(ctx: Context, out: Path, since: datetime | None = None,
@@ -217,6 +235,8 @@ def export_warc(ctx: Context, out: Path, since: datetime | None = None,
         else:
             exported.written += 1
             exported.revisits += fetch.revisit_of is not None
+            exported.answers += fetch.revisit_of is None and not 200 <= fetch.http_status < 300
+            exported.truncated += fetch.truncated
             if exported.written % 1000 == 0:
                 progress(exported.written)
         return written

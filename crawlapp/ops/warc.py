@@ -5,7 +5,13 @@ one gzip member per record, SHA-1 base32 block and payload digests (warcio compu
 
 A server-not-modified revisit has an empty block: a replay tool (pywb) then answers with
 the original response's status, headers and body. The 304's own headers stay in the fetch
-history (the `fetches` table)."""
+history (the `fetches` table).
+
+Redirects and error answers are response records like any other, their body as kept (its
+first CRAWL_ARCHIVE_ANSWER_BYTES: a longer one is marked `WARC-Truncated: length`). An
+exchange over HTTP/2 is written as HTTP/1.1, as Common Crawl and Heritrix do for readers
+that know no other, with `WARC-Protocol: h2` (and `WARC-Cipher-Suite` when known), the
+fields the IIPC proposals name (warc-specifications issues 42 and 86)."""
 
 from __future__ import annotations
 
@@ -36,6 +42,8 @@ IDENTICAL_PAYLOAD = "http://netpreserve.org/warc/1.1/revisit/identical-payload-d
 # The body is stored decoded and whole, so these would make readers decode it a second time:
 # kept under X-Crawler-<name> (as Common Crawl does), and Content-Length written afresh.
 _RENAMED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+# WARC-Protocol's value of an HTTP version: its ALPN protocol identifier (RFC 7301).
+_PROTOCOLS = {"HTTP/1.0": "http/1.0", "HTTP/1.1": "http/1.1", "HTTP/2": "h2", "HTTP/3": "h3"}
 
 
 @dataclass(frozen=True)
@@ -50,8 +58,10 @@ class Original:
 
 @dataclass(frozen=True)
 class FetchRecord:
-    """One fetch as the history keeps it: `body` is the stored (decoded) body; `revisit_of`
-    set makes it a revisit record of that response (server-not-modified for a 304)."""
+    """One fetch as the history keeps it: `body` is the stored (decoded) body, `truncated`
+    when cut; `revisit_of` set makes it a revisit record of that response
+    (server-not-modified for a 304). `http_version` ("HTTP/2") and `cipher_suite` are
+    written when known."""
 
     url: str
     fetched_at: datetime  # naive values are taken as UTC
@@ -61,6 +71,9 @@ class FetchRecord:
     body: bytes = b""
     ip_address: str | None = None
     revisit_of: Original | None = None
+    truncated: bool = False
+    http_version: str | None = None
+    cipher_suite: str | None = None
 
 
 def parse_header_block(block: str | None) -> list[tuple[str, str]]:
@@ -179,13 +192,21 @@ def _warc_headers(fetch: FetchRecord) -> dict[str, str]:
     headers = {"WARC-Date": warc_date(fetch.fetched_at)}
     if fetch.ip_address:
         headers["WARC-IP-Address"] = fetch.ip_address
+    if fetch.http_version:
+        headers["WARC-Protocol"] = _PROTOCOLS.get(fetch.http_version,
+                                                  fetch.http_version.lower())
+    if fetch.cipher_suite:
+        headers["WARC-Cipher-Suite"] = fetch.cipher_suite
     return headers
 
 
 def _response(builder: RecordBuilder, fetch: FetchRecord) -> Any:
+    warc_headers = _warc_headers(fetch)
+    if fetch.truncated:
+        warc_headers["WARC-Truncated"] = "length"
     return builder.create_warc_record(fetch.url, "response", payload=BytesIO(fetch.body),
                                       http_headers=_http_headers(fetch),
-                                      warc_headers_dict=_warc_headers(fetch))
+                                      warc_headers_dict=warc_headers)
 
 
 def _revisit(builder: RecordBuilder, fetch: FetchRecord, original: Original) -> Any:

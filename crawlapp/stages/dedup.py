@@ -68,7 +68,8 @@ def _defer_to_canonicals(ctx: Context, pages: list[Page]) -> None:
 def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     """Mark pages not to store (noindex, or another URL is canonical), then claim the content
     of the others: originals keep their body, exact copies keep it as `copy_gz` (written only
-    if missing), near copies and pages not stored lose it."""
+    if missing), near copies and pages not stored lose it (or, with CRAWL_ARCHIVE_UNSTORED,
+    keep it as `raw_gz`: the body as fetched, for the fetch history only)."""
     _defer_to_canonicals(ctx, pages)
     for page in pages:
         if page.noindex and not page.unstored:
@@ -82,6 +83,8 @@ def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
         if page.content_dedup and not page.near_duplicate and page.body_gz is not None:
             page.copy_gz, page.body_gz = page.body_gz, None
         elif page.content_dedup or page.unstored:
+            if ctx.settings.archive_unstored and not page.rendered:
+                page.raw_gz, page.raw_hash = page.body_gz, page.content_hash
             page.body_gz = None
     return pages
 

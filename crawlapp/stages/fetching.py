@@ -26,7 +26,7 @@ from crawlapp.core.politeness import (
     unreachable_sentence,
 )
 from crawlapp.core.ports import Frontier
-from crawlapp.core.records import Fetched, Handover, Lease, Page, Release
+from crawlapp.core.records import Fetched, Handover, Lease, Page, Release, Status
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.render_rule import wants_render
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer, robots_url
@@ -417,7 +417,7 @@ def _robots_answers(ctx: Context, ledger: LeaseLedger, leases: list[Lease],
         pages.append(robots_page(result, lease.host, sitemap_links(origin, learned[origin]),
                                  robots_cache.record(origin, learned[origin], ua), lease.hops))
         if given_up(ended):
-            page = apply_fetch(page_for(lease), result)
+            page = apply_fetch(page_for(lease), result, ctx.settings.archive_answer_bytes)
             page.error = str(ended.park_reason)
             pages.append(page)
     ctx.steady(lambda: ctx.robots.save({origin: learned[origin] for origin in standing}),
@@ -428,14 +428,18 @@ def _robots_answers(ctx: Context, ledger: LeaseLedger, leases: list[Lease],
 def _answered_pages(ctx: Context, ledger: LeaseLedger, asked: list[tuple[Lease, Fetched]],
                     hops: Mapping[str, int]) -> tuple[list[Page], list[Handover]]:
     """The records of the pages answered and not to be retried, and those of them to render
-    (their leases go on held, with the host's state after the batch)."""
+    (their leases go on held, with the host's state after the batch); an answer to try again
+    is a record for the fetch history only (RETRIED)."""
     pages: list[Page] = []
     handovers: list[Handover] = []
     for lease, result in asked:
         ended = ledger.settled(lease)
+        page = apply_fetch(page_for(lease), result, ctx.settings.archive_answer_bytes)
         if ended.requeue:
+            if page.http_status is not None and page.status != Status.FETCHED:
+                page.status = Status.RETRIED
+                pages.append(page)
             continue
-        page = apply_fetch(page_for(lease), result)
         page.redirect_hops = hops[lease.url]
         page.render_reason = wants_render(ctx.settings, page, result.body)
         if page.render_reason:  # rendered under this lease, released by the render stage

@@ -28,8 +28,10 @@ def status_of(fetched: Fetched) -> Status:
     return Status.FAILED
 
 
-def apply_fetch(page: Page, fetched: Fetched) -> Page:
-    """Fill a page record from what its request got; the body is gzip-compressed once here."""
+def apply_fetch(page: Page, fetched: Fetched, answer_bytes: int) -> Page:
+    """Fill a page record from what its request got; the body is gzip-compressed once here.
+    A redirect's or an error answer's body is kept for the archive as `raw_gz`, its first
+    `answer_bytes` only (`truncated` when longer)."""
     headers = fetched.headers
     page.status = status_of(fetched)
     page.http_status = fetched.status
@@ -48,6 +50,10 @@ def apply_fetch(page: Page, fetched: Fetched) -> Page:
         page.content_length = len(fetched.body)
         page.body_gz = gzip.compress(fetched.body, compresslevel=GZIP_LEVEL, mtime=0)
         page.payload_digest = payload_digest(fetched.body)
+    elif fetched.status is not None and not fetched.error:
+        kept = fetched.body[:answer_bytes]
+        page.truncated = len(kept) < len(fetched.body)
+        _keep_raw(page, kept)
     return page
 
 
@@ -78,11 +84,16 @@ def robots_page(fetched: Fetched, host: str, sitemaps: list[str], robots: Robots
     if fetched.status is not None and not fetched.error:
         page.http_status = fetched.status
         page.content_type = fetched.headers.get("content-type")
-        page.raw_hash = hashlib.sha256(fetched.body).hexdigest()
-        page.raw_gz = gzip.compress(fetched.body, compresslevel=GZIP_LEVEL, mtime=0)
-        page.payload_digest = payload_digest(fetched.body)
+        _keep_raw(page, fetched.body)
         _keep_exchange(page, fetched)
     return page
+
+
+def _keep_raw(page: Page, body: bytes) -> None:
+    """The body as fetched, to store beside the page's own for the fetch history."""
+    page.raw_hash = hashlib.sha256(body).hexdigest()
+    page.raw_gz = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+    page.payload_digest = payload_digest(body)
 
 
 def body_of(page: Page) -> bytes:

@@ -61,10 +61,13 @@ def _schedule(pages: list[Page], previous: dict[str, Previous]) -> list[Planned]
     return planned
 
 
-def _bodies(pages: list[Page], dropped: set[str]) -> list[tuple[str, bytes, str | None]]:
+def _bodies(pages: list[Page], dropped: set[str], archive_unstored: bool
+            ) -> list[tuple[str, bytes, str | None]]:
     """Give each page to store its storage key and take its bodies out of it: the (key,
     body, content type) to write. An exact copy's body (`copy_gz`) is written too, so that a
-    row never names a key whose body is not there; the store writes only missing keys."""
+    row never names a key whose body is not there; the store writes only missing keys. The
+    body as fetched (`raw_gz`) is written for a stored page, a robots.txt answer, a redirect
+    or error answer, and with `archive_unstored` for a page not stored."""
     uploads = []
     for page in pages:
         body, copy, raw = page.body_gz, page.copy_gz, page.raw_gz
@@ -75,8 +78,9 @@ def _bodies(pages: list[Page], dropped: set[str]) -> list[tuple[str, bytes, str 
             page.storage_key = body_key(page.content_hash)
             if (content := body if body is not None else copy) is not None:
                 uploads.append((page.storage_key, content, page.content_type))
-        # The body as fetched of a rendered page, or of a robots.txt answer.
-        if raw is not None and page.raw_hash and (stored or page.status == Status.ROBOTS):
+        archived = page.status == Status.ROBOTS or page.url_hash not in dropped and (
+            stored or page.status != Status.FETCHED or archive_unstored)
+        if raw is not None and page.raw_hash and archived:
             page.raw_storage_key = body_key(page.raw_hash)
             uploads.append((page.raw_storage_key, raw,
                             "text/html" if page.rendered else page.content_type))
@@ -85,11 +89,9 @@ def _bodies(pages: list[Page], dropped: set[str]) -> list[tuple[str, bytes, str 
 
 def _history_row(page: Page) -> HistoryRow | None:
     """The fetch history's row of a page whose answer is kept (its body as fetched stored,
-    a 304, a robots.txt answer); None for the others."""
-    key = page.raw_storage_key if page.rendered or page.status == Status.ROBOTS \
-        else page.storage_key
-    if page.http_status is None or not (key or page.not_modified) or page.status not in (
-            Status.FETCHED, Status.ROBOTS):
+    a 304, a robots.txt answer, a redirect or an error answer); None for the others."""
+    key = page.raw_storage_key if page.rendered or not page.storage_key else page.storage_key
+    if page.http_status is None or not (key or page.not_modified):
         return None
     return HistoryRow(
         url_hash=page.url_hash, url=page.url, host=page.host,
@@ -97,7 +99,8 @@ def _history_row(page: Page) -> HistoryRow | None:
         http_status=page.http_status, ip_address=page.ip_address,
         request_headers=page.request_headers, response_headers=page.response_headers,
         storage_key=key, payload_digest=page.payload_digest,
-        not_modified=page.not_modified, robots=page.status == Status.ROBOTS)
+        not_modified=page.not_modified, robots=page.status == Status.ROBOTS,
+        truncated=page.truncated, http_version=page.http_version)
 
 
 def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
@@ -113,7 +116,8 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     robots_pages = [p for p in pages if p.robots is not None]
     robots = [p.robots for p in robots_pages if p.robots is not None]
     robots_at = [p.fetched_at for p in robots_pages]
-    urls = [p for p in pages if p.status != Status.ROBOTS]
+    retried = [p for p in pages if p.status == Status.RETRIED]
+    urls = [p for p in pages if p.status not in (Status.ROBOTS, Status.RETRIED)]
     with ctx.sessions() as session:
         rows = dedup_rows.rows_by_hash(session, [p.url_hash for p in urls] + [
             p.duplicate_of for p in urls if p.content_dedup and p.duplicate_of])
@@ -121,7 +125,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
                if (row := rows.get(p.url_hash)) is not None and row.status == Status.DELETED}
     kept = [p for p in urls if p.url_hash not in dropped]
     refetch = dedup.recheck(ctx, kept, rows)
-    ctx.blobs.put_many(_bodies(pages, dropped))
+    ctx.blobs.put_many(_bodies(pages, dropped, ctx.settings.archive_unstored))
     held, orphaned = dedup.superseded(urls, rows, dropped)
     with ctx.sessions.begin() as session:
         robots_cache.write(session, robots, robots_at)
@@ -136,8 +140,9 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
                                             if p.not_modified],
                                   repository.NOT_MODIFIED_COLUMNS)
-        repository.add_fetch_history(session, [entry for page in [*kept, *robots_pages]
-                                               if (entry := _history_row(page)) is not None])
+        repository.add_fetch_history(session, [
+            entry for page in [*kept, *robots_pages, *retried]
+            if (entry := _history_row(page)) is not None])
         queued = dedup_rows.mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
                                          "requeued: its original is no longer stored")
     ctx.recrawls.schedule(planned)

@@ -44,4 +44,5 @@ def store_counts(pages: list[Page]) -> dict[str, int]:
     bodies = [p.body_gz for p in pages if p.body_gz is not None]
     return {"store:bodies": len(bodies), "bytes:stored": sum(len(b) for b in bodies),
             "dedup:exact": sum(1 for p in pages if p.content_dedup and not p.near_duplicate),
-            "dedup:near": sum(1 for p in pages if p.near_duplicate)}
+            "dedup:near": sum(1 for p in pages if p.near_duplicate),
+            "archive:truncated": sum(1 for p in pages if p.truncated)}

@@ -41,9 +41,9 @@ def _judge(tmp_path: Path, env: dict[str, str], web: Web, requests: list[Request
     if bodies:  # (a flushed Redis forgets which bodies it claimed: copies may be stored again)
         stored = list((tmp_path / "var" / "blobs").rglob("*.gz"))
         engine = get_engine(load_settings(env))
-        with engine.connect() as conn:  # robots.txt answers are kept too
-            robots = conn.scalar(sa.text(
-                "SELECT count(DISTINCT storage_key) FROM fetches WHERE robots"))
+        with engine.connect() as conn:  # robots.txt, redirect and error answers are kept too
+            robots = conn.scalar(sa.text("SELECT count(DISTINCT storage_key) FROM fetches "
+                                         "WHERE robots OR http_status >= 300"))
         assert len(stored) == stats["stored"] + robots  # no body stored twice
 
 

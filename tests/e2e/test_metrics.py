@@ -89,8 +89,8 @@ def test_metrics_agree_with_the_database(tmp_path: Path, redis_url: str, pg_url:
         distinct_bodies = conn.scalar(sa.select(sa.func.count(sa.distinct(Url.storage_key))))
         duplicates = conn.scalar(sa.select(sa.func.count()).where(Url.content_dedup.is_(True)))
         body_bytes = conn.scalar(sa.select(sa.func.sum(Url.content_length))) or 0
-        robots = set(conn.scalars(sa.text(  # robots.txt answers are stored too, not as pages
-            "SELECT storage_key FROM fetches WHERE robots")))
+        robots = set(conn.scalars(sa.text(  # robots.txt, redirect and error answers are
+            "SELECT storage_key FROM fetches WHERE robots OR http_status >= 300")))  # stored too
     engine.dispose()
     root = tmp_path / "var" / "blobs"
     blobs = [p for p in root.rglob("*") if p.is_file()

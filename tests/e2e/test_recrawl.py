@@ -67,7 +67,8 @@ def test_recrawl_sends_validators_and_stores_only_what_changed(tmp_path: Path,
     keys = {k for (k,) in sqlite3.connect(db).execute(
         "select distinct storage_key from urls where storage_key is not null")}
     bodies = list((tmp_path / "var" / "blobs").rglob("*.gz"))
-    robots = {k for (k,) in sqlite3.connect(db).execute(  # robots.txt answers are kept too
-        "select storage_key from fetches where robots")}
+    robots = {k for (k,) in sqlite3.connect(db).execute(  # robots.txt, redirect and error
+        "select storage_key from fetches where (robots or http_status >= 300) "  # answers too
+        "and not not_modified")}
     assert len(bodies) == len(before) + len(changed) + len(robots)  # one new body per change
     assert len(keys) == len(after)

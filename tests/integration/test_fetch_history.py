@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import gzip
 import hashlib
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -51,7 +52,8 @@ def fetched(url: str, status: int, body: bytes, when: float, etag: str = '"v1"')
 
 
 def store(ctx: Context, *answers: Fetched) -> None:
-    pages = [apply_fetch(page_for(Lease(0, f.url.split("/")[2], "t", f.url, 0)), f)
+    pages = [apply_fetch(page_for(Lease(0, f.url.split("/")[2], "t", f.url, 0)), f,
+                         ctx.settings.archive_answer_bytes)
              for f in answers]
     batch = dedup_pages(ctx, pages)
     store_pages(ctx, copy.deepcopy(batch))
@@ -92,8 +94,8 @@ def test_every_kept_fetch_is_recorded_once_and_exported(ctx: Context, tmp_path: 
     store(ctx, fetched(page, 200, b"<p>two</p>", T0 + 300, etag='"v3"'))
     assert history(ctx) == [(f"http://{A}/robots.txt", 200, False, True),
                             (page, 200, False, True), (other, 200, False, True),
-                            (page, 304, True, False), (page, 200, False, True),
-                            (page, 200, False, True)]  # the 404's body is not kept: no row
+                            (gone, 404, False, True), (page, 304, True, False),
+                            (page, 200, False, True), (page, 200, False, True)]
     with ctx.sessions() as session:
         first = session.scalars(sa.select(Fetch).where(Fetch.url == page)).first()
     assert first is not None and first.response_headers is not None
@@ -101,16 +103,17 @@ def test_every_kept_fetch_is_recorded_once_and_exported(ctx: Context, tmp_path: 
     assert first.request_headers == SENT and first.payload_digest.startswith("sha1:")
 
     everything = export_warc(ctx, tmp_path / "all.warc.gz")
-    assert (everything.written, everything.revisits, everything.robots) == (5, 2, 1)
+    assert (everything.written, everything.revisits, everything.answers,
+            everything.robots) == (6, 2, 1, 1)
     assert records(everything.paths) == [
         ("response", f"http://{A}/robots.txt", None), ("response", page, None),
-        ("response", other, None),
+        ("response", other, None), ("response", gone, None),
         ("revisit", page, SERVER_NOT_MODIFIED), ("revisit", page, IDENTICAL_PAYLOAD),
         ("response", page, None)]
     # From a later date, of one host: the revisits still refer to the first response.
     later = export_warc(ctx, tmp_path / "later.warc.gz", host=A,
                         since=datetime.fromtimestamp(T0 + 50, UTC))
-    assert records(later.paths) == records(everything.paths)[3:]
+    assert records(later.paths) == records(everything.paths)[4:]
     with later.paths[0].open("rb") as stream:
         refers = [r.rec_headers.get_header("WARC-Refers-To-Date") for r in ArchiveIterator(stream)
                   if r.rec_type == "revisit"]
@@ -119,9 +122,9 @@ def test_every_kept_fetch_is_recorded_once_and_exported(ctx: Context, tmp_path: 
     # A takedown forgets the URL's history and every body it names.
     counts = delete(ctx, url=page)
     assert (counts["fetches_forgotten"], counts["bodies_removed"]) == (4, 2)
-    assert [url for url, *_ in history(ctx)] == [f"http://{A}/robots.txt", other]
+    assert [url for url, *_ in history(ctx)] == [f"http://{A}/robots.txt", other, gone]
     after = export_warc(ctx, tmp_path / "after.warc.gz")
-    assert (after.written, after.robots, after.skipped) == (1, 1, {})
+    assert (after.written, after.robots, after.skipped) == (2, 1, {})
 
 
 def test_migration_0009_keeps_the_last_stored_fetch_of_each_url(ctx: Context,
@@ -170,8 +173,8 @@ def test_a_304_after_a_lost_body_is_skipped_not_pointed_at_an_older_one(ctx: Con
     ctx.blobs.delete(body_key(hashlib.sha256(b"<p>two</p>").hexdigest()))
     exported = export_warc(ctx, tmp_path / "lost.warc.gz")
     assert exported.written == 1 and exported.skipped == {
-        "body missing from the store": 1, "304 with no earlier response kept": 1}
-    assert "304 with no earlier response kept: http://a.test/p" in exported.describe()
+        exporting.BODY_MISSING: 1, exporting.ORIGINAL_LOST: 1}
+    assert f"{exporting.ORIGINAL_LOST}: http://a.test/p" in exported.describe()
 
 
 def test_revisits_of_urls_past_the_export_memory(ctx: Context, tmp_path: Path,
@@ -194,3 +197,41 @@ def test_revisits_of_urls_past_the_export_memory(ctx: Context, tmp_path: Path,
         refers = [r.rec_headers.get_header("WARC-Refers-To-Date") for r in ArchiveIterator(stream)
                   if r.rec_type == "revisit"]
     assert refers == ["2023-11-14T22:13:20Z"] * 2  # T0, from the history and from memory
+
+
+def test_redirects_error_answers_and_unstored_pages_are_archived(ctx: Context,
+                                                                 tmp_path: Path) -> None:
+    upgrade(ctx.settings)
+    archiving = Context(replace(ctx.settings, archive_unstored=True, archive_answer_bytes=8))
+    moved, broken, hidden, plain = (f"http://{A}/{name}" for name in
+                                    ("moved", "broken", "hidden", "plain"))
+    add_seeds(ctx, [moved, broken, hidden, plain])
+    redirect = fetched(moved, 301, b"<a href=/there>moved</a>", T0)
+    redirect.headers["location"] = "/there"
+    redirect.response_headers += "\r\nLocation: /there"
+    pages = [apply_fetch(page_for(Lease(0, A, "t", f.url, 0)), f, 8) for f in (
+        redirect, fetched(broken, 501, b"no", T0), fetched(hidden, 200, b"<p>noindex</p>", T0))]
+    pages[2].noindex = True
+    store_pages(archiving, dedup_pages(archiving, pages))
+    store(archiving, fetched(hidden, 304, b"", T0 + 100))
+    store(ctx, fetched(plain, 200, b"<p>noindex too</p>", T0 + 200))  # archived by nobody:
+    with ctx.sessions.begin() as session:  # its row stands for a noindex page's, whose 304
+        session.execute(sa.delete(Fetch).where(Fetch.url == plain))  # finds nothing before it
+    store(ctx, fetched(plain, 304, b"", T0 + 300))
+
+    exported = export_warc(ctx, tmp_path / "answers.warc.gz")
+    assert (exported.written, exported.revisits, exported.answers, exported.truncated) == (
+        4, 1, 2, 1)
+    assert exported.skipped == {exporting.NO_ORIGINAL: 1}
+    assert "CRAWL_ARCHIVE_UNSTORED" in exported.describe() and plain in exported.describe()
+    assert records(exported.paths) == [("response", moved, None), ("response", broken, None),
+                                       ("response", hidden, None),
+                                       ("revisit", hidden, SERVER_NOT_MODIFIED)]
+    with exported.paths[0].open("rb") as stream:
+        answers = {r.rec_headers.get_header("WARC-Target-URI"): (
+            r.http_headers.get_statuscode(), r.http_headers.get_header("Location"),
+            r.rec_headers.get_header("WARC-Truncated"), r.content_stream().read())
+            for r in ArchiveIterator(stream) if r.rec_type == "response"}
+    assert answers == {moved: ("301", "/there", "length", b"<a href="),
+                       broken: ("501", None, None, b"no"),
+                       hidden: ("200", None, None, b"<p>noindex</p>")}

@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
+from io import BytesIO
 from pathlib import Path
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from crawlapp.adapters.http import Fetcher
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.core.records import Fetched, Page
 from crawlapp.core.settings import load_settings
+from crawlapp.ops.warc import FetchRecord, write_records
 from crawlapp.stages.pages import apply_fetch
+from crawlapp.stages.storing import _history_row
 from testweb.server import BackgroundServer, start_in_background
 from testweb.serverlog import Request, load
 from testweb.site import Web, WebSpec
@@ -63,8 +68,18 @@ def test_http2_is_spoken_where_the_server_offers_it(authority: Authority, tmp_pa
     # What the archive needs of an exchange, over h2 as over HTTP/1.1.
     assert {f.ip_address for f in fetched} == {host.rsplit(":", 1)[0] for host in web.hosts()}
     assert all("content-type: text/html" in f.response_headers for f in fetched)
-    page = apply_fetch(Page(url=fetched[0].url), fetched[0])
+    page = apply_fetch(Page(url=fetched[0].url), fetched[0], 1 << 20)
     assert page.http_version == "HTTP/2"
+    # The archive writes it as HTTP/1.1 with WARC-Protocol: h2, for readers that know no other.
+    page.storage_key = "bodies/k"
+    row = _history_row(page)
+    assert row is not None and row.http_version == "HTTP/2"
+    out = BytesIO()
+    write_records(out, [FetchRecord(page.url, datetime.now(UTC), 200, [], [], fetched[0].body,
+                                    http_version=row.http_version)], {})
+    response = list(ArchiveIterator(BytesIO(out.getvalue())))[-1]
+    assert response.rec_headers.get_header("WARC-Protocol") == "h2"
+    assert response.http_headers.protocol == "HTTP/1.1"
 
 
 def test_http1_over_tls_unless_the_setting_asks_for_http2(authority: Authority,

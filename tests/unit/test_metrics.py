@@ -30,9 +30,9 @@ def test_fetch_and_store_counts() -> None:
                                      "latency:le:0.25": 1, "latency:le:+Inf": 1,
                                      "latency:sum_ms": 31200}
     pages = [Page(body_gz=b"12345"), Page(content_dedup=True),
-             Page(content_dedup=True, near_duplicate=True), Page()]
+             Page(content_dedup=True, near_duplicate=True), Page(truncated=True)]
     assert store_counts(pages) == {"store:bodies": 1, "bytes:stored": 5, "dedup:exact": 1,
-                                   "dedup:near": 1}
+                                   "dedup:near": 1, "archive:truncated": 1}
 
 
 def test_exposition_of_a_snapshot() -> None:

@@ -93,7 +93,7 @@ def test_the_exchange_is_kept_whole_for_the_fetch_history() -> None:
         "Content-Type: text/html", "Set-Cookie: a=1", "set-cookie: b=2",
         "Content-Encoding: gzip", "X-Odd: \xe9"]
     assert result.ip_address is None  # no network stream under a mock transport
-    page = apply_fetch(page_for(LEASE), result)
+    page = apply_fetch(page_for(LEASE), result, 1 << 20)
     assert (page.request_headers, page.response_headers) == (result.request_headers,
                                                              result.response_headers)
     digest = "sha1:" + b32encode(hashlib.sha1(b"<p>hi</p>").digest()).decode()
@@ -150,7 +150,7 @@ def test_a_bomb_in_any_coding_is_too_large(bomb: tuple[str, bytes], url: str) ->
                            CRAWL_MAX_BODY_BYTES=str(1 << 20))
     result = asyncio.run(fetcher.get(url))
     assert (result.status, result.error, result.body) == (200, "too_large", b"")
-    page = apply_fetch(page_for(replace(LEASE, url=url)), result)
+    page = apply_fetch(page_for(replace(LEASE, url=url)), result, 1 << 20)
     assert (page.status, page.error) == ("failed", "too_large")
 
 
@@ -210,7 +210,7 @@ def test_a_batch_from_the_frontier_planned_fetched_and_recorded() -> None:
     learned = _robots_policy(robots[0], None)
     assert learned.allowed("http://b.test/page", UA)
     assert sitemap_links("http://b.test", learned) == ["http://b.test/map.xml"]
-    (page,) = [apply_fetch(page_for(lease), result)
+    (page,) = [apply_fetch(page_for(lease), result, 1 << 20)
                for lease, result in zip(plan.pages, fetched, strict=True)]
     assert page.status == "fetched" and page.body_gz is not None
     assert gzip.decompress(page.body_gz) == b"<p>a</p>"

@@ -25,8 +25,9 @@ def fetch(answers: dict[str, Answer], **extra: int) -> list[Page]:
 
     async def all_of() -> list[Page]:
         results = await asyncio.gather(*(fetcher.get(url) for url in answers))
-        return [dataclasses.replace(apply_fetch(page_for(Lease(0, host_of(r.url), "t", r.url, 1)), r),
-                                    **extra)
+        return [dataclasses.replace(
+                    apply_fetch(page_for(Lease(0, host_of(r.url), "t", r.url, 1)), r, 1 << 20),
+                    **extra)
                 for r in results]
 
     return asyncio.run(all_of())

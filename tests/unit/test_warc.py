@@ -233,3 +233,38 @@ def test_warc_date_is_utc() -> None:
     plus_two = timezone(timedelta(hours=2))
     assert warc_date(datetime(2024, 1, 1, 12, 0, tzinfo=plus_two)) == "2024-01-01T10:00:00Z"
     assert warc_date(datetime(2024, 1, 1, 12, 0, 0, 5)) == "2024-01-01T12:00:00.000005Z"
+
+
+def test_an_http2_exchange_is_written_as_http11_with_its_protocol_and_cipher() -> None:
+    fetch = FetchRecord("https://example.test/", FETCHED, 200, sent("example.test"),
+                        [("content-type", "text/html")], b"<p>h2</p>", "127.0.1.1",
+                        http_version="HTTP/2", cipher_suite="TLS_AES_256_GCM_SHA384")
+    out = BytesIO()
+    write_records(out, [fetch], INFO)
+    request, response = list(ArchiveIterator(BytesIO(out.getvalue())))[1:]
+    for record in (request, response):
+        assert record.rec_headers.get_header("WARC-Protocol") == "h2"
+        assert record.rec_headers.get_header("WARC-Cipher-Suite") == "TLS_AES_256_GCM_SHA384"
+    assert response.http_headers.protocol == "HTTP/1.1"
+    assert (request.http_headers.protocol, request.http_headers.statusline) == (
+        "GET", "/ HTTP/1.1")
+    plain = FetchRecord("http://example.test/", FETCHED, 200, sent("example.test"), [], b"")
+    out = BytesIO()
+    write_records(out, [plain], INFO)
+    response = list(ArchiveIterator(BytesIO(out.getvalue())))[-1]
+    assert response.rec_headers.get_header("WARC-Protocol") is None  # not known: not said
+    assert response.rec_headers.get_header("WARC-Cipher-Suite") is None
+
+
+def test_a_cut_body_is_marked_truncated() -> None:
+    fetch = FetchRecord("http://example.test/huge-404", FETCHED, 404, sent("example.test"),
+                        [("Content-Type", "text/html"), ("Content-Length", "5000")], b"x" * 100,
+                        truncated=True)
+    out = BytesIO()
+    write_records(out, [fetch], INFO)
+    response = list(ArchiveIterator(BytesIO(out.getvalue())))[-1]
+    assert response.rec_headers.get_header("WARC-Truncated") == "length"
+    assert response.http_headers.get_statuscode() == "404"
+    assert response.http_headers.get_header("Content-Length") == "100"  # the body as archived
+    assert response.http_headers.get_header("X-Crawler-Content-Length") == "5000"
+    assert [r["body"] for r in read_records(BytesIO(out.getvalue()))] == [b"x" * 100]

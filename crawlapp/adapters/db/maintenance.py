@@ -189,7 +189,9 @@ def fetch_history(sessions: sessionmaker[Session], host: str | None, size: int
 
 
 def response_before(session: Session, fetch: Fetch) -> Fetch | None:
-    """The last fetch of the URL before `fetch` whose body is stored."""
+    """The last 2xx answer to the URL before `fetch` whose body is stored (what a 304
+    confirms)."""
     return session.scalars(select(Fetch).where(
-        Fetch.url_hash == fetch.url_hash, Fetch.id < fetch.id,
-        Fetch.storage_key.is_not(None)).order_by(Fetch.id.desc()).limit(1)).first()
+        Fetch.url_hash == fetch.url_hash, Fetch.id < fetch.id, Fetch.storage_key.is_not(None),
+        Fetch.http_status >= 200, Fetch.http_status < 300).order_by(Fetch.id.desc()).limit(1)
+    ).first()

@@ -75,8 +75,9 @@ class Url(Base):
 
 class Fetch(Base):
     """One row per fetch whose answer is kept: a page whose body as fetched is stored, a 304
-    to a conditional GET, a robots.txt answer. The history the WARC export writes, oldest
-    first; header blocks are "Name: value" lines joined by CRLF, as sent and received.
+    to a conditional GET, a robots.txt answer, a redirect or an error answer. The history
+    the WARC export writes, oldest first; header blocks are "Name: value" lines joined by
+    CRLF, as sent and received.
     On Postgres a partition per month of fetched_at (migration 0010), primary key (id,
     fetched_at)."""
 
@@ -98,6 +99,10 @@ class Fetch(Base):
     payload_digest: Mapped[str | None] = mapped_column(String(64))  # sha1:<base32>
     not_modified: Mapped[bool] = mapped_column(Boolean, default=False)
     robots: Mapped[bool] = mapped_column(Boolean, default=False)  # its origin's robots.txt
+    # The body kept is the first CRAWL_ARCHIVE_ANSWER_BYTES of a longer one (migration 0012).
+    truncated: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    http_version: Mapped[str | None] = mapped_column(String(16))  # "HTTP/2"; None: unknown
+    cipher_suite: Mapped[str | None] = mapped_column(String(64))  # over TLS, when known
 
 
 class Host(Base):
