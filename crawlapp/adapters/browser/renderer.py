@@ -56,7 +56,8 @@ def refusal(url: str, resource_type: str, method: str, page_host: str,
 
 class HostSlots:
     """One request at a time per host, each starting no earlier than the host's next time
-    (the previous request's end plus the host's delay)."""
+    (the previous request's end plus the host's delay). A request cancelled (its render
+    ended first) ends when it is cancelled: the host's next time counts from then."""
 
     def __init__(self, next_time: dict[str, float], delay_for: Callable[[str], float]) -> None:
         self.next_time = dict(next_time)
@@ -74,9 +75,10 @@ class HostSlots:
                 return None
             if start > time.time():
                 await asyncio.sleep(start - time.time())
-            result = await call()
-            self.next_time[host] = max(result.ended, time.time()) + self.delay_for(host)
-            return result
+            try:
+                return await call()
+            finally:
+                self.next_time[host] = time.time() + self.delay_for(host)
 
 
 @dataclass
@@ -103,6 +105,15 @@ class _Tab:
     pending: int = 0
     last_activity: float = field(default_factory=time.monotonic)
     document_served: bool = False
+    requests: set[asyncio.Task[None]] = field(default_factory=set)  # answering paused ones
+
+    async def abort(self) -> None:
+        """Cancel the requests still being answered and wait until each has ended (its
+        connection closed), so that none outlives the render."""
+        running = list(self.requests)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
 
 
 class Renderer:
@@ -130,6 +141,8 @@ class Renderer:
         return self.browser
 
     async def close(self) -> None:
+        for tab in list(self._tabs.values()):
+            await tab.abort()
         if self.browser is not None:
             if self.browser.pid:
                 self.cpu_of_closed += self.usage()[0]
@@ -150,12 +163,15 @@ class Renderer:
         started = time.monotonic()
         result = Rendered()
         session: str | None = None
+        target = ""
+        broken = False
         try:
             browser = await self._ensure()
             async with asyncio.timeout(budget):
-                target = (await browser.send("Target.createTarget", {"url": "about:blank"}))
+                target = (await browser.send("Target.createTarget", {"url": "about:blank"}))[
+                    "targetId"]
                 session = (await browser.send("Target.attachToTarget",
-                                              {"targetId": target["targetId"], "flatten": True}
+                                              {"targetId": target, "flatten": True}
                                               ))["sessionId"]
                 tab = _Tab(url, body, content_type, answer, urlsplit(url).netloc.lower(),
                            other_hosts, result)
@@ -172,18 +188,21 @@ class Renderer:
                                          {"expression": OUTER_HTML, "returnByValue": True},
                                          session)
                 result.html = str(dom["result"].get("value") or "")
-            await self._close_tab(browser, session, target["targetId"])
         except TimeoutError:
             result.error = "timeout"
-            if session is not None:  # the renderer may be stuck in a script: end its tab
-                await self._close_tab(browser, session, target["targetId"])
         except (BrowserGone, RuntimeError, OSError) as exc:
             log.warning("rendering %s failed: %s", url, exc)
             result.error = "browser"
-            await self.close()
+            broken = True
         finally:
-            if session is not None:
-                self._tabs.pop(session, None)
+            # Every request of the page ends before the render does, whatever ended it.
+            ended = self._tabs.pop(session, None) if session is not None else None
+            if ended is not None:
+                await ended.abort()
+        if broken:
+            await self.close()
+        elif target:  # the renderer may be stuck in a script: end its tab
+            await self._close_tab(browser, target)
         self.pages += 1
         if self.browser is not None and (self.pages >= self.recycle_after
                                          or self.usage()[1] > self.max_rss):
@@ -191,15 +210,13 @@ class Renderer:
         result.seconds = time.monotonic() - started
         return result
 
-    async def _close_tab(self, browser: Browser, session: str | None, target: str) -> None:
+    async def _close_tab(self, browser: Browser, target: str) -> None:
         try:
             async with asyncio.timeout(CLOSE_SECONDS):
                 await browser.send("Target.closeTarget", {"targetId": target})
         except (TimeoutError, BrowserGone, RuntimeError) as exc:
             log.warning("closing a tab failed (%s); the browser starts again", exc)
             await self.close()
-        if session is not None:
-            self._tabs.pop(session, None)
 
     def _event(self, session: str | None, message: dict[str, Any]) -> Awaitable[None] | None:
         tab = self._tabs.get(session or "")
@@ -210,7 +227,10 @@ class Renderer:
             tab.loaded.set()
         elif method == "Fetch.requestPaused":
             tab.pending += 1
-            return self._paused(session, tab, message["params"])
+            task = asyncio.get_running_loop().create_task(
+                self._paused(session, tab, message["params"]))
+            tab.requests.add(task)
+            task.add_done_callback(tab.requests.discard)
         return None
 
     async def _paused(self, session: str | None, tab: _Tab, params: dict[str, Any]) -> None:
