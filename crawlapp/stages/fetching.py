@@ -28,7 +28,7 @@ from crawlapp.core.politeness import (
 from crawlapp.core.ports import Frontier
 from crawlapp.core.records import Fetched, Handover, Lease, Page, Release
 from crawlapp.core.recrawl import conditional_headers
-from crawlapp.core.render_rule import wants_render
+from crawlapp.core.render_rule import shares_slots, wants_render
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer, robots_url
 from crawlapp.core.scope import hostname, is_address
 from crawlapp.core.sitemaps import default_sitemap
@@ -345,7 +345,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
                     len(leases) - len(held))
     known = _known(ctx, held)
     plan = plan_batch(held, known.policies, settings.product_token, known.denied)
-    slots = _take_slots(ctx, plan) if settings.politeness_key != "host" else None
+    slots = _take_slots(ctx, plan) if shares_slots(settings) else None
     ledger = LeaseLedger(settings, known.policies, known.throttles,
                          {lease.host: f for lease, f in zip(leases, failures, strict=True)
                           if f is not None})

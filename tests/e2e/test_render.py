@@ -1,19 +1,30 @@
 """The render stage end to end: pages whose links only their scripts write are found with
-CRAWL_RENDER and not without; the scripts' requests keep the host's politeness, images and
-other hosts are never asked for; a page whose script never ends is cut at the time budget
-while the render worker lives on."""
+CRAWL_RENDER and not without (those behind a cross-origin JSON fetch too); the scripts'
+requests keep the host's politeness, images and other hosts are never asked for; another
+allowed host keeps its own delay across the crawler's fetches and the renders' requests; a
+page whose script never ends is cut at the time budget while the render worker lives on, and
+a script still being answered then is cut before its host is asked again."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from crawlapp.adapters.browser.cdp import find_chromium
 from tests.conftest import crawl_env, own_redis_url
 from tests.e2e.helpers import crawl_web, crawlctl
-from testweb.serverlog import Request, fetched_urls, never_fetch_violations, summary
+from testweb.cases import SLOW_SCRIPT_SECONDS
+from testweb.serverlog import (
+    Request,
+    fetched_urls,
+    gap_violations,
+    never_fetch_violations,
+    overlaps,
+    summary,
+)
 from testweb.site import Web, WebSpec
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
@@ -22,6 +33,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
 DELAY = 0.3
 BUDGET = 3.0
 SPEC = WebSpec(hosts=1, pages_per_host=2, port=0, crawl_delay_every=0, render_cases=True)
+ASSETS = urlsplit(Web(SPEC).case_urls()["assets"]).hostname or ""  # its port is the server's
 
 
 def _crawl(tmp_path: Path, **extra: str) -> tuple[Web, list[Request], str, dict[str, str]]:
@@ -44,7 +56,8 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Web, list[Request]]
 def rendered(tmp_path_factory: pytest.TempPathFactory
              ) -> tuple[Web, list[Request], str, dict[str, str]]:
     return _crawl(tmp_path_factory.mktemp("rendered"), CRAWL_RENDER="true",
-                  CRAWL_RENDER_TIMEOUT=str(BUDGET), CRAWL_RENDER_STORE_RAW="true")
+                  CRAWL_RENDER_TIMEOUT=str(BUDGET), CRAWL_RENDER_STORE_RAW="true",
+                  CRAWL_RENDER_OTHER_HOSTS=ASSETS)
 
 
 def test_script_links_are_found_only_with_rendering(plain, rendered) -> None:  # type: ignore[no-untyped-def]
@@ -71,8 +84,8 @@ def test_endless_script_is_cut_at_the_budget_worker_alive(rendered) -> None:  # 
     web, _, output, env = rendered
     assert "starting it again" not in output
     stats = json.loads(crawlctl(env, "stats", "--json").stdout)["render"]
-    assert stats["errors"] == {"timeout": 1}
-    assert stats["rendered"] == stats["pages"] - 1 >= 1
+    assert stats["errors"] == {"timeout": 2}  # the endless script, the slow one
+    assert stats["rendered"] == stats["pages"] - 2 >= 1
     assert stats["cpu_seconds"] > 0 and stats["refused"].get("other_host", 0) >= 1
     loop = json.loads(crawlctl(env, "page", "show", web.case_urls()["loop"], "--json").stdout)
     assert loop["status"] == "fetched" and not loop["rendered"]
@@ -89,3 +102,30 @@ def test_page_show_tells_a_rendered_page_both_bodies_and_delete_removes_them(ren
     assert app["outbound_links"] >= 3
     deleted = crawlctl(env, "delete", web.case_urls()["app"], "--yes")
     assert "bodies removed 2" in deleted.stdout, deleted  # the rendered and the raw body
+
+
+def test_a_request_still_running_at_the_budget_ends_before_its_host_goes_on(rendered) -> None:  # type: ignore[no-untyped-def]
+    web, requests, _, _ = rendered
+    slow = [r for r in requests if r.url == web.case_urls()["slow-js"]]
+    assert len(slow) == 1 and slow[0].aborted, slow  # the client went away
+    assert slow[0].end - slow[0].start < SLOW_SCRIPT_SECONDS / 2  # at the render's budget
+    host = [r for r in requests if r.host == slow[0].host]
+    later = [r for r in host if r.start > slow[0].start]
+    assert later, "the host was never asked again after its render timed out"
+    assert min(r.start for r in later) >= slow[0].end + DELAY
+    assert overlaps(host) == [] and gap_violations(host, lambda h: DELAY) == []
+
+
+def test_another_allowed_host_keeps_its_delay_across_fetches_and_renders(rendered) -> None:  # type: ignore[no-untyped-def]
+    web, requests, _, _ = rendered
+    assets = [r for r in requests if urlsplit(r.url).hostname == ASSETS]
+    delay = web.delay_for(assets[0].host, DELAY)
+    assert delay > DELAY  # its robots.txt's Crawl-delay
+    assert any(r.path.startswith("/api/routes-") for r in assets)  # asked by renders
+    assert sum(r.path.startswith("/docs/") for r in assets) >= 4  # and crawled itself
+    assert overlaps(assets) == [] and gap_violations(assets, lambda h: delay) == []
+
+
+def test_routes_behind_a_cross_origin_fetch_are_found(rendered) -> None:  # type: ignore[no-untyped-def]
+    web, requests, _, _ = rendered
+    assert set(web.cross_origin_pages()) <= set(fetched_urls(requests))

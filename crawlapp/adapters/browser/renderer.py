@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from crawlapp.adapters.browser.cdp import Browser, BrowserGone, tree_usage
@@ -28,6 +28,10 @@ SKIPPED_TYPES = frozenset({"Image", "Media", "Font", "Ping", "Manifest", "CSPVio
                            "Prefetch", "Other", "TextTrack", "SignedExchange", "WebSocket", "EventSource"})
 SETTLE_SECONDS = 0.5  # after the load event, the page is done once no request ran this long
 CLOSE_SECONDS = 2.0
+# Not handed to the browser: the connection's own (hop by hop), and the body's framing and
+# coding, since the body handed over is decoded and whole.
+DROPPED_HEADERS = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding",
+                             "te", "trailer", "upgrade", "content-encoding", "content-length"})
 OUTER_HTML = "document.documentElement ? document.documentElement.outerHTML : ''"
 # A refusal, or the response to hand to the page.
 Answer = Fetched | str
@@ -54,14 +58,29 @@ def refusal(url: str, resource_type: str, method: str, page_host: str,
     return None
 
 
+class Turns(Protocol):
+    """Turns of a politeness key shared with other processes (fetch workers, browsers)."""
+
+    async def take(self, host: str, deadline: float) -> tuple[str, float] | None:
+        """Hold `host`'s key: (a token, the key's next allowed time), or None when it could
+        not be had by `deadline` (UNIX time)."""
+
+    async def give_back(self, host: str, token: str, next_time: float) -> None:
+        """Give the key back, free from `next_time`."""
+
+
 class HostSlots:
     """One request at a time per host, each starting no earlier than the host's next time
-    (the previous request's end plus the host's delay). A request cancelled (its render
-    ended first) ends when it is cancelled: the host's next time counts from then."""
+    (the previous request's end plus the host's delay), and, with `turns`, holding its
+    politeness key meanwhile (no earlier than the key's own next time either). A request
+    cancelled (its render ended first) ends when it is cancelled: the host's next time
+    counts from then."""
 
-    def __init__(self, next_time: dict[str, float], delay_for: Callable[[str], float]) -> None:
+    def __init__(self, next_time: dict[str, float], delay_for: Callable[[str], float],
+                 turns: Turns | None = None) -> None:
         self.next_time = dict(next_time)
         self.delay_for = delay_for
+        self.turns = turns
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def run(self, host: str, call: Callable[[], Awaitable[Fetched]], deadline: float
@@ -73,12 +92,38 @@ class HostSlots:
             start = self.next_time.get(host, 0.0)
             if start > deadline:
                 return None
-            if start > time.time():
-                await asyncio.sleep(start - time.time())
+            turn = await self.turns.take(host, deadline) if self.turns is not None else None
+            if self.turns is not None and turn is None:
+                return None
+            start = max(start, turn[1]) if turn is not None else start
+            called = False
             try:
-                return await call()
+                if start > deadline:
+                    return None
+                if start > time.time():
+                    await asyncio.sleep(start - time.time())
+                called = True
+                try:
+                    return await call()
+                finally:
+                    self.next_time[host] = time.time() + self.delay_for(host)
             finally:
-                self.next_time[host] = time.time() + self.delay_for(host)
+                if turn is not None and self.turns is not None:
+                    await self.turns.give_back(host, turn[0], self.next_time[host] if called
+                                               else turn[1])
+
+
+def browser_headers(got: Fetched) -> list[dict[str, str]]:
+    """The response's headers for the browser, as the server sent them (each repeated one on
+    its own; CORS, caching and content type included) but those DROPPED_HEADERS. Pure."""
+    pairs = [line.split(":", 1) for line in got.response_headers.split("\r\n") if ":" in line]
+    if not pairs:  # an answer made without the wire's headers
+        pairs = [[name, value] for name, value in got.headers.items()]
+    headers = [{"name": name.strip(), "value": value.strip()} for name, value in pairs
+               if name.strip().lower() not in DROPPED_HEADERS]
+    if not any(h["name"].lower() == "content-type" for h in headers):
+        headers.append({"name": "Content-Type", "value": "application/octet-stream"})
+    return headers
 
 
 @dataclass
@@ -240,7 +285,8 @@ class Renderer:
         try:
             if kind == "Document" and not tab.document_served:
                 tab.document_served = True
-                self._fulfill(session, request_id, 200, tab.content_type, tab.body)
+                self._fulfill(session, request_id, 200,
+                              [{"name": "Content-Type", "value": tab.content_type}], tab.body)
                 return
             reason = refusal(url, kind, request.get("method", "GET"), tab.page_host,
                              tab.other_hosts)
@@ -253,19 +299,16 @@ class Renderer:
                 self._fail(session, request_id)
             else:
                 tab.result.fetched += 1
-                self._fulfill(session, request_id, got.status,
-                              got.headers.get("content-type", "application/octet-stream"),
-                              got.body)
+                self._fulfill(session, request_id, got.status, browser_headers(got), got.body)
         finally:
             tab.pending -= 1
             tab.last_activity = time.monotonic()
 
-    def _fulfill(self, session: str | None, request_id: str, status: int, content_type: str,
-                 body: bytes) -> None:
+    def _fulfill(self, session: str | None, request_id: str, status: int,
+                 headers: list[dict[str, str]], body: bytes) -> None:
         if self.browser is not None:
             self.browser.post("Fetch.fulfillRequest", {
-                "requestId": request_id, "responseCode": status,
-                "responseHeaders": [{"name": "Content-Type", "value": content_type}],
+                "requestId": request_id, "responseCode": status, "responseHeaders": headers,
                 "body": base64.b64encode(body).decode()}, session)
 
     def _fail(self, session: str | None, request_id: str) -> None:
