@@ -116,7 +116,7 @@ def browser_cpu() -> float:
     if _RENDERER is None or _RENDERER[0] != os.getpid():
         return 0.0
     renderer = _RENDERER[1]
-    used = renderer.cpu_of_closed + renderer.usage()[0]
+    used = renderer.cpu_seconds()
     delta, _CPU_REPORTED[0] = max(0.0, used - _CPU_REPORTED[0]), used
     return delta
 

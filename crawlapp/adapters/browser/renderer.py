@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from crawlapp.adapters.browser.cdp import Browser, BrowserGone, tree_usage
+from crawlapp.adapters.browser.cdp import Browser, BrowserGone, TreeCpu, tree_usage
 from crawlapp.core import hostpatterns
 from crawlapp.core.records import Fetched
 
@@ -173,7 +173,7 @@ class Renderer:
         self.browser: Browser | None = None
         self.pages = 0
         self.restarts = 0
-        self.cpu_of_closed = 0.0  # CPU seconds of browsers already closed
+        self.cpu = TreeCpu()  # of every browser started, however it ended
         self._tabs: dict[str, _Tab] = {}
 
     async def _ensure(self) -> Browser:
@@ -189,12 +189,16 @@ class Renderer:
         for tab in list(self._tabs.values()):
             await tab.abort()
         if self.browser is not None:
-            if self.browser.pid:
-                self.cpu_of_closed += self.usage()[0]
+            self.cpu.read(self.browser.pid)  # its processes' last reading before the kill
             await self.browser.close()
             self.browser = None
             self.restarts += 1
+        self.cpu.read(None)
         self._tabs.clear()
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of every browser this renderer started, its processes gone included."""
+        return self.cpu.read(self.browser.pid if self.browser else None)
 
     def usage(self) -> tuple[float, int]:
         """CPU seconds and resident bytes of the running browser's processes."""
@@ -249,6 +253,7 @@ class Renderer:
         elif target:  # the renderer may be stuck in a script: end its tab
             await self._close_tab(browser, target)
         self.pages += 1
+        self.cpu_seconds()  # a reading a page, so that a process that ends loses little
         if self.browser is not None and (self.pages >= self.recycle_after
                                          or self.usage()[1] > self.max_rss):
             await self.close()
