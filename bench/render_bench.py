@@ -22,8 +22,9 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crawlapp.adapters.browser.cdp import find_chromium, tree_usage  # noqa: E402
+from crawlapp.adapters.browser.cdp import find_chromium  # noqa: E402
 from crawlapp.adapters.browser.renderer import Renderer  # noqa: E402
+from crawlapp.adapters.proctree import tree_usage  # noqa: E402
 from crawlapp.core.records import Fetched  # noqa: E402
 from crawlapp.core.settings import DEFAULT_USER_AGENT, load_settings  # noqa: E402
 from testweb.site import Web, WebSpec  # noqa: E402

@@ -15,9 +15,7 @@ import os
 import shutil
 import signal
 import tempfile
-import threading
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 # Chromium reads commands from fd 3 and writes answers and events to fd 4.
@@ -164,80 +162,3 @@ class Browser:
         if self._profile:
             shutil.rmtree(self._profile, ignore_errors=True)
         self.proc = self._writer = self._reader_task = None
-
-
-def _pss(pid: int, fallback: int) -> int:
-    """Proportional set size (shared pages split between their users), else `fallback`."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return fallback
-
-
-def _processes() -> dict[int, tuple[int, float, int]]:
-    """Every process: its parent, CPU seconds (its own and its reaped children's: user and
-    system) and resident bytes (Linux /proc)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    page = os.sysconf("SC_PAGE_SIZE")
-    out: dict[int, tuple[int, float, int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        cpu = sum(int(stat[i]) for i in (11, 12, 13, 14)) / tick
-        out[int(entry.name)] = (int(stat[1]), cpu, int(stat[21]) * page)
-    return out
-
-
-def _tree(pid: int, processes: dict[int, tuple[int, float, int]]) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for child, (ppid, _, _) in processes.items():
-        children.setdefault(ppid, []).append(child)
-    tree, frontier = {pid}, [pid]
-    while frontier:
-        for child in children.get(frontier.pop(), ()):
-            if child not in tree:
-                tree.add(child)
-                frontier.append(child)
-    return tree & processes.keys()
-
-
-def tree_usage(pid: int) -> tuple[float, int]:
-    """CPU seconds (user + system, reaped children's included) and memory (PSS) of `pid`
-    and its descendants (Linux /proc)."""
-    processes = _processes()
-    tree = _tree(pid, processes)
-    return (sum(processes[p][1] for p in tree),
-            sum(_pss(p, processes[p][2]) for p in tree))
-
-
-class TreeCpu:
-    """CPU seconds a process tree used, those of processes gone included: a process that
-    left the tree counts with its last reading unless its parent, still in the tree, reaped
-    it (then its time is in the parent's children's time). What a process used after the
-    last reading before it vanished is lost, so read often (each page)."""
-
-    def __init__(self) -> None:
-        self.gone = 0.0
-        self._last: dict[int, tuple[int, float]] = {}  # pid -> (parent, CPU seconds)
-        self._lock = threading.Lock()  # read by the render loop and the stage's thread
-
-    def read(self, pid: int | None) -> float:
-        """The tree's CPU seconds so far (`pid` None: its root is gone)."""
-        with self._lock:
-            return self._read(pid)
-
-    def _read(self, pid: int | None) -> float:
-        processes = _processes()
-        tree = _tree(pid, processes) if pid is not None else set()
-        for old, (parent, cpu) in self._last.items():
-            if old not in tree and parent not in tree:
-                self.gone += cpu
-        self._last = {p: (processes[p][0], processes[p][1]) for p in tree}
-        return self.gone + sum(cpu for _, cpu in self._last.values())

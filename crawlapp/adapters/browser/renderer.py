@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from crawlapp.adapters.browser.cdp import Browser, BrowserGone, TreeCpu, tree_usage
+from crawlapp.adapters.browser.cdp import Browser, BrowserGone
+from crawlapp.adapters.proctree import TreeCpu, tree_usage
 from crawlapp.core import hostpatterns
 from crawlapp.core.records import Fetched
 
