@@ -39,7 +39,7 @@ async def run(pages: int, recycle: int, max_memory_mb: int) -> dict[str, object]
     web = Web(WebSpec(hosts=1, port=8080, render_cases=True))
     app = web.case_urls()["app"]
 
-    async def answer(url: str) -> Fetched:
+    async def answer(url: str, origin: str | None) -> Fetched:
         parts = urlsplit(url)
         response = web.respond(parts.netloc, parts.path)
         return Fetched(url, response.status, {"content-type": response.header("content-type")

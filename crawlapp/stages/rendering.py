@@ -47,24 +47,26 @@ CACHE_MAX_BYTES = 1 << 20
 
 
 class SubresourceCache:
-    """Successful sub-request answers by URL, for a while, so pages sharing a script do not
-    ask their host for it again (bounded: entries and body size)."""
+    """Successful sub-request answers by URL and the Origin asked with (a CORS answer may
+    name it), for a while, so pages sharing a script do not ask their host for it again
+    (bounded: entries and body size)."""
 
     def __init__(self) -> None:
-        self._entries: OrderedDict[str, tuple[float, Fetched]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str | None], tuple[float, Fetched]] = \
+            OrderedDict()
 
-    def get(self, url: str) -> Fetched | None:
-        entry = self._entries.get(url)
+    def get(self, url: str, origin: str | None = None) -> Fetched | None:
+        entry = self._entries.get((url, origin))
         if entry is None or entry[0] < time.monotonic():
             return None
-        self._entries.move_to_end(url)
+        self._entries.move_to_end((url, origin))
         return entry[1]
 
-    def put(self, result: Fetched) -> None:
+    def put(self, result: Fetched, origin: str | None = None) -> None:
         if result.error or result.status != 200 or len(result.body) > CACHE_MAX_BYTES:
             return
-        self._entries[result.url] = (time.monotonic() + CACHE_SECONDS, result)
-        self._entries.move_to_end(result.url)
+        self._entries[(result.url, origin)] = (time.monotonic() + CACHE_SECONDS, result)
+        self._entries.move_to_end((result.url, origin))
         while len(self._entries) > CACHE_ENTRIES:
             self._entries.popitem(last=False)
 
@@ -176,7 +178,9 @@ class _Answers:
         self.cached = 0  # answers served from the cache
         self.origins: dict[str, str] = {}  # host -> the origin its robots.txt is of
 
-    async def answer(self, url: str, deadline: float) -> Answer:
+    async def answer(self, url: str, sent_origin: str | None, deadline: float) -> Answer:
+        """Check a sub-request, then fetch it in its host's turn (the browser's Origin header
+        sent along)."""
         host, origin = host_of(url), origin_of(url)
         self.origins.setdefault(host, origin)
         if origin not in self.policies:
@@ -188,15 +192,16 @@ class _Answers:
             return "robots_unknown"
         if not policy.allowed(url, self.ctx.settings.product_token):
             return "robots"
-        cached = _CACHE.get(url)
+        cached = _CACHE.get(url, sent_origin)
         if cached is not None:
             self.cached += 1
             return cached
-        result: Fetched | None = await self.slots.run(host, lambda: self.fetcher.get(url),
-                                                      deadline)
+        extra = {"Origin": sent_origin} if sent_origin else None
+        result: Fetched | None = await self.slots.run(
+            host, lambda: self.fetcher.get(url, extra), deadline)
         if result is None:
             return "politeness"
-        _CACHE.put(result)
+        _CACHE.put(result, sent_origin)
         return result
 
     def delay(self, host: str) -> float:
@@ -227,8 +232,8 @@ async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
             ctx.frontier.renew([h.lease for h in held[i:]], time.time(), settings.lease_seconds)
         deadline = time.time() + settings.render_timeout
 
-        async def answer(url: str, end: float = deadline) -> Answer:
-            return await answers.answer(url, end)
+        async def answer(url: str, sent_origin: str | None, end: float = deadline) -> Answer:
+            return await answers.answer(url, sent_origin, end)
 
         page = handover.page
         rendered = await renderer.render(

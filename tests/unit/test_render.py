@@ -221,6 +221,11 @@ def test_subresource_cache_keeps_successes_only() -> None:
     cache.put(Fetched("http://a.test/slow.js", error="timeout"))
     assert cache.get("http://a.test/app.js") is not None
     assert cache.get("http://a.test/missing.js") is None and cache.get("http://a.test/slow.js") is None
+    # A cross-origin answer serves the pages of the origin it was asked for (CORS names it).
+    cache.put(Fetched("http://b.test/a.json", 200, body=b"[]"), "http://a.test")
+    assert cache.get("http://b.test/a.json", "http://a.test") is not None
+    assert cache.get("http://b.test/a.json", "http://c.test") is None
+    assert cache.get("http://b.test/a.json") is None
 
 
 def test_render_summary() -> None:

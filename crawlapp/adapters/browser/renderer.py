@@ -36,7 +36,9 @@ DROPPED_HEADERS = frozenset({"connection", "keep-alive", "proxy-connection", "tr
 OUTER_HTML = "document.documentElement ? document.documentElement.outerHTML : ''"
 # A refusal, or the response to hand to the page.
 Answer = Fetched | str
-Answerer = Callable[[str], Awaitable[Answer]]
+# Answers a request for a URL, with the Origin header the browser sent it with (a
+# cross-origin request's: servers that allow a list of origins answer CORS to it), if any.
+Answerer = Callable[[str, str | None], Awaitable[Answer]]
 
 
 def refusal(url: str, resource_type: str, method: str, page_host: str,
@@ -296,7 +298,9 @@ class Renderer:
                 return
             reason = refusal(url, kind, request.get("method", "GET"), tab.page_host,
                              tab.other_hosts)
-            got: Answer = reason if reason else await tab.answer(url)
+            origin = next((value for name, value in request.get("headers", {}).items()
+                           if name.lower() == "origin"), None)
+            got: Answer = reason if reason else await tab.answer(url, origin)
             if isinstance(got, str):
                 tab.result.refused[got] += 1
                 self._fail(session, request_id)
