@@ -10,7 +10,14 @@ from dataclasses import replace
 
 import pytest
 
-from crawlapp.adapters.browser.renderer import HostSlots, Rendered, browser_headers, refusal
+from crawlapp.adapters.browser.renderer import (
+    HostSlots,
+    Rendered,
+    Renderer,
+    _Tab,
+    browser_headers,
+    refusal,
+)
 from crawlapp.core.app_shell import MIN_TEXT, is_shell, shell_hints
 from crawlapp.core.records import Fetched, Handover, Lease, Link, Page, Status
 from crawlapp.core.render_rule import render_reason, shares_slots, wants_render
@@ -165,6 +172,19 @@ def test_host_slots_hold_the_key_and_wait_for_its_time() -> None:
     assert first is not None and first.started >= started and late is None
     assert not turns.held and turns.given[0] >= first.ended + 0.3
     assert turns.given[1] == turns.given[0]  # not asked: the key's time stands
+
+
+def test_a_failing_answer_refuses_its_request_and_says_so(caplog: pytest.LogCaptureFixture
+                                                          ) -> None:
+    async def broken(url: str, origin: str | None) -> Fetched:
+        raise ConnectionError("the store is away")
+
+    tab = _Tab("http://a.test/", b"", HTML, broken, "a.test", (), Rendered(), pending=1)
+    paused = {"requestId": "1", "resourceType": "Script",
+              "request": {"url": "http://a.test/app.js", "method": "GET", "headers": {}}}
+    asyncio.run(Renderer("chromium", "ua", 1, 1 << 30)._paused(None, tab, paused))
+    assert tab.result.refused == {"error": 1} and tab.pending == 0
+    assert "the store is away" in caplog.text
 
 
 def test_browser_headers_as_the_server_sent_them_but_framing_and_coding() -> None:

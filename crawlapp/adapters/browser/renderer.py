@@ -300,7 +300,11 @@ class Renderer:
                              tab.other_hosts)
             origin = next((value for name, value in request.get("headers", {}).items()
                            if name.lower() == "origin"), None)
-            got: Answer = reason if reason else await tab.answer(url, origin)
+            try:
+                got: Answer = reason if reason else await tab.answer(url, origin)
+            except Exception as exc:  # a store the answer needs failed: refused, and said
+                log.warning("answering %s for the browser failed: %r", url, exc)
+                got = "error"
             if isinstance(got, str):
                 tab.result.refused[got] += 1
                 self._fail(session, request_id)
