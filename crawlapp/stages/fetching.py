@@ -166,6 +166,22 @@ class EarlyRelease:
                             "batch", outcome)
 
 
+class EarlySlotReturn(EarlyRelease):
+    """With politeness slots, each key given back as its host's last request ends (free from
+    the host's next time), rather than at the end of the batch, so that a host that renders
+    load from is not held through the batch's slowest chain; the leases go with the batch."""
+
+    def __init__(self, ctx: Context, slots: _Slots,
+                 ended: Callable[[list[Lease], list[Fetched]], list[Release] | None]) -> None:
+        super().__init__(ctx.frontier, ended)
+        self.ctx, self.slots = ctx, slots
+        self.key_of = {host: key for key, host in slots.taken.items()}
+
+    def _release(self, batch: list[Release]) -> None:
+        self.ctx.slots.give_back({self.key_of[r.lease.host]: r.next_time for r in batch
+                                  if r.lease.host in self.key_of}, self.slots.holder)
+
+
 async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
                      validators: dict[str, dict[str, str]],
                      after: Callable[[Lease, Fetched], float | None], cutoff: float,
@@ -350,13 +366,17 @@ def fetch_batch(ctx: Context, leases: list[Lease]
                          {lease.host: f for lease, f in zip(leases, failures, strict=True)
                           if f is not None})
     # Early releases need the host to be the politeness key (a slot is given back with the
-    # batch) and no rendering (a page to render stays leased until rendered).
-    early = (EarlyRelease(ctx.frontier, ledger.host_answered)
-             if slots is None and not settings.render else None)
+    # batch) and no rendering (a page to render stays leased until rendered); slots go back
+    # early all the same (a page to render keeps its lease, not its slot).
+    early: EarlyRelease | None = None
+    if slots is not None:
+        early = EarlySlotReturn(ctx, slots, ledger.host_answered)
+    elif not settings.render:
+        early = EarlyRelease(ctx.frontier, ledger.host_answered)
     cutoff = renewed + settings.lease_seconds / 2 - settings.fetch_timeout
     robots, fetched = run_on_fetch_loop(settings, ctx.dns_cache, lambda f: _fetch_all(
         f, plan, known.policies, known.validators, ledger.next_start, cutoff, early))
-    if early is not None:
+    if early is not None and not isinstance(early, EarlySlotReturn):
         ledger.sent_early(early.released)
 
     pages = _robots_answers(ctx, ledger, plan.robots, robots)
