@@ -37,7 +37,7 @@ render           /app.html, an app shell: /static/app.js fetches /api/items.json
                  ends it). /apps/<1..3>.html, shells whose script fetches render-assets'
                  /api/routes-<k>.json (cross-origin, CORS allowed) and links /xo/<k>.html.
 render-assets    another host a rendered page may load from, crawled too: Crawl-delay
-                 ASSETS_DELAY, /docs/<1..4>.html, /api/routes-<k>.json (Access-Control-Allow-
+                 ASSETS_DELAY, /docs/<1..12>.html, /api/routes-<k>.json (Access-Control-Allow-
                  Origin: *).
 docbook, sphinx, cms
                  pages as real sites write them (see realweb.py): a DocBook XHTML manual, a
@@ -123,7 +123,7 @@ _HOME_LINKS: dict[str, tuple[tuple[str, str], ...]] = {
        for v in ("both", "etag", "lm", "none")},
     "render": (("/app.html", "App"), ("/loop.html", "Endless script"), ("/slow.html", "Slow"),
                *((f"/apps/{k}.html", f"App {k}") for k in range(1, 4))),
-    "render-assets": tuple((f"/docs/{k}.html", f"Doc {k}") for k in range(1, 5)),
+    "render-assets": tuple((f"/docs/{k}.html", f"Doc {k}") for k in range(1, 13)),
     "docbook": ((realweb.DOCBOOK_ROOT + "index.html", realweb.DOCBOOK_BOOK),),
     "sphinx": ((realweb.SPHINX_ROOT + "index.html", realweb.SPHINX_PROJECT),),
 }
@@ -288,7 +288,7 @@ class Cases:
                        (r"/static/slow\.js", self._slow_js), (r"/apps/([0-9]+)\.html", self._xo_app),
                        (r"/xo/([0-9]+)\.html", self._xo_page)]
         elif kind == "render-assets":
-            routes += [*self._leaves(*(f"/docs/{k}.html" for k in range(1, 5))),
+            routes += [*self._leaves(*(f"/docs/{k}.html" for k in range(1, 13))),
                        (r"/api/routes-([0-9]+)\.json", self._routes_json)]
         elif kind in realweb.KINDS:
             routes += self.realweb.routes(kind)

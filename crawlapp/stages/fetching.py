@@ -17,6 +17,7 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop, start_at
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.adapters.redis.pipeline import Pipeline, joined
+from crawlapp.core import hostpatterns
 from crawlapp.core.ledger import LeaseLedger, given_up
 from crawlapp.core.politeness import (
     Throttle,
@@ -31,6 +32,7 @@ from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.render_rule import shares_slots, wants_render
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer, robots_url
 from crawlapp.core.scope import hostname, is_address
+from crawlapp.core.settings import Settings
 from crawlapp.core.sitemaps import default_sitemap
 from crawlapp.core.urls import origin_of, request_urls
 from crawlapp.stages.pages import apply_fetch, blocked, page_for, robots_page
@@ -180,6 +182,21 @@ class EarlySlotReturn(EarlyRelease):
     def _release(self, batch: list[Release]) -> None:
         self.ctx.slots.give_back({self.key_of[r.lease.host]: r.next_time for r in batch
                                   if r.lease.host in self.key_of}, self.slots.holder)
+
+
+def chain_rule(settings: Settings, next_start: Callable[[Lease, Fetched], float | None]
+               ) -> Callable[[Lease, Fetched], float | None]:
+    """`next_start`, but a host that renders may load from (CRAWL_RENDER_OTHER_HOSTS) is
+    asked one URL a batch: its slot then goes back between its requests, and the renders
+    waiting for it get their turn (no chain holds it for seconds)."""
+    others = settings.render_other_hosts if settings.render else ()
+    if not others:
+        return next_start
+
+    def after(lease: Lease, result: Fetched) -> float | None:
+        start = next_start(lease, result)
+        return None if hostpatterns.denied_by(lease.host, others) else start
+    return after
 
 
 async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
@@ -375,7 +392,8 @@ def fetch_batch(ctx: Context, leases: list[Lease]
         early = EarlyRelease(ctx.frontier, ledger.host_answered)
     cutoff = renewed + settings.lease_seconds / 2 - settings.fetch_timeout
     robots, fetched = run_on_fetch_loop(settings, ctx.dns_cache, lambda f: _fetch_all(
-        f, plan, known.policies, known.validators, ledger.next_start, cutoff, early))
+        f, plan, known.policies, known.validators, chain_rule(settings, ledger.next_start),
+        cutoff, early))
     if early is not None and not isinstance(early, EarlySlotReturn):
         ledger.sent_early(early.released)
 

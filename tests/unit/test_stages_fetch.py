@@ -30,6 +30,7 @@ from crawlapp.stages.fetching import (
     _fetch_all,
     _robots_policy,
     _Slots,
+    chain_rule,
     fetch_chain,
     host_chains,
     plan_batch,
@@ -306,6 +307,21 @@ def test_a_hosts_slot_goes_back_as_its_request_ends_not_with_the_batch() -> None
                                       ({"b.test": now + 10}, "batch-1")]
     assert given[0][2] < now + 1.0 <= given[1][2]  # a.test's before b.test's request
     assert early.released == {}  # the leases go with the batch
+
+
+def test_a_host_renders_load_from_is_asked_one_url_a_batch() -> None:
+    def next_start(lease: Lease, result: Fetched) -> float | None:
+        return 5.0
+
+    def lease(host: str) -> Lease:
+        return Lease(0, host, "token", f"http://{host}/", 0)
+
+    got = Fetched("http://x/", 200)
+    assert chain_rule(load_settings({}), next_start) is next_start
+    rule = chain_rule(load_settings({"CRAWL_RENDER": "true",
+                                     "CRAWL_RENDER_OTHER_HOSTS": "*.cdn.test"}), next_start)
+    assert rule(lease("static.cdn.test"), got) is None
+    assert rule(lease("a.test"), got) == 5.0
 
 
 def test_a_hosts_urls_are_asked_one_after_the_other_each_a_delay_after_the_last_answer() -> None:
