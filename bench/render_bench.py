@@ -3,9 +3,10 @@ by one Renderer (answers straight from the generated web, so only the browser is
 
     .venv/bin/python bench/render_bench.py            # RENDER_PAGES=40, CRAWL_RENDER_RECYCLE=20
 
-Prints per-page wall time, browser CPU (every browser process, closed ones included) and the
-browser's memory (PSS) after each page, as medians and maxima, and writes them as JSON to
-bench/out/render.json.
+Prints per-page wall time, browser CPU (every browser process, closed ones included), the
+CPU of the page's whole render (this process's too) and the browser's memory (PSS) after each
+page, as medians and maxima, and the peak memory of the whole process tree (this process and
+its browser), and writes them as JSON to bench/out/render.json.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from crawlapp.adapters.browser.cdp import find_chromium  # noqa: E402
 from crawlapp.adapters.browser.renderer import Renderer  # noqa: E402
+from crawlapp.adapters.proctree import tree_usage  # noqa: E402
 from crawlapp.core.records import Fetched  # noqa: E402
 from crawlapp.core.settings import DEFAULT_USER_AGENT, load_settings  # noqa: E402
 from testweb.site import Web, WebSpec  # noqa: E402
@@ -37,7 +39,7 @@ async def run(pages: int, recycle: int, max_memory_mb: int) -> dict[str, object]
     web = Web(WebSpec(hosts=1, port=8080, render_cases=True))
     app = web.case_urls()["app"]
 
-    async def answer(url: str) -> Fetched:
+    async def answer(url: str, origin: str | None) -> Fetched:
         parts = urlsplit(url)
         response = web.respond(parts.netloc, parts.path)
         return Fetched(url, response.status, {"content-type": response.header("content-type")
@@ -46,17 +48,20 @@ async def run(pages: int, recycle: int, max_memory_mb: int) -> dict[str, object]
 
     document = b"".join(web.respond(urlsplit(app).netloc, urlsplit(app).path).chunks())
     renderer = Renderer(path, DEFAULT_USER_AGENT, recycle, max_memory_mb << 20)
-    walls, cpus, memory = [], [], []
-    cpu_before = 0.0
+    walls, cpus, memory, whole = [], [], [], []
+    cpu_before, peak = 0.0, 0
     try:
         for _ in range(pages):
+            own = time.process_time()
             rendered = await renderer.render(app, document, "text/html", answer, 15.0)
             assert rendered.html and "/js/3.html" in rendered.html, rendered.error
-            used = renderer.cpu_of_closed + renderer.usage()[0]
+            used = renderer.cpu_seconds()
             walls.append(rendered.seconds)
             cpus.append(used - cpu_before)
+            whole.append(used - cpu_before + time.process_time() - own)
             cpu_before = used
             memory.append(renderer.usage()[1] / (1 << 20))
+            peak = max(peak, tree_usage(os.getpid())[1])
     finally:
         await renderer.close()
     live = [m for m in memory if m > 0]  # 0 right after a recycle
@@ -67,6 +72,9 @@ async def run(pages: int, recycle: int, max_memory_mb: int) -> dict[str, object]
         "cpu_ms_per_page": {"median": round(statistics.median(cpus[1:] or cpus) * 1000, 1),
                             "first": round(cpus[0] * 1000, 1),
                             "mean": round(sum(cpus) / len(cpus) * 1000, 1)},
+        "render_cpu_ms_per_page": {"median": round(statistics.median(whole[1:] or whole) * 1000, 1),
+                                   "mean": round(sum(whole) / len(whole) * 1000, 1)},
+        "peak_tree_pss_mib": round(peak / (1 << 20), 1),
         "browser_pss_mib": {"median": round(statistics.median(live), 1) if live else 0.0,
                             "max": round(max(live), 1) if live else 0.0},
     }

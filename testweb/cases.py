@@ -32,7 +32,13 @@ fresh-both, fresh-etag, fresh-lm, fresh-none
 render           /app.html, an app shell: /static/app.js fetches /api/items.json and writes links
                  to /js/<1..3>.html (found only by rendering); it also asks for /img/logo.png
                  and host 0's /api/leak.json (never to fetch: an image, another host).
-                 /loop.html, a shell whose script never ends.
+                 /loop.html, a shell whose script never ends. /slow.html, a shell whose
+                 /static/slow.js is answered after SLOW_SCRIPT_SECONDS (a client that goes away
+                 ends it). /apps/<1..3>.html, shells whose script fetches render-assets'
+                 /api/routes-<k>.json (cross-origin, CORS allowed) and links /xo/<k>.html.
+render-assets    another host a rendered page may load from, crawled too: Crawl-delay
+                 ASSETS_DELAY, /docs/<1..12>.html, /api/routes-<k>.json (Access-Control-Allow-
+                 Origin: *).
 docbook, sphinx, cms
                  pages as real sites write them (see realweb.py): a DocBook XHTML manual, a
                  Sphinx site, a CMS with query-routed URLs, wildcard robots.txt rules, odd
@@ -115,11 +121,27 @@ _HOME_LINKS: dict[str, tuple[tuple[str, str], ...]] = {
     "sitemap-plain": (("/linked.html", "Linked"),),
     **{f"fresh-{v}": tuple((f"/v/{j}.html", f"Page {j}") for j in range(FRESH_PAGES))
        for v in ("both", "etag", "lm", "none")},
-    "render": (("/app.html", "App"), ("/loop.html", "Endless script")),
+    "render": (("/app.html", "App"), ("/loop.html", "Endless script"), ("/slow.html", "Slow"),
+               *((f"/apps/{k}.html", f"App {k}") for k in range(1, 4))),
+    "render-assets": tuple((f"/docs/{k}.html", f"Doc {k}") for k in range(1, 13)),
     "docbook": ((realweb.DOCBOOK_ROOT + "index.html", realweb.DOCBOOK_BOOK),),
     "sphinx": ((realweb.SPHINX_ROOT + "index.html", realweb.SPHINX_PROJECT),),
 }
 JS_PAGES = 3  # /js/<1..JS_PAGES>.html, linked only by what /static/app.js writes
+XO_PAGES = 3  # /apps/<k>.html and /xo/<k>.html: routes only a cross-origin JSON fetch gives
+SLOW_SCRIPT_SECONDS = 20.0  # /static/slow.js waits this long before its body
+ASSETS_DELAY = 1.0  # render-assets' Crawl-delay
+SLOW_JS = b"document.getElementById('root').textContent = 'late';\n"
+XO_SCRIPT = """\
+fetch("{routes}").then(r => r.json()).then(items => {{
+  for (const item of items) {{
+    const a = document.createElement("a");
+    a.href = item.href;
+    a.textContent = item.title;
+    document.getElementById("root").appendChild(a);
+  }}
+}});
+"""
 LEAK_PATH = "/api/leak.json"  # on host 0: the app's request to another host
 SHELL_HTML = (
     "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>{head}</head>\n"
@@ -221,11 +243,17 @@ class Cases:
         if kind == "robots-redirect":
             return REAL_ROBOTS
         lines = ["User-agent: *", *(f"Disallow: {prefix}" for prefix in self.disallow(i))]
+        if self.crawl_delay(i) is not None:
+            lines.append(f"Crawl-delay: {self.crawl_delay(i):g}")
         if kind == "sitemap-index":
             lines.append(f"Sitemap: {self.web.base_url(i)}/sitemap_index.xml")
         elif kind == "sitemap-plain":
             lines.append(f"Sitemap: {self.web.base_url(i)}/sitemap.xml")
         return "\n".join(lines) + "\n"
+
+    def crawl_delay(self, i: int) -> float | None:
+        """The Crawl-delay in case host i's robots.txt, if any."""
+        return ASSETS_DELAY if self._kind(i) == "render-assets" else None
 
     def disallow(self, i: int) -> tuple[str, ...]:
         kind = self._kind(i)
@@ -256,7 +284,12 @@ class Cases:
         elif kind == "render":
             routes += [(r"/app\.html", self._app), (r"/loop\.html", self._loop),
                        (r"/static/app\.js", self._app_js), (r"/api/items\.json", self._items),
-                       (r"/js/([0-9]+)\.html", self._js_page)]
+                       (r"/js/([0-9]+)\.html", self._js_page), (r"/slow\.html", self._slow),
+                       (r"/static/slow\.js", self._slow_js), (r"/apps/([0-9]+)\.html", self._xo_app),
+                       (r"/xo/([0-9]+)\.html", self._xo_page)]
+        elif kind == "render-assets":
+            routes += [*self._leaves(*(f"/docs/{k}.html" for k in range(1, 13))),
+                       (r"/api/routes-([0-9]+)\.json", self._routes_json)]
         elif kind in realweb.KINDS:
             routes += self.realweb.routes(kind)
         else:
@@ -538,11 +571,54 @@ class Cases:
             return None
         return self._leaf(i, f"/js/{k}.html", f"Script page {k}")
 
+    def _slow(self, i: int) -> Special:
+        body = SHELL_HTML.format(title="Slow app", head="",
+                                 body="<script src=\"/static/slow.js\"></script>\n")
+        return Special(self.web.ok(i, HTML_TYPE, body.encode()), expand=False)
+
+    def _slow_js(self, i: int) -> Response:
+        def stream() -> Iterator[StreamItem]:
+            yield SLOW_SCRIPT_SECONDS
+            yield SLOW_JS
+        return Response(200, [("Content-Type", "text/javascript"),
+                              ("Content-Length", str(len(SLOW_JS)))], b"", stream)
+
+    def _xo_app(self, i: int, number: str) -> Special | None:
+        k = int(number)
+        if not 1 <= k <= XO_PAGES:
+            return None
+        routes = self._url("render-assets", f"/api/routes-{k}.json")
+        body = SHELL_HTML.format(title=f"App {k}", head="",
+                                 body=f"<script>{XO_SCRIPT.format(routes=routes)}</script>\n")
+        return Special(self.web.ok(i, HTML_TYPE, body.encode()), expand=False)
+
+    def _xo_page(self, i: int, number: str) -> Page | None:
+        k = int(number)
+        if not 1 <= k <= XO_PAGES:
+            return None
+        return self._leaf(i, f"/xo/{k}.html", f"Cross-origin route {k}")
+
+    def _routes_json(self, i: int, number: str) -> Response | None:
+        k = int(number)
+        if not 1 <= k <= XO_PAGES:
+            return None
+        items = [{"href": self._url("render", f"/xo/{k}.html"), "title": f"Route {k}"}]
+        ok = self.web.ok(i, "application/json", json.dumps(items).encode())
+        return Response(ok.status, [*ok.headers, ("Access-Control-Allow-Origin", "*")], ok.body)
+
     def render_pages(self) -> list[str]:
-        """Pages a crawler finds only by running /app.html's script."""
+        """Pages a crawler finds only by running a page's script (/app.html's, and the
+        cross-origin ones: `cross_origin_pages`)."""
         if "render" not in self.web.case_kinds:
             return []
-        return [self._url("render", f"/js/{k}.html") for k in range(1, JS_PAGES + 1)]
+        return ([self._url("render", f"/js/{k}.html") for k in range(1, JS_PAGES + 1)]
+                + self.cross_origin_pages())
+
+    def cross_origin_pages(self) -> list[str]:
+        """Pages linked only by the JSON that /apps/<k>.html fetches from another host."""
+        if "render" not in self.web.case_kinds:
+            return []
+        return [self._url("render", f"/xo/{k}.html") for k in range(1, XO_PAGES + 1)]
 
     # --- expectations ------------------------------------------------------------------------
 
@@ -664,7 +740,9 @@ class Cases:
                         ("syndicated", "/articles/syndicated.html")),
             **{f"fresh-{v}": ((f"fresh-{v}", "/"),) for v in ("both", "etag", "lm", "none")},
             "render": (("app", "/app.html"), ("loop", "/loop.html"),
-                       ("app-js", "/static/app.js")),
+                       ("app-js", "/static/app.js"), ("slow", "/slow.html"),
+                       ("slow-js", "/static/slow.js")),
+            "render-assets": (("assets", "/"),),
             **{kind: self.realweb.case_urls(kind) for kind in realweb.KINDS},
         }
         return {name: self._url(kind, path) for kind in self.web.case_kinds

@@ -41,7 +41,7 @@ CASE_HOSTS: tuple[tuple[str, str], ...] = (
     ("dedup", "dedup-0"), ("dedup", "dedup-1"), ("dedup", "dedup-2"), ("dedup", "dedup-3"),
     ("recrawl", "fresh-both"), ("recrawl", "fresh-etag"), ("recrawl", "fresh-lm"),
     ("recrawl", "fresh-none"),
-    ("render", "render"),
+    ("render", "render"), ("render", "render-assets"),
     ("realweb", "docbook"), ("realweb", "sphinx"), ("realweb", "cms"),
 )
 VALIDATORS = ("ETag", "Last-Modified")

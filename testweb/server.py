@@ -46,6 +46,7 @@ from testweb.hosts import CASE_GROUPS, Response, WebSpec, error_response
 from testweb.site import Web
 
 logger = logging.getLogger(__name__)
+PAUSE_CHECK = 0.02  # seconds between looks at a connection while a response pauses
 
 FLUSH_INTERVAL = 0.2
 IDLE_TIMEOUT = 30.0  # seconds a connection may sit idle or take to send a request
@@ -289,7 +290,7 @@ class _Connections:
             **tls,
         }
         try:
-            await _send(writer, response, head_only, keep_alive, sent)
+            await _send(reader, writer, response, head_only, keep_alive, sent)
         except BaseException:
             record.update(end=time.time(), bytes=sent[0], aborted=True)
             self.log.add(record)
@@ -326,9 +327,10 @@ def _checked_body_length(head: RequestHead) -> int:
     return length
 
 
-async def _send(writer: asyncio.StreamWriter, response: Response,
+async def _send(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, response: Response,
                 head_only: bool, keep_alive: bool, sent: list[int]) -> None:
-    """Send the response; sent[0] counts the body bytes written (and drained) so far."""
+    """Send the response; sent[0] counts the body bytes written (and drained) so far. A client
+    that closes the connection during a pause ends the request then (logged aborted)."""
     lines = [f"HTTP/1.1 {response.status} {HTTPStatus(response.status).phrase}",
              *(f"{name}: {value}" for name, value in response.headers),
              f"Date: {formatdate(usegmt=True)}", f"Server: {SERVER_NAME}",
@@ -347,7 +349,17 @@ async def _send(writer: asyncio.StreamWriter, response: Response,
             sent[0] += len(item)
         else:
             await writer.drain()
-            await asyncio.sleep(item)
+            await _pause(reader, item)
+
+
+async def _pause(reader: asyncio.StreamReader, seconds: float) -> None:
+    """Sleep `seconds`, watching the connection: ConnectionResetError once the client has
+    closed it (as a server that notices a client going away)."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        if reader.at_eof():
+            raise ConnectionResetError("the client closed the connection")
+        await asyncio.sleep(min(left, PAUSE_CHECK))
 
 
 async def serve(web: Web, log_path: str, ready_path: str | None = None,

@@ -68,7 +68,7 @@ class Web(Hosts):
     def crawl_delay(self, i: int) -> float | None:
         """The Crawl-delay in host i's robots.txt, if any."""
         if i >= self.spec.hosts:
-            return None
+            return self._cases.crawl_delay(i) if self._cases is not None else None
         every = self.spec.crawl_delay_every
         return CRAWL_DELAY if every > 0 and i % every == every - 1 else None
 
@@ -386,6 +386,10 @@ class Web(Hosts):
     def render_pages(self) -> list[str]:
         """Pages linked only by what a page's script writes (found by rendering alone)."""
         return self._cases.render_pages() if self._cases is not None else []
+
+    def cross_origin_pages(self) -> list[str]:
+        """Pages linked only by JSON a page's script fetches from another host (CORS)."""
+        return self._cases.cross_origin_pages() if self._cases is not None else []
 
     def sitemap_pages(self) -> set[str]:
         """Pages that only sitemaps list (nothing links to them)."""

@@ -72,9 +72,11 @@ def _fetch_loop_cpu() -> float:
     return fetch_loop_cpu()
 
 
-def _browser_cpu() -> float:
+def _render_cpu() -> float:
+    """The browser's CPU, and the loop's that drives it (a render worker's loop serves renders
+    only)."""
     from crawlapp.stages.rendering import browser_cpu  # imported here: see STAGE_MODULES
-    return browser_cpu()
+    return browser_cpu() + _fetch_loop_cpu()
 
 
 def _started(batch_id: str, fetched: bool = True) -> Context:
@@ -135,7 +137,7 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
 
 @app.task(name="crawl.render", **RETRY)
 @transient_errors()
-@timed("render", elsewhere=_browser_cpu)
+@timed("render", elsewhere=_render_cpu)
 def render(batch_id: str, handovers: Wire) -> Wire:
     """Render the pages handed over by a fetch batch, under their leases."""
     from crawlapp.stages.rendering import render_batch  # imported here: see STAGE_MODULES

@@ -14,6 +14,8 @@ from crawlapp.cli.common import context
 from crawlapp.cli.seeds import SCOPE_OPTION, prepare_and_seed, read_seed_file
 from crawlapp.core.settings import TLS_VERIFY_OFF
 
+MIB = 1 << 20
+
 
 def _interrupt_once() -> Callable[..., None]:
     """A SIGINT handler that stops the crawl on the first Ctrl-C and ignores the next ones
@@ -78,6 +80,9 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str 
                f"blocked by robots, {run['duplicates']} duplicates (the crawl so far: {report['fetched']} "
                f"fetched, {report['failed']} failed); {done.restarted} restart(s), "
                f"peak worker memory {report['peak_rss_mib']:.0f} MiB; logs in {done.log_dir}")
+    click.echo(f"peak memory of the crawl's processes {done.peak_memory / MIB:.0f} MiB (PSS: "
+               + ", ".join(f"{kind} {size / MIB:.0f}" for kind, size in done.memory_shares.items())
+               + ")")
     given_up = report["hosts_given_up"]
     if given_up:
         _echo_hosts(f"{len(given_up)} host(s) given up as unreachable (crawlctl frontier "

@@ -37,3 +37,11 @@ def render_reason(host: str, body: bytes, content_type: str | None,
     if hostpatterns.denied_by(host, hosts) is not None:
         return "host"
     return "shell" if is_shell(shell_hints(body, content_type, min_text)) else None
+
+
+def shares_slots(settings: Settings) -> bool:
+    """Whether fetches and renders hold their politeness key's slot (adapters/redis/slots.py)
+    around their requests: with a key wider than the host, or when renders may ask other
+    hosts, which fetch workers and other browsers may be asking at the same time."""
+    return settings.politeness_key != "host" or (settings.render
+                                                 and bool(settings.render_other_hosts))

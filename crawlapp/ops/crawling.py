@@ -3,16 +3,18 @@ dispatcher and beat as threads, until the crawl is idle or stopped."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from crawlapp.adapters.blobstore import S3BlobStore
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.proctree import TreePeak
 from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.ops import dispatcher as dispatching
 from crawlapp.ops import runner
@@ -30,18 +32,25 @@ def prepare(ctx: Context, lay_out: bool = False) -> dict[str, int] | None:
         ctx.blobs.ensure_bucket()
     return ensure_frontier(ctx, lay_out=lay_out)
 
+# The process tree's memory is read this often (a reading of a crawl's ~20 processes and
+# their browsers costs about 25 ms of CPU).
+MEMORY_READ_SECONDS = 2.0
+
 
 @dataclass(frozen=True)
 class Run:
     """One `crawl` that ended: how long it ran, when it was seen idle (time.time(); None:
     never) and how long its end took from then, how often a child was restarted, where the
-    children's logs are."""
+    children's logs are, and the peak memory (PSS, bytes) of its whole process tree (this
+    process, the workers, their browsers) with each kind's share at that peak."""
 
     seconds: float
     idle_at: float | None
     stopping: float
     restarted: int
     log_dir: Path
+    peak_memory: int = 0
+    memory_shares: dict[str, int] = field(default_factory=dict)
 
 
 class Beat(Protocol):
@@ -66,6 +75,8 @@ def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: b
     fleet = runner.Fleet(ctx.settings.data_dir / "logs")
     started = time.time()
     fleet.start(runner.child_commands(ctx, workers))
+    memory = TreePeak(os.getpid(), fleet.name_of, MEMORY_READ_SECONDS, root_kind="crawl")
+    memory.start()
     stop = threading.Event()
     ended: list[FrontierLayoutError] = []  # what ended the dispatcher
 
@@ -96,7 +107,8 @@ def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: b
         stop.set()
         beat.stop()
         thread.join(10)
+        memory.stop()
         fleet.stop(timeout=5.0, cold=True) if idle_at else fleet.stop()
     finished = time.time()
     return Run(finished - started, idle_at, finished - (idle_at or finished), fleet.restarted,
-               fleet.log_dir)
+               fleet.log_dir, memory.peak, dict(memory.shares.most_common()))

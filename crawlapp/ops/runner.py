@@ -91,6 +91,10 @@ class Fleet:
                                                 stdin=subprocess.DEVNULL,
                                                 preexec_fn=_die_with_parent)
 
+    def name_of(self, pid: int) -> str | None:
+        """The name of the child whose process `pid` is, if one is."""
+        return next((name for name, proc in list(self.procs.items()) if proc.pid == pid), None)
+
     def supervise(self) -> None:
         """Restart children that exited; give up after MAX_RESTARTS within a minute."""
         for name, proc in list(self.procs.items()):

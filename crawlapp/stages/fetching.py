@@ -17,6 +17,7 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop, start_at
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.adapters.redis.pipeline import Pipeline, joined
+from crawlapp.core import hostpatterns
 from crawlapp.core.ledger import LeaseLedger, given_up
 from crawlapp.core.politeness import (
     Throttle,
@@ -28,9 +29,10 @@ from crawlapp.core.politeness import (
 from crawlapp.core.ports import Frontier
 from crawlapp.core.records import Fetched, Handover, Lease, Page, Release, Status
 from crawlapp.core.recrawl import conditional_headers
-from crawlapp.core.render_rule import wants_render
+from crawlapp.core.render_rule import shares_slots, wants_render
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer, robots_url
 from crawlapp.core.scope import hostname, is_address
+from crawlapp.core.settings import Settings
 from crawlapp.core.sitemaps import default_sitemap
 from crawlapp.core.urls import origin_of, request_urls
 from crawlapp.stages.pages import apply_fetch, blocked, page_for, robots_page
@@ -164,6 +166,37 @@ class EarlyRelease:
             if isinstance(outcome, Exception):
                 log.warning("releasing hosts early failed (%s); they are released with the "
                             "batch", outcome)
+
+
+class EarlySlotReturn(EarlyRelease):
+    """With politeness slots, each key given back as its host's last request ends (free from
+    the host's next time), rather than at the end of the batch, so that a host that renders
+    load from is not held through the batch's slowest chain; the leases go with the batch."""
+
+    def __init__(self, ctx: Context, slots: _Slots,
+                 ended: Callable[[list[Lease], list[Fetched]], list[Release] | None]) -> None:
+        super().__init__(ctx.frontier, ended)
+        self.ctx, self.slots = ctx, slots
+        self.key_of = {host: key for key, host in slots.taken.items()}
+
+    def _release(self, batch: list[Release]) -> None:
+        self.ctx.slots.give_back({self.key_of[r.lease.host]: r.next_time for r in batch
+                                  if r.lease.host in self.key_of}, self.slots.holder)
+
+
+def chain_rule(settings: Settings, next_start: Callable[[Lease, Fetched], float | None]
+               ) -> Callable[[Lease, Fetched], float | None]:
+    """`next_start`, but a host that renders may load from (CRAWL_RENDER_OTHER_HOSTS) is
+    asked one URL a batch: its slot then goes back between its requests, and the renders
+    waiting for it get their turn (no chain holds it for seconds)."""
+    others = settings.render_other_hosts if settings.render else ()
+    if not others:
+        return next_start
+
+    def after(lease: Lease, result: Fetched) -> float | None:
+        start = next_start(lease, result)
+        return None if hostpatterns.denied_by(lease.host, others) else start
+    return after
 
 
 async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
@@ -347,18 +380,23 @@ def fetch_batch(ctx: Context, leases: list[Lease]
                     len(leases) - len(held))
     known = ctx.steady(lambda: _known(ctx, held), "reading the hosts' state")
     plan = plan_batch(held, known.policies, settings.product_token, known.denied)
-    slots = _take_slots(ctx, plan) if settings.politeness_key != "host" else None
+    slots = _take_slots(ctx, plan) if shares_slots(settings) else None
     ledger = LeaseLedger(settings, known.policies, known.throttles,
                          {lease.host: f for lease, f in zip(leases, failures, strict=True)
                           if f is not None})
     # Early releases need the host to be the politeness key (a slot is given back with the
-    # batch) and no rendering (a page to render stays leased until rendered).
-    early = (EarlyRelease(ctx.frontier, ledger.host_answered)
-             if slots is None and not settings.render else None)
+    # batch) and no rendering (a page to render stays leased until rendered); slots go back
+    # early all the same (a page to render keeps its lease, not its slot).
+    early: EarlyRelease | None = None
+    if slots is not None:
+        early = EarlySlotReturn(ctx, slots, ledger.host_answered)
+    elif not settings.render:
+        early = EarlyRelease(ctx.frontier, ledger.host_answered)
     cutoff = renewed + settings.lease_seconds / 2 - settings.fetch_timeout
     robots, fetched = run_on_fetch_loop(settings, ctx.dns_cache, lambda f: _fetch_all(
-        f, plan, known.policies, known.validators, ledger.next_start, cutoff, early))
-    if early is not None:
+        f, plan, known.policies, known.validators, chain_rule(settings, ledger.next_start),
+        cutoff, early))
+    if early is not None and not isinstance(early, EarlySlotReturn):
         ledger.sent_early(early.released)
 
     pages = _robots_answers(ctx, ledger, plan.robots, robots)

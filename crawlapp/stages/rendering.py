@@ -1,11 +1,16 @@
 """The render stage: pages the fetch stage handed over, rendered under the lease they were
 fetched with, then released with their host's next allowed time.
 
-A render is one request slot of its host: the host stays leased until its page is rendered,
-and the page's sub-requests to the same host go one at a time, each no earlier than the
-host's delay after the previous request ended (the page's own fetch first). Each
-sub-request passes the denylist, robots.txt (policies of origins already learned; an
-origin whose robots.txt is not known is refused) and the SSRF guard of the fetcher.
+A render is one request slot of its host: the host stays leased until its page is rendered
+and every request it made has ended, and the page's sub-requests to one host go one at a
+time, each no earlier than the host's delay after the previous request ended (the page's own
+fetch first). When fetches hold politeness slots (core/render_rule.shares_slots: a key wider
+than the host, or other hosts allowed), each sub-request also holds its key's slot, as a
+fetch does, so that another host is asked one request at a time and a delay apart across
+fetch workers and browsers; one that cannot have it within the page's budget is refused
+('politeness'). Each sub-request passes the denylist, robots.txt (policies of origins already
+learned; an origin whose robots.txt is not known is refused) and the SSRF guard of the
+fetcher.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections import Counter, OrderedDict
 from dataclasses import replace
 
@@ -24,8 +30,11 @@ from crawlapp.adapters.browser.cdp import find_chromium
 from crawlapp.adapters.browser.renderer import Answer, HostSlots, Rendered, Renderer
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop
+from crawlapp.core.politeness import politeness_key
 from crawlapp.core.records import Fetched, Handover, Page, Release
+from crawlapp.core.render_rule import shares_slots
 from crawlapp.core.robots import RobotsPolicy, effective_delay
+from crawlapp.core.scope import hostname, is_address
 from crawlapp.core.settings import Settings
 from crawlapp.core.urls import host_of, origin_of
 from crawlapp.stages.pages import GZIP_LEVEL, body_of
@@ -38,24 +47,26 @@ CACHE_MAX_BYTES = 1 << 20
 
 
 class SubresourceCache:
-    """Successful sub-request answers by URL, for a while, so pages sharing a script do not
-    ask their host for it again (bounded: entries and body size)."""
+    """Successful sub-request answers by URL and the Origin asked with (a CORS answer may
+    name it), for a while, so pages sharing a script do not ask their host for it again
+    (bounded: entries and body size)."""
 
     def __init__(self) -> None:
-        self._entries: OrderedDict[str, tuple[float, Fetched]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str | None], tuple[float, Fetched]] = \
+            OrderedDict()
 
-    def get(self, url: str) -> Fetched | None:
-        entry = self._entries.get(url)
+    def get(self, url: str, origin: str | None = None) -> Fetched | None:
+        entry = self._entries.get((url, origin))
         if entry is None or entry[0] < time.monotonic():
             return None
-        self._entries.move_to_end(url)
+        self._entries.move_to_end((url, origin))
         return entry[1]
 
-    def put(self, result: Fetched) -> None:
+    def put(self, result: Fetched, origin: str | None = None) -> None:
         if result.error or result.status != 200 or len(result.body) > CACHE_MAX_BYTES:
             return
-        self._entries[result.url] = (time.monotonic() + CACHE_SECONDS, result)
-        self._entries.move_to_end(result.url)
+        self._entries[(result.url, origin)] = (time.monotonic() + CACHE_SECONDS, result)
+        self._entries.move_to_end((result.url, origin))
         while len(self._entries) > CACHE_ENTRIES:
             self._entries.popitem(last=False)
 
@@ -107,9 +118,52 @@ def browser_cpu() -> float:
     if _RENDERER is None or _RENDERER[0] != os.getpid():
         return 0.0
     renderer = _RENDERER[1]
-    used = renderer.cpu_of_closed + renderer.usage()[0]
+    used = renderer.cpu_seconds()
     delta, _CPU_REPORTED[0] = max(0.0, used - _CPU_REPORTED[0]), used
     return delta
+
+
+class _KeyTurns:
+    """The politeness slots of the keys a render asks (adapters/redis/slots.py), taken around
+    each of its requests under a holder of the request's own, polled while another holds
+    them; Redis is called from the loop's executor."""
+
+    POLL_SECONDS = 0.1
+
+    def __init__(self, ctx: Context, fetcher: Fetcher) -> None:
+        self.ctx, self.fetcher = ctx, fetcher
+        self.batch = uuid.uuid4().hex[:12]
+        self._keys: dict[str, str] = {}
+        self._taken = 0
+
+    async def _key(self, host: str) -> str:
+        if host not in self._keys:
+            kind, address = self.ctx.settings.politeness_key, None
+            if kind == "ip" and self.fetcher.dns is not None and not is_address(hostname(host)):
+                answer = await self.fetcher.dns.resolve(hostname(host))
+                address = answer.addresses[0] if answer.addresses else None
+            self._keys[host] = politeness_key(kind, host, address)
+        return self._keys[host]
+
+    async def take(self, host: str, deadline: float) -> tuple[str, float] | None:
+        key, loop = await self._key(host), asyncio.get_running_loop()
+        self._taken += 1
+        holder = f"render-{self.batch}-{self._taken}"
+        held_until = deadline + self.ctx.settings.fetch_timeout  # then taken for dead
+        while True:
+            now = time.time()
+            got = (await loop.run_in_executor(None, self.ctx.slots.take, [key], holder, now,
+                                              held_until))[key]
+            if got is not None:
+                return holder, got
+            if now + self.POLL_SECONDS > deadline:
+                return None
+            await asyncio.sleep(self.POLL_SECONDS)
+
+    async def give_back(self, host: str, token: str, next_time: float) -> None:
+        key = await self._key(host)
+        await asyncio.get_running_loop().run_in_executor(
+            None, self.ctx.slots.give_back, {key: next_time}, token)
 
 
 class _Answers:
@@ -122,9 +176,13 @@ class _Answers:
         self.policies = policies
         self.slots = slots
         self.cached = 0  # answers served from the cache
+        self.origins: dict[str, str] = {}  # host -> the origin its robots.txt is of
 
-    async def answer(self, url: str, deadline: float) -> Answer:
+    async def answer(self, url: str, sent_origin: str | None, deadline: float) -> Answer:
+        """Check a sub-request, then fetch it in its host's turn (the browser's Origin header
+        sent along)."""
         host, origin = host_of(url), origin_of(url)
+        self.origins.setdefault(host, origin)
         if origin not in self.policies:
             self.policies.update(self.ctx.robots.load([origin]))
             if self.ctx.denylist.denied_hosts([host]):
@@ -134,19 +192,21 @@ class _Answers:
             return "robots_unknown"
         if not policy.allowed(url, self.ctx.settings.product_token):
             return "robots"
-        cached = _CACHE.get(url)
+        cached = _CACHE.get(url, sent_origin)
         if cached is not None:
             self.cached += 1
             return cached
-        result: Fetched | None = await self.slots.run(host, lambda: self.fetcher.get(url),
-                                                      deadline)
+        extra = {"Origin": sent_origin} if sent_origin else None
+        result: Fetched | None = await self.slots.run(
+            host, lambda: self.fetcher.get(url, extra), deadline)
         if result is None:
             return "politeness"
-        _CACHE.put(result)
+        _CACHE.put(result, sent_origin)
         return result
 
-    def delay(self, host: str, origin: str) -> float:
-        policy = self.policies.get(origin)
+    def delay(self, host: str) -> float:
+        """The host's delay after a request: its robots.txt's Crawl-delay or the default."""
+        policy = self.policies.get(self.origins.get(host, f"http://{host}"))
         settings = self.ctx.settings
         return effective_delay(policy.crawl_delay(settings.product_token) if policy else None,
                                settings.default_delay, settings.max_crawl_delay
@@ -160,19 +220,20 @@ async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
     and how many sub-requests the cache answered."""
     settings = ctx.settings
     renderer = _renderer(settings)
-    origins = {host_of(h.lease.url): origin_of(h.lease.url) for h in held}
     answers: _Answers
     slots = HostSlots({h.lease.host: h.next_time for h in held},
-                      lambda host: answers.delay(host, origins.get(host, f"http://{host}")))
+                      lambda host: answers.delay(host),
+                      _KeyTurns(ctx, fetcher) if shares_slots(settings) else None)
     answers = _Answers(ctx, fetcher, policies, slots)
+    answers.origins.update((h.lease.host, origin_of(h.lease.url)) for h in held)
     out = []
     for i, handover in enumerate(held):
         if i:  # the pages still waiting keep their leases
             ctx.frontier.renew([h.lease for h in held[i:]], time.time(), settings.lease_seconds)
         deadline = time.time() + settings.render_timeout
 
-        async def answer(url: str, end: float = deadline) -> Answer:
-            return await answers.answer(url, end)
+        async def answer(url: str, sent_origin: str | None, end: float = deadline) -> Answer:
+            return await answers.answer(url, sent_origin, end)
 
         page = handover.page
         rendered = await renderer.render(

@@ -10,10 +10,17 @@ from dataclasses import replace
 
 import pytest
 
-from crawlapp.adapters.browser.renderer import HostSlots, Rendered, refusal
+from crawlapp.adapters.browser.renderer import (
+    HostSlots,
+    Rendered,
+    Renderer,
+    _Tab,
+    browser_headers,
+    refusal,
+)
 from crawlapp.core.app_shell import MIN_TEXT, is_shell, shell_hints
 from crawlapp.core.records import Fetched, Handover, Lease, Link, Page, Status
-from crawlapp.core.render_rule import render_reason, wants_render
+from crawlapp.core.render_rule import render_reason, shares_slots, wants_render
 from crawlapp.core.settings import load_settings
 from crawlapp.observe.stats import render_summary
 from crawlapp.stages.rendering import SubresourceCache, apply_render
@@ -110,6 +117,98 @@ def test_host_slots_one_at_a_time_each_a_delay_after_the_last_end() -> None:
         assert start - end >= 0.1
 
 
+def test_host_slots_a_cancelled_request_ends_its_turn_when_cancelled() -> None:
+    async def endless() -> Fetched:
+        await asyncio.sleep(60)
+        raise AssertionError("not cancelled")
+
+    async def main() -> tuple[float, float]:
+        slots = HostSlots({}, lambda host: 0.5)
+        task = asyncio.create_task(slots.run("a.test", endless, time.time() + 10))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return time.time(), slots.next_time["a.test"]
+
+    cancelled, next_time = asyncio.run(main())
+    assert cancelled <= next_time <= cancelled + 0.5 + 0.01
+
+
+class _Turns:
+    """A key's turns in memory: who holds it, when it is next free."""
+
+    def __init__(self, free_at: float) -> None:
+        self.free_at, self.held = free_at, False
+        self.given: list[float] = []
+
+    async def take(self, host: str, deadline: float) -> tuple[str, float] | None:
+        assert not self.held
+        self.held = True
+        return "token", self.free_at
+
+    async def give_back(self, host: str, token: str, next_time: float) -> None:
+        assert self.held and token == "token"
+        self.held, self.free_at = False, next_time
+        self.given.append(next_time)
+
+
+def test_host_slots_hold_the_key_and_wait_for_its_time() -> None:
+    async def call() -> Fetched:
+        assert turns.held
+        return Fetched("http://b.test/", 200, started=time.time(), ended=time.time())
+
+    free_at = time.time() + 0.2
+    turns = _Turns(free_at)
+    slots = HostSlots({}, lambda host: 0.3, turns)
+
+    async def main() -> tuple[float, Fetched | None, Fetched | None]:
+        started = free_at
+        first = await slots.run("b.test", call, time.time() + 5)
+        # Another host of the key (CRAWL_POLITENESS_KEY=domain): the key's time is too late.
+        late = await slots.run("c.b.test", call, time.time() + 0.1)
+        return started, first, late
+
+    started, first, late = asyncio.run(main())
+    assert first is not None and first.started >= started and late is None
+    assert not turns.held and turns.given[0] >= first.ended + 0.3
+    assert turns.given[1] == turns.given[0]  # not asked: the key's time stands
+
+
+def test_a_failing_answer_refuses_its_request_and_says_so(caplog: pytest.LogCaptureFixture
+                                                          ) -> None:
+    async def broken(url: str, origin: str | None) -> Fetched:
+        raise ConnectionError("the store is away")
+
+    tab = _Tab("http://a.test/", b"", HTML, broken, "a.test", (), Rendered(), pending=1)
+    paused = {"requestId": "1", "resourceType": "Script",
+              "request": {"url": "http://a.test/app.js", "method": "GET", "headers": {}}}
+    asyncio.run(Renderer("chromium", "ua", 1, 1 << 30)._paused(None, tab, paused))
+    assert tab.result.refused == {"error": 1} and tab.pending == 0
+    assert "the store is away" in caplog.text
+
+
+def test_browser_headers_as_the_server_sent_them_but_framing_and_coding() -> None:
+    got = Fetched("http://b.test/a.json", 200, headers={"content-type": "application/json"},
+                  response_headers="Content-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                                   "Content-Length: 12\r\nAccess-Control-Allow-Origin: *\r\n"
+                                   "Vary: Origin\r\nVary: Accept\r\nConnection: keep-alive")
+    assert browser_headers(got) == [
+        {"name": "Content-Type", "value": "application/json"},
+        {"name": "Access-Control-Allow-Origin", "value": "*"},
+        {"name": "Vary", "value": "Origin"}, {"name": "Vary", "value": "Accept"}]
+    made = Fetched("http://b.test/x", 200, headers={"etag": "\"1\""})
+    assert browser_headers(made) == [{"name": "etag", "value": "\"1\""},
+                                     {"name": "Content-Type", "value": "application/octet-stream"}]
+
+
+def test_fetches_and_renders_share_slots_with_a_wider_key_or_other_hosts() -> None:
+    assert not shares_slots(load_settings({}))
+    assert not shares_slots(load_settings({"CRAWL_RENDER": "true"}))
+    assert shares_slots(load_settings({"CRAWL_RENDER": "true", "CRAWL_RENDER_OTHER_HOSTS": "b.test"}))
+    assert not shares_slots(load_settings({"CRAWL_RENDER_OTHER_HOSTS": "b.test"}))
+    assert shares_slots(load_settings({"CRAWL_POLITENESS_KEY": "domain"}))
+
+
 def test_apply_render_swaps_the_body_and_keeps_the_raw_one_on_request() -> None:
     page = Page(url="http://a.test/", status=Status.FETCHED,
                 content_type="text/html; charset=latin-1", body_gz=gzip.compress(SHELL),
@@ -142,6 +241,11 @@ def test_subresource_cache_keeps_successes_only() -> None:
     cache.put(Fetched("http://a.test/slow.js", error="timeout"))
     assert cache.get("http://a.test/app.js") is not None
     assert cache.get("http://a.test/missing.js") is None and cache.get("http://a.test/slow.js") is None
+    # A cross-origin answer serves the pages of the origin it was asked for (CORS names it).
+    cache.put(Fetched("http://b.test/a.json", 200, body=b"[]"), "http://a.test")
+    assert cache.get("http://b.test/a.json", "http://a.test") is not None
+    assert cache.get("http://b.test/a.json", "http://c.test") is None
+    assert cache.get("http://b.test/a.json") is None
 
 
 def test_render_summary() -> None:

@@ -26,8 +26,11 @@ from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.fetching import (
     EarlyRelease,
+    EarlySlotReturn,
     _fetch_all,
     _robots_policy,
+    _Slots,
+    chain_rule,
     fetch_chain,
     host_chains,
     plan_batch,
@@ -269,6 +272,56 @@ def test_a_host_is_released_as_its_request_ends_not_with_the_batch() -> None:
     asyncio.run(_fetch_all(mock_fetcher(handler), plan, {}, {}, once, math.inf, early))
     assert (seen["a.test"].status, seen["a.test"].until) == ("waiting", now + 10)
     assert set(early.released) == {"http://a.test/1", "http://b.test/1"}
+
+
+def test_a_hosts_slot_goes_back_as_its_request_ends_not_with_the_batch() -> None:
+    """With politeness slots, a.test's key is given back (free from its next time) while
+    b.test's request still waits; the leases stay for the batch's end."""
+    frontier = MemoryFrontier(shards=1)
+    now = time.time()
+    frontier.add([QueuedURL("http://a.test/1", 0, 1.0), QueuedURL("http://b.test/1", 0, 1.0)],
+                 now)
+    leases = frontier.dispatch([0], now, max_hosts=10, lease_seconds=60, max_leased=100)[0][0]
+    leases = [replace(lease, not_before=now + 1.0) if lease.host == "b.test" else lease
+              for lease in leases]
+    given: list[tuple[dict[str, float], str, float]] = []
+
+    class Slots:
+        def give_back(self, next_times: dict[str, float], holder: str) -> None:
+            given.append((next_times, holder, time.time()))
+
+    class Ctx:
+        slots = Slots()
+        frontier = MemoryFrontier(shards=1)  # not used: the leases go with the batch
+
+    def ended(chain: list[Lease], _: list[Fetched]) -> list[Release]:
+        return [Release(lease, now + 10) for lease in chain]
+
+    early = EarlySlotReturn(Ctx(), _Slots("batch-1", {"a.test": "a.test", "b.test": "b.test"},  # type: ignore[arg-type]
+                                          []), ended)
+    plan = plan_batch(leases, {"http://a.test": DISALLOW_PRIVATE,
+                               "http://b.test": DISALLOW_PRIVATE}, UA)
+    asyncio.run(_fetch_all(mock_fetcher(lambda request: answer(200)), plan, {}, {}, once,
+                           math.inf, early))
+    assert [g[:2] for g in given] == [({"a.test": now + 10}, "batch-1"),
+                                      ({"b.test": now + 10}, "batch-1")]
+    assert given[0][2] < now + 1.0 <= given[1][2]  # a.test's before b.test's request
+    assert early.released == {}  # the leases go with the batch
+
+
+def test_a_host_renders_load_from_is_asked_one_url_a_batch() -> None:
+    def next_start(lease: Lease, result: Fetched) -> float | None:
+        return 5.0
+
+    def lease(host: str) -> Lease:
+        return Lease(0, host, "token", f"http://{host}/", 0)
+
+    got = Fetched("http://x/", 200)
+    assert chain_rule(load_settings({}), next_start) is next_start
+    rule = chain_rule(load_settings({"CRAWL_RENDER": "true",
+                                     "CRAWL_RENDER_OTHER_HOSTS": "*.cdn.test"}), next_start)
+    assert rule(lease("static.cdn.test"), got) is None
+    assert rule(lease("a.test"), got) == 5.0
 
 
 def test_a_hosts_urls_are_asked_one_after_the_other_each_a_delay_after_the_last_answer() -> None:

@@ -326,6 +326,11 @@ def test_drip_stream_pauses_between_bytes() -> None:
     assert body.startswith(b"<!DOCTYPE html>") and body.endswith(b"</html>\n")
 
 
+async def _open_send(writer: object, response: Response, head_only: bool, sent: list[int]) -> None:
+    """`_send` on a connection its client keeps open."""
+    await _send(asyncio.StreamReader(), writer, response, head_only, True, sent)  # type: ignore[arg-type]
+
+
 def test_streamed_send_counts_bytes_and_pauses() -> None:
     class Writer:
         def __init__(self) -> None:
@@ -341,14 +346,36 @@ def test_streamed_send_counts_bytes_and_pauses() -> None:
     response = _get(web, web.case_urls()["drip"])
     writer, sent = Writer(), [0]
     started = time.monotonic()
-    asyncio.run(_send(writer, response, False, True, sent))  # type: ignore[arg-type]
+    asyncio.run(_open_send(writer, response, False, sent))
     assert time.monotonic() - started >= 0.18
     head, _, body = bytes(writer.data).partition(b"\r\n\r\n")
     assert body == b"".join(response.chunks()) and sent[0] == len(body)
     assert b"Content-Length: %d" % len(body) in head
     writer, sent = Writer(), [0]
-    asyncio.run(_send(writer, response, True, True, sent))  # type: ignore[arg-type]
+    asyncio.run(_open_send(writer, response, True, sent))
     assert writer.data.endswith(b"\r\n\r\n") and sent[0] == 0
+
+
+def test_a_paused_response_ends_when_its_client_goes_away() -> None:
+    class Writer:
+        def write(self, data: bytes) -> None:
+            pass
+
+        async def drain(self) -> None:
+            pass
+
+    web = Web(WebSpec(hosts=1, render_cases=True))
+    response = _get(web, web.case_urls()["slow-js"])
+
+    async def main() -> float:
+        reader = asyncio.StreamReader()
+        asyncio.get_running_loop().call_later(0.1, reader.feed_eof)  # the client closes
+        started = time.monotonic()
+        with pytest.raises(ConnectionResetError):
+            await _send(reader, Writer(), response, False, True, [0])  # type: ignore[arg-type]
+        return time.monotonic() - started
+
+    assert asyncio.run(main()) < 1.0  # not the script's 20 s
 
 
 # --- redirects ------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 # Chromium reads commands from fd 3 and writes answers and events to fd 4.
@@ -163,40 +162,3 @@ class Browser:
         if self._profile:
             shutil.rmtree(self._profile, ignore_errors=True)
         self.proc = self._writer = self._reader_task = None
-
-
-def _pss(pid: int, fallback: int) -> int:
-    """Proportional set size (shared pages split between their users), else `fallback`."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return fallback
-
-
-def tree_usage(pid: int) -> tuple[float, int]:
-    """CPU seconds (user + system) and memory (PSS) of `pid` and its descendants (Linux /proc)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    page = os.sysconf("SC_PAGE_SIZE")
-    parents: dict[int, int] = {}
-    usage: dict[int, tuple[float, int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(stat[1])
-        usage[int(entry.name)] = ((int(stat[11]) + int(stat[12])) / tick, int(stat[21]) * page)
-    tree, frontier = {pid}, [pid]
-    while frontier:
-        parent = frontier.pop()
-        for child, ppid in parents.items():
-            if ppid == parent and child not in tree:
-                tree.add(child)
-                frontier.append(child)
-    cpu = sum(usage[p][0] for p in tree if p in usage)
-    return cpu, sum(_pss(p, usage[p][1]) for p in tree if p in usage)

@@ -16,10 +16,11 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from crawlapp.adapters.browser.cdp import Browser, BrowserGone, tree_usage
+from crawlapp.adapters.browser.cdp import Browser, BrowserGone
+from crawlapp.adapters.proctree import TreeCpu, tree_usage
 from crawlapp.core import hostpatterns
 from crawlapp.core.records import Fetched
 
@@ -28,10 +29,16 @@ SKIPPED_TYPES = frozenset({"Image", "Media", "Font", "Ping", "Manifest", "CSPVio
                            "Prefetch", "Other", "TextTrack", "SignedExchange", "WebSocket", "EventSource"})
 SETTLE_SECONDS = 0.5  # after the load event, the page is done once no request ran this long
 CLOSE_SECONDS = 2.0
+# Not handed to the browser: the connection's own (hop by hop), and the body's framing and
+# coding, since the body handed over is decoded and whole.
+DROPPED_HEADERS = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding",
+                             "te", "trailer", "upgrade", "content-encoding", "content-length"})
 OUTER_HTML = "document.documentElement ? document.documentElement.outerHTML : ''"
 # A refusal, or the response to hand to the page.
 Answer = Fetched | str
-Answerer = Callable[[str], Awaitable[Answer]]
+# Answers a request for a URL, with the Origin header the browser sent it with (a
+# cross-origin request's: servers that allow a list of origins answer CORS to it), if any.
+Answerer = Callable[[str, str | None], Awaitable[Answer]]
 
 
 def refusal(url: str, resource_type: str, method: str, page_host: str,
@@ -54,13 +61,29 @@ def refusal(url: str, resource_type: str, method: str, page_host: str,
     return None
 
 
+class Turns(Protocol):
+    """Turns of a politeness key shared with other processes (fetch workers, browsers)."""
+
+    async def take(self, host: str, deadline: float) -> tuple[str, float] | None:
+        """Hold `host`'s key: (a token, the key's next allowed time), or None when it could
+        not be had by `deadline` (UNIX time)."""
+
+    async def give_back(self, host: str, token: str, next_time: float) -> None:
+        """Give the key back, free from `next_time`."""
+
+
 class HostSlots:
     """One request at a time per host, each starting no earlier than the host's next time
-    (the previous request's end plus the host's delay)."""
+    (the previous request's end plus the host's delay), and, with `turns`, holding its
+    politeness key meanwhile (no earlier than the key's own next time either). A request
+    cancelled (its render ended first) ends when it is cancelled: the host's next time
+    counts from then."""
 
-    def __init__(self, next_time: dict[str, float], delay_for: Callable[[str], float]) -> None:
+    def __init__(self, next_time: dict[str, float], delay_for: Callable[[str], float],
+                 turns: Turns | None = None) -> None:
         self.next_time = dict(next_time)
         self.delay_for = delay_for
+        self.turns = turns
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def run(self, host: str, call: Callable[[], Awaitable[Fetched]], deadline: float
@@ -72,11 +95,38 @@ class HostSlots:
             start = self.next_time.get(host, 0.0)
             if start > deadline:
                 return None
-            if start > time.time():
-                await asyncio.sleep(start - time.time())
-            result = await call()
-            self.next_time[host] = max(result.ended, time.time()) + self.delay_for(host)
-            return result
+            turn = await self.turns.take(host, deadline) if self.turns is not None else None
+            if self.turns is not None and turn is None:
+                return None
+            start = max(start, turn[1]) if turn is not None else start
+            called = False
+            try:
+                if start > deadline:
+                    return None
+                if start > time.time():
+                    await asyncio.sleep(start - time.time())
+                called = True
+                try:
+                    return await call()
+                finally:
+                    self.next_time[host] = time.time() + self.delay_for(host)
+            finally:
+                if turn is not None and self.turns is not None:
+                    await self.turns.give_back(host, turn[0], self.next_time[host] if called
+                                               else turn[1])
+
+
+def browser_headers(got: Fetched) -> list[dict[str, str]]:
+    """The response's headers for the browser, as the server sent them (each repeated one on
+    its own; CORS, caching and content type included) but those DROPPED_HEADERS. Pure."""
+    pairs = [line.split(":", 1) for line in got.response_headers.split("\r\n") if ":" in line]
+    if not pairs:  # an answer made without the wire's headers
+        pairs = [[name, value] for name, value in got.headers.items()]
+    headers = [{"name": name.strip(), "value": value.strip()} for name, value in pairs
+               if name.strip().lower() not in DROPPED_HEADERS]
+    if not any(h["name"].lower() == "content-type" for h in headers):
+        headers.append({"name": "Content-Type", "value": "application/octet-stream"})
+    return headers
 
 
 @dataclass
@@ -103,6 +153,15 @@ class _Tab:
     pending: int = 0
     last_activity: float = field(default_factory=time.monotonic)
     document_served: bool = False
+    requests: set[asyncio.Task[None]] = field(default_factory=set)  # answering paused ones
+
+    async def abort(self) -> None:
+        """Cancel the requests still being answered and wait until each has ended (its
+        connection closed), so that none outlives the render."""
+        running = list(self.requests)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
 
 
 class Renderer:
@@ -117,7 +176,7 @@ class Renderer:
         self.browser: Browser | None = None
         self.pages = 0
         self.restarts = 0
-        self.cpu_of_closed = 0.0  # CPU seconds of browsers already closed
+        self.cpu = TreeCpu()  # of every browser started, however it ended
         self._tabs: dict[str, _Tab] = {}
 
     async def _ensure(self) -> Browser:
@@ -130,13 +189,19 @@ class Renderer:
         return self.browser
 
     async def close(self) -> None:
+        for tab in list(self._tabs.values()):
+            await tab.abort()
         if self.browser is not None:
-            if self.browser.pid:
-                self.cpu_of_closed += self.usage()[0]
+            self.cpu.read(self.browser.pid)  # its processes' last reading before the kill
             await self.browser.close()
             self.browser = None
             self.restarts += 1
+        self.cpu.read(None)
         self._tabs.clear()
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of every browser this renderer started, its processes gone included."""
+        return self.cpu.read(self.browser.pid if self.browser else None)
 
     def usage(self) -> tuple[float, int]:
         """CPU seconds and resident bytes of the running browser's processes."""
@@ -150,12 +215,15 @@ class Renderer:
         started = time.monotonic()
         result = Rendered()
         session: str | None = None
+        target = ""
+        broken = False
         try:
             browser = await self._ensure()
             async with asyncio.timeout(budget):
-                target = (await browser.send("Target.createTarget", {"url": "about:blank"}))
+                target = (await browser.send("Target.createTarget", {"url": "about:blank"}))[
+                    "targetId"]
                 session = (await browser.send("Target.attachToTarget",
-                                              {"targetId": target["targetId"], "flatten": True}
+                                              {"targetId": target, "flatten": True}
                                               ))["sessionId"]
                 tab = _Tab(url, body, content_type, answer, urlsplit(url).netloc.lower(),
                            other_hosts, result)
@@ -172,34 +240,36 @@ class Renderer:
                                          {"expression": OUTER_HTML, "returnByValue": True},
                                          session)
                 result.html = str(dom["result"].get("value") or "")
-            await self._close_tab(browser, session, target["targetId"])
         except TimeoutError:
             result.error = "timeout"
-            if session is not None:  # the renderer may be stuck in a script: end its tab
-                await self._close_tab(browser, session, target["targetId"])
         except (BrowserGone, RuntimeError, OSError) as exc:
             log.warning("rendering %s failed: %s", url, exc)
             result.error = "browser"
-            await self.close()
+            broken = True
         finally:
-            if session is not None:
-                self._tabs.pop(session, None)
+            # Every request of the page ends before the render does, whatever ended it.
+            ended = self._tabs.pop(session, None) if session is not None else None
+            if ended is not None:
+                await ended.abort()
+        if broken:
+            await self.close()
+        elif target:  # the renderer may be stuck in a script: end its tab
+            await self._close_tab(browser, target)
         self.pages += 1
+        self.cpu_seconds()  # a reading a page, so that a process that ends loses little
         if self.browser is not None and (self.pages >= self.recycle_after
                                          or self.usage()[1] > self.max_rss):
             await self.close()
         result.seconds = time.monotonic() - started
         return result
 
-    async def _close_tab(self, browser: Browser, session: str | None, target: str) -> None:
+    async def _close_tab(self, browser: Browser, target: str) -> None:
         try:
             async with asyncio.timeout(CLOSE_SECONDS):
                 await browser.send("Target.closeTarget", {"targetId": target})
         except (TimeoutError, BrowserGone, RuntimeError) as exc:
             log.warning("closing a tab failed (%s); the browser starts again", exc)
             await self.close()
-        if session is not None:
-            self._tabs.pop(session, None)
 
     def _event(self, session: str | None, message: dict[str, Any]) -> Awaitable[None] | None:
         tab = self._tabs.get(session or "")
@@ -210,7 +280,10 @@ class Renderer:
             tab.loaded.set()
         elif method == "Fetch.requestPaused":
             tab.pending += 1
-            return self._paused(session, tab, message["params"])
+            task = asyncio.get_running_loop().create_task(
+                self._paused(session, tab, message["params"]))
+            tab.requests.add(task)
+            task.add_done_callback(tab.requests.discard)
         return None
 
     async def _paused(self, session: str | None, tab: _Tab, params: dict[str, Any]) -> None:
@@ -220,11 +293,18 @@ class Renderer:
         try:
             if kind == "Document" and not tab.document_served:
                 tab.document_served = True
-                self._fulfill(session, request_id, 200, tab.content_type, tab.body)
+                self._fulfill(session, request_id, 200,
+                              [{"name": "Content-Type", "value": tab.content_type}], tab.body)
                 return
             reason = refusal(url, kind, request.get("method", "GET"), tab.page_host,
                              tab.other_hosts)
-            got: Answer = reason if reason else await tab.answer(url)
+            origin = next((value for name, value in request.get("headers", {}).items()
+                           if name.lower() == "origin"), None)
+            try:
+                got: Answer = reason if reason else await tab.answer(url, origin)
+            except Exception as exc:  # a store the answer needs failed: refused, and said
+                log.warning("answering %s for the browser failed: %r", url, exc)
+                got = "error"
             if isinstance(got, str):
                 tab.result.refused[got] += 1
                 self._fail(session, request_id)
@@ -233,19 +313,16 @@ class Renderer:
                 self._fail(session, request_id)
             else:
                 tab.result.fetched += 1
-                self._fulfill(session, request_id, got.status,
-                              got.headers.get("content-type", "application/octet-stream"),
-                              got.body)
+                self._fulfill(session, request_id, got.status, browser_headers(got), got.body)
         finally:
             tab.pending -= 1
             tab.last_activity = time.monotonic()
 
-    def _fulfill(self, session: str | None, request_id: str, status: int, content_type: str,
-                 body: bytes) -> None:
+    def _fulfill(self, session: str | None, request_id: str, status: int,
+                 headers: list[dict[str, str]], body: bytes) -> None:
         if self.browser is not None:
             self.browser.post("Fetch.fulfillRequest", {
-                "requestId": request_id, "responseCode": status,
-                "responseHeaders": [{"name": "Content-Type", "value": content_type}],
+                "requestId": request_id, "responseCode": status, "responseHeaders": headers,
                 "body": base64.b64encode(body).decode()}, session)
 
     def _fail(self, session: str | None, request_id: str) -> None:
