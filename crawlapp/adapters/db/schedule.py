@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from crawlapp.adapters.db.batching import chunks, in_key_order, of_hashes, on_postgres
 from crawlapp.adapters.db.models import Url
-from crawlapp.core.recrawl import RECRAWLED_STATUSES, TIERS
+from crawlapp.core.recrawl import RECRAWLED_STATUSES, TIERS, tier_of
 from crawlapp.core.rows import ScheduledRow
 
 _ROWS = select(Url.id, Url.url_hash, Url.last_fetched_at, Url.next_crawl_at)
@@ -62,17 +62,16 @@ def _seconds(session: Session, later: Any, earlier: Any) -> ColumnElement[Any]:
 
 def tiers(session: Session, now: datetime) -> dict[str, dict[str, int]]:
     """Pages per re-crawl tier, and how many of them are overdue: one pass over the
-    scheduled rows."""
+    scheduled rows, grouped by interval (to the second: a few hundred distinct ones)."""
     interval = func.round(_seconds(session, Url.next_crawl_at,
                                    func.coalesce(Url.last_fetched_at, Url.next_crawl_at)))
-    tier = case(*((interval <= longest, name) for name, longest in TIERS[:-1]),
-                else_=TIERS[-1][0])
-    rows = select(tier.label("tier"), case((Url.next_crawl_at <= now, 1), else_=0)
-                  .label("overdue")).where(*_SCHEDULED).subquery()
     out = {name: {"pages": 0, "overdue": 0} for name, _ in TIERS}
-    for name, pages, overdue in session.execute(
-            select(rows.c.tier, func.count(), func.sum(rows.c.overdue)).group_by(rows.c.tier)):
-        out[name] = {"pages": int(pages), "overdue": int(overdue or 0)}
+    for seconds, pages, overdue in session.execute(
+            select(interval, func.count(), func.sum(case((Url.next_crawl_at <= now, 1), else_=0)))
+            .where(*_SCHEDULED).group_by(interval)):
+        tier = out[tier_of(float(seconds))]
+        tier["pages"] += int(pages)
+        tier["overdue"] += int(overdue or 0)
     return out
 
 
