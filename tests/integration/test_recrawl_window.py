@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository, schedule
-from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.db.engine import get_engine, upgrade
 from crawlapp.adapters.redis import keys
 from crawlapp.core.records import Page, Status
 from crawlapp.core.recrawl import DAY
@@ -31,6 +32,7 @@ from crawlapp.stages import recrawling
 from crawlapp.stages.dedup import dedup_pages
 from crawlapp.stages.recrawling import drain
 from crawlapp.stages.storing import store_pages
+from tests.integration.test_partitions import downgrade
 
 T = float(int(time.time()))
 WINDOW = 3600.0  # the default CRAWL_RECRAWL_WINDOW
@@ -199,3 +201,24 @@ def test_the_drain_skips_denied_hosts_until_they_are_unblocked(ctx: Context) -> 
 def test_the_horizon_key_is_the_registry_s(ctx: Context) -> None:
     drain(ctx, T)
     assert keys.RECRAWL_HORIZON.matches(ctx.settings.redis_prefix, ctx.recrawls.horizon)
+
+
+def _schedule_indexes(engine: sa.Engine) -> set[str]:
+    """The indexes on urls' next_crawl_at (on Postgres the parent's and each partition's)."""
+    query = ("SELECT name FROM sqlite_master WHERE type = 'index' AND sql LIKE '%next_crawl_at%'"
+             if engine.dialect.name == "sqlite" else
+             "SELECT relname FROM pg_class WHERE relkind IN ('i', 'I') AND relname LIKE "
+             "'%next_crawl_at%'")
+    with engine.connect() as conn:
+        return set(conn.execute(sa.text(query)).scalars())
+
+
+def test_migration_0012_indexes_the_schedule_and_its_downgrade_drops_it(ctx: Context) -> None:
+    engine = get_engine(ctx.settings)
+    found = _schedule_indexes(engine)
+    assert "ix_urls_next_crawl_at" in found
+    assert len(found) == (1 if engine.dialect.name == "sqlite" else 33)  # and 32 partitions
+    downgrade(ctx.settings, "0011")
+    assert _schedule_indexes(engine) == set()
+    upgrade(ctx.settings)
+    assert _schedule_indexes(engine) == found
