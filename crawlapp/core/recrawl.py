@@ -6,13 +6,18 @@ A page's interval between two fetches adapts to what the last fetch saw:
   MAX_INTERVAL;
 - first fetch: a day for important pages (priority >= 0.5), a week for the others.
 The interval decides the page's tier, one Redis sorted set per tier (score = next fetch
-time), so an operator sees at a glance how much is hourly, daily, weekly or monthly.
+time), so an operator sees at a glance how much is hourly, daily, weekly or monthly. The
+database keeps every page's next fetch (urls.next_crawl_at); Redis only those due within
+CRAWL_RECRAWL_WINDOW (adapters/redis/recrawl_sets.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import NamedTuple
+
+from crawlapp.core.records import Status
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -22,6 +27,9 @@ FIRST_INTERVAL_IMPORTANT = DAY
 FIRST_INTERVAL = 7 * DAY
 # tier name -> the longest interval it holds
 TIERS = (("hourly", 6 * HOUR), ("daily", 2 * DAY), ("weekly", 14 * DAY), ("monthly", MAX_INTERVAL))
+# The statuses of the rows a drain queues again (a row of another status keeps its
+# next_crawl_at but is not re-crawled: queued already, blocked, deleted).
+RECRAWLED_STATUSES = (Status.FETCHED, Status.REDIRECTED, Status.FAILED)
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,12 @@ class Planned(NamedTuple):
 
 def tier_of(interval: float) -> str:
     return next(name for name, longest in TIERS if interval <= longest)
+
+
+def timestamp(at: datetime) -> float:
+    """A time the database gave (naive from SQLite: UTC) as a POSIX timestamp."""
+    return at.replace(tzinfo=at.tzinfo or UTC).timestamp()
+
 
 
 def next_schedule(fetched_at: float, previous_interval: float | None, changed: bool,

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from crawlapp.core.records import Status
+from crawlapp.core.recrawl import Planned, tier_of, timestamp
 
 
 class UrlRow(NamedTuple):
@@ -207,6 +208,15 @@ class ScheduledRow(NamedTuple):
     url_hash: str
     last_fetched_at: datetime | None
     next_crawl_at: datetime
+
+    def planned(self, at: float | None = None) -> Planned:
+        """The page's entry in its tier: the tier of the interval between its last fetch and
+        its next one (to the second: a row keeps microseconds), due at its next fetch or at
+        `at`."""
+        interval = round((self.next_crawl_at - (self.last_fetched_at or self.next_crawl_at))
+                         .total_seconds())
+        return Planned(self.url_hash, tier_of(interval),
+                       timestamp(self.next_crawl_at) if at is None else at)
 
 
 class HostRow(NamedTuple):

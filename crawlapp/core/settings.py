@@ -256,6 +256,11 @@ class Settings:
         "later keep their URLs and time in the frontier for the next crawl (the crawl's tail "
         "after its last page is at most this and a few seconds to stop)",
         default=20.0, convert=bounded(float, 0, 86400))
+    recrawl_window: float = setting(
+        "CRAWL_RECRAWL_WINDOW",
+        "seconds of the re-crawl schedule kept in Redis: pages due later wait in the database "
+        "(urls.next_crawl_at) until the beat's drain loads them this long ahead",
+        default=3600.0, convert=bounded(float, 60, 30 * 86400))
     max_backoff: float = setting(
         "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors",
         default=300.0, convert=bounded(float, 0, 86400))

@@ -166,6 +166,7 @@ class CrawlCollector(Collector):
     def snapshot(self) -> Snapshot:
         from crawlapp.adapters.broker import queue_lengths
         from crawlapp.core.queues import Queues
+        from crawlapp.observe.stats import recrawl_tiers
 
         now = time.time()
         queues: dict[str, int] = {}
@@ -174,7 +175,7 @@ class CrawlCollector(Collector):
             queues = queue_lengths(settings.broker_url, Queues.of(settings).all)
         return Snapshot(self.ctx.counters.read(), self.ctx.frontier.stats(now),
                         self.ctx.batches.in_flight(),
-                        self.ctx.recrawls.stats(now), queues, self.ctx.verify_report.last())
+                        recrawl_tiers(self.ctx, now), queues, self.ctx.verify_report.last())
 
     def collect(self) -> Iterator[Metric]:
         return families(self.snapshot())

@@ -5,17 +5,19 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 from crawlapp.adapters.broker import queue_lengths
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import repository
+from crawlapp.adapters.db import repository, schedule
 from crawlapp.adapters.db.models import Host
 from crawlapp.core import hostpatterns
 from crawlapp.core.deferral import Deferred, waiting_reason
 from crawlapp.core.politeness import unreachable_sentence
 from crawlapp.core.queues import Queues
 from crawlapp.core.records import ParkKind, Status
+from crawlapp.core.recrawl import TIERS
 from crawlapp.core.urls import host_of
 
 
@@ -126,13 +128,26 @@ def outcomes(ctx: Context) -> dict[str, int]:
             "blocked_robots": by_status.get(Status.BLOCKED, 0), "duplicates": duplicates}
 
 
+def recrawl_tiers(ctx: Context, now: float, started: bool | None = None
+                  ) -> dict[str, dict[str, int]]:
+    """Pages per re-crawl tier and how many are overdue, from the database (Redis holds only
+    the schedule's near future); zeros before the crawl's database exists (`started`: known
+    already)."""
+    if not (crawl_started(ctx) if started is None else started):
+        return {name: {"pages": 0, "overdue": 0} for name, _ in TIERS}
+    with ctx.sessions() as session:
+        return schedule.tiers(session, datetime.fromtimestamp(now, UTC))
+
+
 def collect(ctx: Context, with_queues: bool = True, now: float | None = None) -> dict[str, Any]:
     """Everything `crawlctl stats` shows, as one JSON-ready dict (zeros for the database's
     part before the crawl's database exists); the frontier as of `now` (default: now)."""
     started = crawl_started(ctx)
+    now = time.time() if now is None else now
     by_status: dict[str, int] = {}
     duplicates = stored = 0
     first = last = None
+    tiers = recrawl_tiers(ctx, now, started)
     if started:
         with ctx.sessions() as session:
             by_status = repository.status_counts(session)
@@ -143,7 +158,6 @@ def collect(ctx: Context, with_queues: bool = True, now: float | None = None) ->
     fetched = by_status.get(Status.FETCHED, 0)
     requested = fetched + by_status.get(Status.REDIRECTED, 0) + by_status.get(Status.FAILED, 0)
     window = (last - first).total_seconds() if first and last else 0.0
-    now = time.time() if now is None else now
     shards = ctx.frontier.stats(now)
     given_up = given_up_hosts(ctx)
     deferred = deferred_hosts(ctx, now) if started else []
@@ -178,7 +192,7 @@ def collect(ctx: Context, with_queues: bool = True, now: float | None = None) ->
         "counters": counts,
         "stage_cpu_seconds": ctx.counters.read_stage_cpu(),
         "render": render_summary(counts, ctx.counters.read_stage_cpu()),
-        "recrawl": ctx.recrawls.stats(now),
+        "recrawl": tiers,
         "workers": ctx.workers.read(),
         "last_verify": ctx.verify_report.last(),
     }

@@ -8,7 +8,7 @@ What comes back from where, each through the owner of its structure (adapters/re
 - per-host URL counts (the pages-per-host budget): the host counters (host_counts);
 - the dedup index: the content hash and SimHash fingerprint of every stored original;
 - canonical pointers: the canonical_url of every page that defers to another URL;
-- the re-crawl tiers: every page's next_crawl_at;
+- the re-crawl tiers: the pages whose next_crawl_at falls within CRAWL_RECRAWL_WINDOW;
 - robots.txt cache: the hosts table, for what is left of each answer's 24 hours;
 - the denylist's Redis copy: the denylist table;
 - the seeds' scope rules: the scope_rules table.
@@ -27,16 +27,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import maintenance, repository
+from crawlapp.adapters.db import maintenance, repository, schedule
 from crawlapp.adapters.db.batching import chunks
 from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.core.records import Status
-from crawlapp.core.recrawl import Planned, tier_of, validators
+from crawlapp.core.recrawl import validators
 from crawlapp.core.robots import effective_delay
-from crawlapp.core.rows import QueuedRow, ScheduledRow
+from crawlapp.core.rows import QueuedRow
 from crawlapp.core.settings import MAX_SHARDS
 from crawlapp.core.urls import host_of, url_hash
 from crawlapp.stages.admission import requeue
+from crawlapp.stages.recrawling import load_window
 
 CHUNK = 5000  # rows read (and hosts held) at a time: small rows, few round trips
 log = logging.getLogger(__name__)
@@ -129,21 +130,28 @@ def _canonicals(ctx: Context) -> int:
     return restored
 
 
-def _schedule_rows(ctx: Context, rows: list[ScheduledRow]) -> None:
-    ctx.recrawls.schedule([
-        Planned(r.url_hash, tier_of(
-            (r.next_crawl_at - (r.last_fetched_at or r.next_crawl_at)).total_seconds()),
-                r.next_crawl_at.replace(tzinfo=r.next_crawl_at.tzinfo or UTC).timestamp())
-        for r in rows])
+def restore_recrawls(ctx: Context, hashes: list[str] | None = None, at: float | None = None
+                     ) -> int:
+    """Pages with a next crawl time (those of `hashes`, or all) back at that time (in Redis
+    if it falls within the loaded window, out of it otherwise), or due at `at`; returns how
+    many."""
+    restored = 0
+    rows_read = (schedule.scheduled(ctx.sessions, CHUNK, hashes) if hashes is not None
+                 else schedule.due(ctx.sessions, None, None, CHUNK))
+    for rows in rows_read:
+        items = [r.planned(at) for r in rows]
+        if at is None:
+            ctx.recrawls.schedule(items)
+        else:
+            ctx.recrawls.make_due(items)
+        restored += len(rows)
+    return restored
 
 
-def restore_recrawls(ctx: Context, hashes: list[str] | None = None) -> int:
-    """Pages with a next crawl time (those of `hashes`, or all) back in their tier."""
-    scheduled = 0
-    for rows in maintenance.scheduled(ctx.sessions, CHUNK, hashes):
-        _schedule_rows(ctx, rows)
-        scheduled += len(rows)
-    return scheduled
+def _recrawl_window(ctx: Context) -> int:
+    """The re-crawl window loaded anew, its horizon reset: the pages due before now +
+    CRAWL_RECRAWL_WINDOW, overdue ones included."""
+    return load_window(ctx, time.time(), full=True) or 0
 
 
 def _robots(ctx: Context) -> int:
@@ -175,7 +183,7 @@ def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None, *,
     if dedup:
         restored["urls_seen"] = _url_seen(ctx)
         restored["content_claims"], restored["fingerprints"] = _dedup_index(ctx)
-        restored |= {"canonical_pointers": _canonicals(ctx), "recrawls": restore_recrawls(ctx)}
+        restored |= {"canonical_pointers": _canonicals(ctx), "recrawls": _recrawl_window(ctx)}
         ctx.url_seen.mark_alive(time.time())
     if hot:
         restored["robots_cached"] = _robots(ctx)

@@ -21,6 +21,4 @@ def recrawl(ctx: Context, urls: list[str] | None = None, host: str | None = None
     elif host is not None:
         with ctx.sessions() as session:
             hashes = repository.url_hashes_of_host(session, host)
-    if now:
-        return ctx.recrawls.make_due(hashes, time.time())
-    return restore_recrawls(ctx, hashes)
+    return restore_recrawls(ctx, hashes, time.time() if now else None)

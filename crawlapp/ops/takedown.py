@@ -7,7 +7,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import dedup_rows, maintenance, repository
+from crawlapp.adapters.db import dedup_rows, maintenance, repository, schedule
 from crawlapp.adapters.db.repository import Session
 from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core import hostpatterns
@@ -43,11 +43,13 @@ def block(ctx: Context, pattern: str, reason: str | None) -> dict[str, int] | No
         rows = maintenance.rows_of_pattern(session, pattern)
         queued = [r.url_hash for r in rows if r.status == Status.QUEUED]
         maintenance.block_rows(session, queued, f"{DENIED_PREFIX}: {pattern}")
+        stopped = schedule.count(session, [r.url_hash for r in rows])
     hosts = sorted({r.host for r in rows})
+    ctx.recrawls.forget([r.url_hash for r in rows])  # and the drain skips denied hosts
     counts = {"hosts": len(hosts),
               "urls_dropped": sum(ctx.frontier.drop(host) for host in hosts),
               "rows_blocked": len(queued),
-              "recrawls_stopped": ctx.recrawls.forget([r.url_hash for r in rows])}
+              "recrawls_stopped": stopped}
     ctx.validators.forget([r.url for r in rows if r.status == Status.QUEUED])
     audit(ctx, "block", pattern, counts)
     return counts
@@ -90,6 +92,7 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
             _tombstone(session, url)
         live = [r for r in rows if r.status != Status.DELETED]
         hashes = [r.url_hash for r in live]
+        stopped = schedule.count(session, hashes)
         keys, shared, history = maintenance.take_down(session, rows, hashes, key, host)
     by_host: dict[str, list[QueueEntry]] = defaultdict(list)
     for r in live:
@@ -106,6 +109,7 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
     ctx.canonicals.forget(hashes)
     ctx.validators.forget([r.url for r in live])
     ctx.retries.forget([r.url for r in live])
+    ctx.recrawls.forget(hashes)
     with ctx.sessions.begin() as session:
         orphans = dedup_rows.mark_refetch(session, dedup.adopt(ctx, session, hashes),
                                           "requeued: its original was taken down")
@@ -114,7 +118,7 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
               "bodies_removed": sum(ctx.blobs.delete(k) for k in keys if k not in shared),
               "bodies_kept_shared": len(shared),
               "urls_dropped": dropped,
-              "recrawls_stopped": ctx.recrawls.forget(hashes),
+              "recrawls_stopped": stopped,
               "copies_requeued": len(orphans),
               "fetches_forgotten": history}
     audit(ctx, "delete", url or f"host {host}", counts)

@@ -1,39 +1,71 @@
-"""Draining the re-crawl schedule: due pages go back into the frontier with their validators,
+"""Draining the re-crawl schedule: Redis topped up from the database with the pages coming due
+within CRAWL_RECRAWL_WINDOW, then due pages back into the frontier with their validators,
 scored again (their host's authority now, their freshness: how overdue they are)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from datetime import UTC
+from datetime import UTC, datetime
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import repository
+from crawlapp.adapters.db import repository, schedule
 from crawlapp.adapters.db.models import Url
 from crawlapp.core.priority import depth_priority, freshness
 from crawlapp.core.records import QueuedURL, Status
-from crawlapp.core.recrawl import validators
+from crawlapp.core.recrawl import RECRAWLED_STATUSES, validators
 from crawlapp.stages.admission import requeue
 
 CLAIM_SECONDS = 300.0  # a claim not acknowledged by then goes back to its tier
 DRAIN_LIMIT = 2000
-RECRAWLED_STATUSES = (Status.FETCHED, Status.REDIRECTED, Status.FAILED)
+LOAD_CHUNK = 5000  # scheduled rows read from the database at a time
+
+
+def _moment(at: float | None) -> datetime | None:
+    return None if at is None else datetime.fromtimestamp(at, UTC)
+
+
+def load_window(ctx: Context, now: float, full: bool = False) -> int | None:
+    """Move the Redis horizon to now + CRAWL_RECRAWL_WINDOW, then load the database's pages
+    due between the previous horizon and it (`full`, or no horizon: every page due before
+    it, overdue ones included). The horizon moves before the query: see recrawl_sets.py for
+    why no page stored meanwhile is missed. Returns how many were loaded (None: another load
+    is running)."""
+    load = ctx.recrawls.begin_load(now + ctx.settings.recrawl_window, now, full)
+    if load is None:
+        return None
+    loaded, done = 0, False
+    try:
+        for rows in schedule.due(ctx.sessions, _moment(load.since), _moment(load.until),
+                                 LOAD_CHUNK):
+            ctx.recrawls.load([r.planned() for r in rows])
+            loaded += len(rows)
+        done = True
+    finally:
+        ctx.recrawls.end_load(load, done)
+    return loaded
 
 
 def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> int:
-    """Claim due pages, queue them again (bypassing URL dedup) with their stored ETag and
-    Last-Modified for a conditional GET, then acknowledge the claims. Returns how many."""
-    claims = ctx.recrawls.claim(time.time() if now is None else now, limit, CLAIM_SECONDS)
+    """Load the window's pages coming due, claim due pages, queue them again (bypassing URL
+    dedup) with their stored ETag and Last-Modified for a conditional GET, then acknowledge
+    the claims. Pages of hosts on the denylist stay in the database (unblock restores them).
+    Returns how many were queued."""
+    now = time.time() if now is None else now
+    load_window(ctx, now)
+    claims = ctx.recrawls.claim(now, limit, CLAIM_SECONDS)
     if not claims:
         return 0
     hashes = [c.split("|", 1)[1] for c in claims]
     with ctx.sessions.begin() as session:
         rows = [r for r in repository.urls_by_hash(session, hashes)
                 if r.status in RECRAWLED_STATUSES]
+        denied = ctx.denylist.denied_hosts({r.host for r in rows})
+        rows = [r for r in rows if r.host not in denied]
         repository.set_status(session, [r.url_hash for r in rows], Status.QUEUED)
         packed = {r.url: v for r in rows if (v := validators(r.etag, r.last_modified))}
         ctx.validators.store(packed)
-        scored = rescore(ctx, rows, time.time() if now is None else now)
+        scored = rescore(ctx, rows, now)
         repository.set_scores(session, [(url_hash, item.priority, authority)
                                         for url_hash, item, authority in scored])
         requeue(ctx, [item for _, item, _ in scored])

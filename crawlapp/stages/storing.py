@@ -105,8 +105,9 @@ def _history_row(page: Page) -> HistoryRow | None:
 
 def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     """Write the bodies the batch names (missing ones only), then commit every page's row,
-    robots.txt answer and fetch history row in one transaction, then schedule the next fetch of each page (the
-    database keeps next_crawl_at too); bodies leave the batch. Pages taken down meanwhile are
+    robots.txt answer and fetch history row in one transaction, then schedule the next fetch
+    of each page (its row's next_crawl_at; Redis too when it falls within the loaded window);
+    bodies leave the batch. Pages taken down meanwhile are
     not written. Pages that stop being stored originals give up their content claims, and
     their copies go to another original (or back to the frontier). Running it twice on a
     batch changes nothing. The header blocks leave the batch with the bodies."""
@@ -145,7 +146,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
             if (entry := _history_row(page)) is not None])
         queued = dedup_rows.mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
                                          "requeued: its original is no longer stored")
-    ctx.recrawls.schedule(planned)
+    ctx.recrawls.schedule(planned)  # after the commit: see recrawl_sets.py
     send_back(ctx, queued)
     for page in pages:  # in the fetch history now; the links stage does not read them
         page.request_headers = page.response_headers = ""

@@ -37,6 +37,7 @@ from crawlapp.core.records import Link, Page, QueuedURL, Status
 from crawlapp.core.rows import FetchOutcome, HistoryRow, LinkEdge, UrlRow
 from crawlapp.core.settings import get_settings
 from crawlapp.core.urls import url_hash
+from crawlapp.observe.stats import recrawl_tiers
 from crawlapp.stages.admission import admit
 from crawlapp.stages.linking import extract_links
 from tests.conftest import _free_port, crawl_env
@@ -113,7 +114,6 @@ def seed_state(ctx: Context) -> None:
             + [LinkEdge(url_hash(f"{a}/solo"), url_hash(f"{a}/"), "home", False)])
         repository.save_robots(session, a, 200, "User-agent: *\nCrawl-delay: 2\n", 2.0, NOW)
     ctx.frontier.add([QueuedURL(u, 1, 0.9) for u in queued], time.time())
-    ctx.recrawls.schedule([(url_hash(u), "hourly", time.time() + 3600) for u in fetched])
     ctx.redis.set(ctx.dedup_index.claim_key(_fetched(ctx, f"{a}/", b"<p>home</p>").content_hash),
                   url_hash(f"{a}/"))
 
@@ -129,7 +129,7 @@ def state(ctx: Context) -> dict[str, Any]:
                    for p in ctx.settings.blob_dir.rglob("*.gz"))
     return {"rows": rows, "denied": denied, "blobs": blobs,
             "frontier": [s.urls_queued for s in ctx.frontier.stats(time.time())],
-            "parked": ctx.frontier.parked(), "recrawl": ctx.recrawls.stats(time.time()),
+            "parked": ctx.frontier.parked(), "recrawl": recrawl_tiers(ctx, time.time()),
             "redis_denylist": sorted(ctx.redis.smembers(ctx.denylist.key)),
             "audit": audit.read_text() if audit.exists() else ""}
 

@@ -17,6 +17,7 @@ from crawlapp.adapters.db.engine import upgrade
 from crawlapp.core.records import Lease
 from crawlapp.core.settings import load_settings
 from crawlapp.ops.dispatcher import dispatch_once
+from crawlapp.ops.recrawl import recrawl
 from crawlapp.ops.seeding import add_seeds
 from crawlapp.stages.dedup import dedup_pages
 from crawlapp.stages.fetching import fetch_batch
@@ -96,7 +97,7 @@ def test_every_stage_delivered_twice_changes_nothing(tmp_path: Path, redis_url: 
             == len(expected)
 
     # The re-crawl tick delivered twice queues each due page once.
-    ctx.recrawls.make_due(None, time.time() - 1)
+    recrawl(ctx, now=True)
     assert drain(ctx) == len(expected)
     assert drain(ctx) == 0
     assert counts(ctx)["frontier"] == len(expected)

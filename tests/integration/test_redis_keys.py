@@ -20,6 +20,7 @@ from crawlapp.core.records import QueuedURL, Release
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.ops import rebuild, takedown, verify
+from crawlapp.ops.recrawl import recrawl
 from crawlapp.ops.seeding import add_seeds
 from crawlapp.stages.recrawling import drain
 from tests.integration.in_process import crawl
@@ -31,7 +32,7 @@ SPEC = WebSpec(hosts=2, pages_per_host=3, port=0, crawl_delay_every=0, link_case
 EXPIRING = {keys.ROBOTS, keys.DNS, keys.DNS_LOCK, keys.HOPS, keys.BATCH_RUN, keys.DEDUP_LOCK}
 # What CRAWL_DEDUP_REDIS_URL holds: the structures that grow with the crawl.
 DEDUP_ROLE = {keys.BLOOM, keys.CLAIM, keys.BAND, keys.DEDUP_LOCK, keys.CANONICAL, keys.RECRAWL_TIER,
-              keys.RECRAWL_CLAIMED, keys.DEDUP_ALIVE}
+              keys.RECRAWL_CLAIMED, keys.RECRAWL_HORIZON, keys.DEDUP_ALIVE}
 
 
 class Seen:
@@ -81,7 +82,8 @@ def test_a_crawl_writes_only_keys_of_the_registry(tmp_path: Path,
     with start_in_background(Web(SPEC), str(tmp_path / "requests.jsonl")) as server:
         add_seeds(ctx, server.web.seeds())
         crawl(ctx, seen, time.monotonic() + 120)
-        ctx.recrawls.make_due(None, time.time() - 1)  # every page again, with its validators
+        recrawl(ctx, now=True)  # every page again, with its validators
+        seen.scan()  # in its tier (the crawl's next fetches are beyond the window)
         assert drain(ctx) > 0
         seen.scan()
         crawl(ctx, seen, time.monotonic() + 120)
@@ -98,7 +100,8 @@ def test_a_crawl_writes_only_keys_of_the_registry(tmp_path: Path,
     assert seen.found >= {keys.READY, keys.IDLE, keys.LEASES, keys.TOKEN, keys.LEASED,
                           keys.QUEUED, keys.QUEUE, keys.ALIVE, keys.BATCHES, keys.BATCH_URLS,
                           keys.BLOOM, keys.CLAIM, keys.BAND, keys.CANONICAL, keys.ROBOTS,
-                          keys.VALIDATORS, keys.RECRAWL_TIER, keys.HOSTCOUNT, keys.PATTERNS,
+                          keys.VALIDATORS, keys.RECRAWL_TIER, keys.RECRAWL_HORIZON,
+                          keys.HOSTCOUNT, keys.PATTERNS,
                           keys.COUNTERS, keys.REFUSED, keys.STAGE_CPU, keys.DENYLIST,
                           keys.WORKERS, keys.VERIFY}
     assert not ctx.redis.exists(*ctx.validators.keys)  # each re-crawl fetched forgot its own
@@ -152,10 +155,11 @@ def test_each_role_on_its_own_redis_and_a_lost_one_rebuilt_alone(
     with start_in_background(Web(SPEC), str(tmp_path / "requests.jsonl")) as server:
         add_seeds(ctx, server.web.seeds())
         crawl(ctx, Both(), time.monotonic() + 120)
-        ctx.recrawls.make_due(None, time.time() - 1)
+        recrawl(ctx, now=True)
+        Both().scan()
         assert drain(ctx) > 0
         crawl(ctx, Both(), time.monotonic() + 120)
-    assert dedup.found >= {keys.BLOOM, keys.CLAIM, keys.BAND, keys.RECRAWL_TIER,
+    assert dedup.found >= {keys.BLOOM, keys.CLAIM, keys.BAND, keys.RECRAWL_TIER, keys.RECRAWL_HORIZON,
                            keys.DEDUP_ALIVE}
     assert hot.found >= {keys.READY, keys.QUEUE, keys.ALIVE, keys.ROBOTS, keys.COUNTERS}
     seen_before = ctx.url_seen.check([bytes.fromhex(url_hash(u)) for u in server.web.seeds()])

@@ -61,6 +61,7 @@ SAMPLES = {
     "beat_dispatch": ("0", "3601"),
     "dispatch_lookahead": ("2", "61"),
     "idle_horizon": ("5", "-1"),
+    "recrawl_window": ("600", "30"),
     "max_backoff": ("60", "-1"),
     "max_retry_after": ("3600", "a day"),
     "throttle_seconds": ("30", "-1"),

@@ -106,18 +106,28 @@ class HasId(Protocol):
 
 
 Keyed = TypeVar("Keyed", bound=HasId)
+Row = TypeVar("Row")
+K = TypeVar("K")
+
+
+def in_key_order(sessions: sessionmaker[Session], read: Callable[[Session, K | None], Iterable[Row]],
+                 key: Callable[[Row], K]) -> Iterator[list[Row]]:
+    """A table read a page at a time in the order of an index (keyset pagination: each page
+    one indexed range read, each in its own short session): `read(session, the last row's
+    key)` gives the rows after it (None: from the first), a page of them."""
+    last: K | None = None
+    while True:
+        with sessions() as session:
+            rows = list(read(session, last))
+        if not rows:
+            return
+        last = key(rows[-1])
+        yield rows
 
 
 def in_id_order(sessions: sessionmaker[Session],
                 read: Callable[[Session, int], Iterable[Keyed]]) -> Iterator[list[Keyed]]:
-    """A table read a page at a time in id order (keyset pagination: each page one indexed
-    range read, each in its own short session): `read(session, last id)` gives the rows
+    """A table read a page at a time in id order: `read(session, last id)` gives the rows
     after that id, a page of them."""
-    last_id = 0
-    while True:
-        with sessions() as session:
-            rows = list(read(session, last_id))
-        if not rows:
-            return
-        last_id = rows[-1].id
-        yield rows
+    return in_key_order(sessions, lambda session, after: read(session, after or 0),
+                        lambda row: row.id)

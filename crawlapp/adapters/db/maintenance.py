@@ -19,7 +19,6 @@ from crawlapp.core.rows import (
     HostRow,
     QueuedRow,
     Removal,
-    ScheduledRow,
     StoredContent,
     TakenDownRow,
     UrlKey,
@@ -67,23 +66,6 @@ def canonical_pointers(sessions: sessionmaker[Session], size: int
     """Every page (not taken down) that defers to its canonical URL, `size` at a time."""
     return _pages(sessions, select(Url.id, Url.url_hash, Url.canonical_url).where(
         Url.canonical_url.is_not(None), Url.status != Status.DELETED), CanonicalPointer, size)
-
-
-_SCHEDULED = (select(Url.id, Url.url_hash, Url.last_fetched_at, Url.next_crawl_at)
-              .where(Url.next_crawl_at.is_not(None), Url.status != Status.QUEUED))
-
-
-def scheduled(sessions: sessionmaker[Session], size: int, hashes: Sequence[str] | None = None
-              ) -> Iterator[list[ScheduledRow]]:
-    """The pages (of `hashes`, or all) with a next crawl time and not queued, `size` at a
-    time."""
-    if hashes is None:
-        yield from _pages(sessions, _SCHEDULED, ScheduledRow, size)
-        return
-    for chunk in chunks(hashes, size):
-        with sessions() as session:
-            yield [ScheduledRow._make(raw) for raw in session.execute(
-                _SCHEDULED.where(Url.url_hash.in_(chunk)))]  # next_crawl_at: never NULL here
 
 
 def robots_answers(session: Session) -> list[tuple[str, int, str, datetime]]:

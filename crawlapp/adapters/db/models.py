@@ -10,6 +10,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Float,
+    Index,
     Integer,
     SmallInteger,
     String,
@@ -17,6 +18,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -36,6 +38,10 @@ class Url(Base):
     id, from one sequence, stays unique and the mapping's key."""
 
     __tablename__ = "urls"
+    # The re-crawl schedule's keyset pages (migration 0012).
+    __table_args__ = (Index("ix_urls_next_crawl_at", "next_crawl_at", "id",
+                            postgresql_where=text("next_crawl_at IS NOT NULL"),
+                            sqlite_where=text("next_crawl_at IS NOT NULL")),)
 
     id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
     url_hash: Mapped[str] = mapped_column(String(32), unique=True)

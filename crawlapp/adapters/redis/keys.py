@@ -121,6 +121,9 @@ RECRAWL_TIER = Key("P:recrawl:<part>:tier:<tier>", "zset", "url_hash -> next fet
                    "set per part and tier")
 RECRAWL_CLAIMED = Key("P:recrawl:<part>:claimed", "zset", "\"<tier>|<url_hash>\" -> deadline of "
                       "a drain's claim, one set per part")
+RECRAWL_HORIZON = Key("P:recrawl:horizon", "hash", "until: the tiers hold every page due "
+                      "before it (the rest waits in the database); from, lease: a load of the "
+                      "database's pages still running")
 
 # Trap budgets (budgets.py).
 HOSTCOUNT = Key("P:hostcount:<part>", "hash", "host -> URLs admitted "
@@ -149,9 +152,9 @@ VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify
 
 ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM,
                         CLAIM, BAND, DEDUP_LOCK, CANONICAL, ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS,
-                        RETRIES, THROTTLE, SLOT, RECRAWL_TIER, RECRAWL_CLAIMED, HOSTCOUNT,
-                        PATTERNS, COUNTERS, REFUSED, STAGE_CPU, AUTHORITY, DENYLIST, SCOPE,
-                        WORKERS, VERIFY)
+                        RETRIES, THROTTLE, SLOT, RECRAWL_TIER, RECRAWL_CLAIMED, RECRAWL_HORIZON,
+                        HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU, AUTHORITY, DENYLIST,
+                        SCOPE, WORKERS, VERIFY)
 
 
 # Not a key: the pub/sub channel of the frontier's doorbell (doorbell.py), named like one.
