@@ -100,8 +100,9 @@ class Context:
     @cached_property
     def dedup_index(self) -> DedupIndex:
         # Imported here: its SimHash bands bring numpy and lxml, for the processes that dedup.
-        from crawlapp.adapters.redis.dedup_index import DedupIndex
-        return DedupIndex(self.dedup_redis, self._prefix)
+        from crawlapp.adapters.redis.dedup_index import DedupIndex, buckets_for
+        return DedupIndex(self.dedup_redis, self._prefix,
+                          buckets_for(self.settings.expected_urls))
 
     @cached_property
     def canonicals(self) -> CanonicalPointers:
