@@ -4,9 +4,10 @@ filled instance (a benchmark, not a test).
 It crawls a generated web (BENCH_SIZES' first HOSTSxPAGES, 200x20 by default, with the
 benchmark's case hosts) with a Redis of its own, takes a snapshot of every key while the
 frontier is at its fullest (the crawl is sampled every few seconds) and once more at the end
-(the structures that grow with the crawl), and prints, per key template of the registry: keys, items (members of a set, sorted
-set or hash; one per string), bytes (MEMORY USAGE, SAMPLES 0) and bytes per item; then the
-bytes per known URL beyond the Bloom filter, by family (bench/redis_memory.py).
+(the structures that grow with the crawl), and prints, per key template of the registry:
+keys, items (members of a set, sorted set or hash; one per string), bytes (MEMORY USAGE,
+SAMPLES 0) and bytes per item; then the bytes per known URL beyond the Bloom filter, by
+family (bench/redis_memory.py).
 """
 
 from __future__ import annotations

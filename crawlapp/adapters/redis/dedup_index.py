@@ -10,7 +10,7 @@ fingerprint, and the fingerprints filed under each band value.
 Sized for memory: most of what the dedup Redis holds grows with every stored page, so the
 index keeps binary digests in small hashes, which Redis stores as listpacks (a few bytes of
 overhead an entry instead of a key's hundred). A content hash's bucket is its first 4 bytes
-modulo `buckets` (a power of two from CRAWL_EXPECTED_URLS: `buckets_for`), and 12 more bytes
+modulo `buckets` (a power of two from CRAWL_EXPECTED_URLS: parts.buckets), and 12 more bytes
 name it in the bucket: 112 bits in all, so two bodies share a claim once in 10^15 at a billion
 pages (the store stage compares the full hash of a copy's original before it keeps the copy
 without a body: dedup.recheck). A band value's 16 bits pick one of 4 x 2048 hashes and its
@@ -111,8 +111,9 @@ NO_NEAR = -1  # max distance that skips the near look-up
 LOCK_SECONDS = 10.0  # the lock expires this long after it was taken
 LOCK_WAIT = 30.0  # a batch waits this long for the lock, then fails as a TransientError
 BAND_FIELD_BITS = 5  # a band hash holds 32 band values: small enough to stay a listpack
-ENTRIES_PER_BUCKET = 512  # CRAWL_EXPECTED_URLS per bucket (buckets_for)
-MIN_BUCKETS = 1024
+# Expected URLs per bucket (parts.buckets): two entries per stored original, about a hundred
+# a bucket at CRAWL_EXPECTED_URLS.
+URLS_PER_BUCKET = 512
 CLAIM, FINGERPRINT = b"c", b"f"  # the two kinds of a bucket's fields
 Slot = tuple[str, bytes]  # a bucket or band key and a field of it
 
@@ -163,13 +164,6 @@ class BandEntry:
     field: bytes
     fingerprint: int
     owner: str | None
-
-
-def buckets_for(expected_urls: int) -> int:
-    """The buckets of claims and fingerprints for a crawl of `expected_urls`: a power of two,
-    so that a bucket holds about a hundred entries at that size and stays a listpack."""
-    wanted = max(MIN_BUCKETS, expected_urls // ENTRIES_PER_BUCKET)
-    return 1 << (wanted.bit_length() - 1)
 
 
 def _digest(content_hash: str) -> bytes:

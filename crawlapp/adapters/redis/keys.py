@@ -127,8 +127,8 @@ RECRAWL_CLAIMED = Key("P:recrawl:<part>:claimed", "zset", "\"<tier>|<url_hash>\"
 # Trap budgets (budgets.py).
 HOSTCOUNT = Key("P:hostcount:<part>", "hash", "host -> URLs admitted "
                 "(CRAWL_MAX_PAGES_PER_HOST), one hash per part")
-PATTERNS = Key("P:patterns:<part>", "hash", "\"host pattern\" -> URLs admitted "
-               "(CRAWL_TRAP_PATTERN_CAP), one hash per part")
+PATTERNS = Key("P:patterns:<bucket>", "hash", "64-bit hash of \"host pattern\" -> URLs "
+               "admitted (CRAWL_TRAP_PATTERN_CAP), one small hash per bucket of that hash")
 
 # Counters (counters.py).
 COUNTERS = Key("P:counters", "hash", "counter name -> value, summed over every worker")
