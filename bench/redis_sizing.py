@@ -3,11 +3,11 @@ filled instance (a benchmark, not a test).
 
 It crawls a generated web (BENCH_SIZES' first HOSTSxPAGES, 200x20 by default, with the
 benchmark's case hosts) with a Redis of its own, takes a snapshot of every key while the
-frontier is at its fullest (the crawl is sampled every few seconds) and once more at the end
-(the structures that grow with the crawl), and prints, per key template of the registry:
-keys, items (members of a set, sorted set or hash; one per string), bytes (MEMORY USAGE,
-SAMPLES 0) and bytes per item; then the bytes per known URL beyond the Bloom filter, by
-family (bench/redis_memory.py).
+frontier is at its fullest (the crawl is sampled every few seconds, less often as sampling
+grows slower) and once more at the end (the structures that grow with the crawl), and
+prints, per key template of the registry: keys, items (members of a set, sorted set or hash;
+one per string), bytes (MEMORY USAGE, SAMPLES 0) and bytes per item; then the bytes per
+known URL beyond the Bloom filter, by family (bench/redis_memory.py).
 """
 
 from __future__ import annotations
@@ -51,9 +51,12 @@ def main() -> int:
             crawl = subprocess.Popen([sys.executable, "-m", "crawlapp.cli", "crawl", "--seeds",
                                       str(seeds), "--until-idle"], env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            pause = 5.0
             while crawl.poll() is None:
-                time.sleep(5)
+                time.sleep(pause)
+                took = time.monotonic()
                 sizes = snapshot(client)
+                pause = max(5.0, 9 * (time.monotonic() - took))  # sampling takes <10 % of a core
                 queued = sizes.get(keys.QUEUE.template, (0, 0, 0))[1]
                 if queued >= fullest.get(keys.QUEUE.template, (0, 0, 0))[1]:
                     fullest = sizes
