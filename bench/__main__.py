@@ -7,7 +7,11 @@ Settings (environment):
   BENCH_FEW       the few-hosts web as HOSTSxPAGES@DELAY (default 4x300@1; quick: 2x30@1;
                   empty: none): every host allows one request per DELAY seconds, no case hosts;
                   crawled once by each crawler after the rounds of BENCH_SIZES, outside the budget
-  BENCH_RUNS      runs of each web of BENCH_SIZES and crawler (default 3; quick: 1)
+  BENCH_TLS       the TLS regime's webs as HOSTSxPAGES (default 100x10; quick: 30x10; empty:
+                  none): the plain web (no case hosts) crawled over plain HTTP (`http`), over
+                  TLS with HTTP/1.1 (`https`) and with HTTP/2 (`h2`, this crawler only), in the
+                  rounds with the webs of BENCH_SIZES
+  BENCH_RUNS      runs of each web of BENCH_SIZES and BENCH_TLS and crawler (default 3; quick: 1)
   BENCH_CRAWLERS  of embedded, postgres-s3, scrapy       (default all three)
   BENCH_BUDGET    seconds; no further round of runs starts if it would end later (default 1500)
   BENCH_DATABASE_URL  Postgres for postgres-s3; its crawler tables are dropped first
@@ -41,7 +45,7 @@ from typing import Any
 
 from bench import services
 from bench.crawlers import CRAWLERS, ROOT, Setup, run, tidy
-from bench.report import aggregate, politeness_floor, table
+from bench.report import aggregate, politeness_floor, table, transport_table
 from crawlapp.core.settings import load_settings
 from testweb.site import Web, WebSpec
 
@@ -70,6 +74,31 @@ class Few:
 
 
 @dataclass(frozen=True)
+class Regime:
+    """A web as one row of the table crawls it: its spec, politeness and transport (`http`,
+    `https`: TLS with HTTP/1.1, `h2`: TLS with CRAWL_HTTP2=true)."""
+
+    spec: WebSpec
+    delay: float
+    transport: str = "http"
+
+
+TRANSPORTS = ("http", "https", "h2")
+
+
+def tls_regimes(text: str, delay: float) -> dict[str, Regime]:
+    """The TLS regime's webs ("100x10", comma-separated; "": none) in each transport, by
+    row name."""
+    regimes = {}
+    for hosts, pages in parse_sizes(text):
+        for transport in TRANSPORTS:
+            spec = WebSpec(hosts=hosts, pages_per_host=pages, port=0, crawl_delay_every=0,
+                           tls=transport != "http")
+            regimes[f"{hosts}x{pages} {transport}"] = Regime(spec, delay, transport)
+    return regimes
+
+
+@dataclass(frozen=True)
 class Plan:
     sizes: tuple[tuple[int, int], ...]
     runs: int
@@ -77,6 +106,7 @@ class Plan:
     budget: float
     few: Few | None
     out: Path
+    tls: str = ""
 
 
 def parse_sizes(text: str) -> tuple[tuple[int, int], ...]:
@@ -109,6 +139,7 @@ def plan_from_env(quick: bool, env: dict[str, str]) -> Plan:
                 crawlers=crawlers,
                 budget=float(env.get("BENCH_BUDGET", "300" if quick else "1500")),
                 few=parse_few(env.get("BENCH_FEW", "2x30@1" if quick else "4x300@1")),
+                tls=env.get("BENCH_TLS", "30x10" if quick else "100x10"),
                 out=Path(env.get("BENCH_OUT", str(ROOT / "bench" / "results.json"))))
 
 
@@ -130,17 +161,20 @@ def main() -> None:
     crawl_settings = load_settings(env)
     database_url = env.get("BENCH_DATABASE_URL",
                            "postgresql://postgres@127.0.0.1:5432/crawl_bench")
-    # name -> the web and its delay
-    webs = {f"{h}x{p}": (WebSpec(hosts=h, pages_per_host=p, port=0, **CASES),
-                         crawl_settings.default_delay) for h, p in plan.sizes}
+    delay = crawl_settings.default_delay
+    webs = {f"{h}x{p}": Regime(WebSpec(hosts=h, pages_per_host=p, port=0, **CASES), delay)
+            for h, p in plan.sizes}
+    webs.update(tls_regimes(plan.tls, delay))
     few = None
     if plan.few is not None:
         few = plan.few.name
-        webs[few] = (plan.few.spec(), plan.few.delay)
-    floors = {name: politeness_floor(Web(spec), crawl_settings.max_depth, delay)
-              for name, (spec, delay) in webs.items()}
+        webs[few] = Regime(plan.few.spec(), plan.few.delay)
+    floors = {name: politeness_floor(Web(regime.spec), crawl_settings.max_depth, regime.delay)
+              for name, regime in webs.items()}
+    # Scrapy speaks HTTP/1.1 only as the bench installs it: no h2 row.
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {
-        (name, crawler): [] for name in webs for crawler in plan.crawlers}
+        (name, crawler): [] for name in webs for crawler in plan.crawlers
+        if not (crawler == "scrapy" and webs[name].transport == "h2")}
     last_took: dict[tuple[str, str], float] = {}
     started = time.monotonic()
     with redis_for_bench(env) as redis_url:
@@ -148,11 +182,11 @@ def main() -> None:
                       crawl_settings.max_depth, crawl_settings.default_delay)
 
         def one_run(name: str, crawler: str, label: str) -> None:
-            spec, delay = webs[name]
+            regime = webs[name]
             print(f"[bench] {name} {crawler} {label} (floor {floors[name]:.0f} s) ...", flush=True)
             t0 = time.monotonic()
-            result = run(crawler, spec, replace(setup, delay=delay), floors[name],
-                         f"{name}-{crawler}")
+            result = run(crawler, regime.spec, replace(setup, delay=regime.delay), floors[name],
+                         f"{name.replace(' ', '_')}-{crawler}", regime.transport)
             last_took[(name, crawler)] = time.monotonic() - t0
             runs[(name, crawler)].append(result)
             print(f"[bench]   {result['pages']} pages in {result['wall_seconds']} s, "
@@ -180,7 +214,7 @@ def main() -> None:
     report = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                           "platform": platform.platform()},
               "plan": {"sizes": [f"{h}x{p}" for h, p in plan.sizes],
-                       "few": few,
+                       "few": few, "tls": plan.tls,
                        "runs": plan.runs, "crawlers": list(plan.crawlers),
                        "cases": sorted(CASES), "delay": crawl_settings.default_delay,
                        "max_depth": crawl_settings.max_depth},
@@ -189,6 +223,9 @@ def main() -> None:
     plan.out.write_text(json.dumps(report, indent=1) + "\n")
     print()
     print(table(results))
+    transports = transport_table(results)
+    if transports:
+        print(f"\n{transports}")
     print(f"\n[bench] {report['total_seconds']} s in all; details in {plan.out}")
     if any(r["returncode"] != 0 for result in results for r in result["each_run"]):
         sys.exit(1)

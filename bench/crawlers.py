@@ -26,6 +26,7 @@ from testweb.cases import canonical_url
 from testweb.server import start_in_background
 from testweb.serverlog import ROBOTS_PATH, Request, load, summary
 from testweb.site import Web, WebSpec
+from testweb.tls import Authority, web_certificate
 from testweb.trial import crawlctl, trial_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,8 +151,11 @@ def figures(pages: int, measured: Measured, log: dict[str, Any], floor: float,
     }
 
 
-def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str) -> dict[str, Any]:
-    """One crawl of a fresh server for `spec` by `crawler`; its figures."""
+def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str,
+        transport: str = "http") -> dict[str, Any]:
+    """One crawl of a fresh server for `spec` by `crawler` over `transport` (`http`; `https`
+    and `h2` for a web whose spec says tls: its certificate from a CA of the run's own, which
+    this crawler trusts by CRAWL_CA_BUNDLE and Scrapy does not verify); its figures."""
     # Each run writes under a new directory, and nothing is deleted until the bench is over
     # (tidy): on the ext4 this bench was measured on, files created in the minutes after
     # thousands were deleted cost two to four times the system CPU (0.25 ms a body instead
@@ -159,7 +163,13 @@ def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str) -> di
     setup.out.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=setup.out))
     log_path = workdir / "requests.jsonl"
-    with start_in_background(Web(spec), str(log_path)) as server:
+    tls, extra = None, {}
+    if spec.tls:
+        authority = Authority(workdir)
+        tls = web_certificate(authority, Web(spec))
+        extra = {"CRAWL_CA_BUNDLE": str(authority.cert_file),
+                 "CRAWL_HTTP2": "true" if transport == "h2" else "false"}
+    with start_in_background(Web(spec), str(log_path), tls=tls) as server:
         seeds = workdir / "seeds.txt"
         seeds.write_text("\n".join(server.web.seeds()) + "\n")
         redis_cost: dict[str, Any] | None = None
@@ -167,7 +177,7 @@ def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str) -> di
             pages, measured = _scrapy(seeds, workdir, setup)
             stages: dict[str, float] = {}
         else:
-            pages, measured, stages, redis_cost = _ours(crawler, seeds, workdir, setup)
+            pages, measured, stages, redis_cost = _ours(crawler, seeds, workdir, setup, extra)
         web = server.web
     requests = load(str(log_path))
     log = judge(requests, web, setup.delay)
@@ -197,12 +207,14 @@ def tidy(out: Path) -> None:
 Ours = tuple[int, Measured, dict[str, float], dict[str, Any]]
 
 
-def _ours(crawler: str, seeds: Path, workdir: Path, setup: Setup) -> Ours:
+def _ours(crawler: str, seeds: Path, workdir: Path, setup: Setup, extra: dict[str, str]
+          ) -> Ours:
     redis.Redis.from_url(setup.redis_url).flushdb()
     redis_pid = services.redis_pid(setup.redis_url)
     pick: dict[str, Selector] = {"redis": lambda stats: [redis_pid]}
     command = [sys.executable, "-m", "crawlapp.cli", "crawl", "--seeds", str(seeds), "--until-idle"]
-    env = trial_env(workdir / "var", setup.redis_url, CRAWL_DEFAULT_DELAY=f"{setup.delay:g}")
+    env = trial_env(workdir / "var", setup.redis_url, CRAWL_DEFAULT_DELAY=f"{setup.delay:g}",
+                    **extra)
     # The web's robots-500 host is asked again a minute later, as a real server is
     # (CRAWL_ROBOTS_RETRY): the crawl ends without waiting for it, and its tail says so.
     if crawler == "embedded":

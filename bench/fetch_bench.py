@@ -1,7 +1,8 @@
 """CPU of the fetch stage's HTTP client, apart from the rest of the crawl.
 
-`python -m bench.fetch_bench [HOSTS] [PAGES] [RUNS]` serves a generated web of HOSTS hosts
-(default 200) x PAGES pages (default 20) on loopback and GETs every page with the crawler's
+`python -m bench.fetch_bench [HOSTS] [PAGES] [RUNS] [TRANSPORT]` serves a generated web of
+HOSTS hosts (default 200) x PAGES pages (default 20) on loopback, over TRANSPORT (`http`, the
+default; `https`: TLS with HTTP/1.1; `h2`: TLS with HTTP/2), and GETs every page with the crawler's
 Fetcher on its fetch loop: all hosts at once, one request at a time per host, keep-alive
 connections kept from one request to the next as in a crawl. Prints the median over RUNS
 (default 3) of this process's CPU milliseconds per request, and the connections the server
@@ -24,6 +25,7 @@ from crawlapp.core.settings import load_settings
 from testweb.server import start_in_background
 from testweb.serverlog import load
 from testweb.site import Web, WebSpec
+from testweb.tls import Authority, web_certificate
 
 
 async def _host(fetcher: Fetcher, urls: list[str]) -> int:
@@ -38,12 +40,19 @@ async def _round(fetcher: Fetcher, by_host: dict[str, list[str]]) -> int:
 
 
 def main() -> None:
-    hosts, pages, runs = (int(a) for a in (sys.argv[1:] + ["200", "20", "3"][len(sys.argv) - 1:]))
-    settings = load_settings({"CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8"})
-    spec = WebSpec(hosts=hosts, pages_per_host=pages, port=0)
+    args = sys.argv[1:] + ["200", "20", "3", "http"][len(sys.argv) - 1:]
+    hosts, pages, runs, transport = int(args[0]), int(args[1]), int(args[2]), args[3]
+    spec = WebSpec(hosts=hosts, pages_per_host=pages, port=0, tls=transport != "http")
     with tempfile.TemporaryDirectory() as tmp:
         log = str(Path(tmp) / "requests.jsonl")
-        with start_in_background(Web(spec), log) as server:
+        env = {"CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8", "CRAWL_HTTP2": str(transport == "h2")}
+        tls = None
+        if spec.tls:
+            authority = Authority(Path(tmp))
+            tls = web_certificate(authority, Web(spec))
+            env["CRAWL_CA_BUNDLE"] = str(authority.cert_file)
+        settings = load_settings(env)
+        with start_in_background(Web(spec), log, tls=tls) as server:
             web = server.web
             by_host = {root: [f"{root}/p/{i}.html" for i in range(pages)]
                        for root in (seed.rstrip("/") for seed in web.seeds())}

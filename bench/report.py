@@ -204,3 +204,29 @@ def _grid(header: list[str], rows: list[list[str]]) -> str:
              for row in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def transport_table(results: Sequence[dict[str, Any]]) -> str:
+    """The TLS regime side by side: CPU ms per page (medians) of the crawler and of its fetch
+    stage over plain HTTP, over TLS with HTTP/1.1 and with HTTP/2, each against the one
+    before it ("" if the bench ran no TLS regime: webs named "HOSTSxPAGES http|https|h2")."""
+    cpu: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for result in results:
+        size, _, transport = result["web"].partition(" ")
+        for measure, field in (("crawler", "crawler_cpu_ms_per_page"),
+                               ("fetch stage", "stage_cpu_ms_per_page.fetch")):
+            median = result["stats"].get(field, {}).get("median")
+            if transport and median is not None:
+                cpu[(f"{size} {result['crawler']}", measure)][transport] = median
+    rows = [[name, measure, *(f"{by[t]:.2f}" if t in by else "-" for t in ("http", "https", "h2")),
+             _change(by.get("https"), by.get("http")), _change(by.get("h2"), by.get("https"))]
+            for (name, measure), by in cpu.items()]
+    if not rows:
+        return ""
+    return ("TLS regime: CPU ms per page by transport (medians)\n"
+            + _grid(["web crawler", "cpu of", "http", "https", "h2", "https/http", "h2/https"],
+                    rows))
+
+
+def _change(value: float | None, base: float | None) -> str:
+    return f"{100 * (value - base) / base:+.0f} %" if value is not None and base else "-"

@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--generation-file",
                            help="file holding the content generation, re-read when it changes "
                                 "(SIGUSR1 also moves the generation on by one)")
+    serve_cmd.add_argument("--tls-cert", help="TLS: the certificate file (PEM) of every host")
+    serve_cmd.add_argument("--tls-key", help="TLS: its private key file (PEM)")
     serve_cmd.set_defaults(run=_serve)
 
     check_cmd = commands.add_parser("check", help="print politeness and coverage of a request log")
@@ -49,8 +51,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    asyncio.run(serve(Web(spec_from_args(args)), args.log, args.ready, seeds_path=args.seeds_out,
-                      generation_path=args.generation_file))
+    spec = spec_from_args(args)
+    if spec.tls != bool(args.tls_cert and args.tls_key):
+        raise SystemExit("--tls goes with --tls-cert and --tls-key")
+    tls = (args.tls_cert, args.tls_key) if spec.tls else None
+    asyncio.run(serve(Web(spec), args.log, args.ready, seeds_path=args.seeds_out,
+                      generation_path=args.generation_file, tls=tls))
     return 0
 
 

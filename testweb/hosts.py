@@ -76,6 +76,7 @@ class WebSpec:
     vary_validators: bool = False  # normal hosts vary ETag / Last-Modified too (not in `cases`)
     generation: int = 0  # content generation: > 0 changes the text of some pages
     names: tuple[str, ...] = ()  # host names of hosts 0, 1, ... (links and seeds use them)
+    tls: bool = False  # URLs are https (served over TLS); the plain web only, no case hosts
     change_fraction: float = 0.25  # share of pages whose text changes in each generation
     big_page_bytes: int = 20 * 1024 * 1024
     bomb_bytes: int = 1 << 30  # decompressed size of the gzip bomb
@@ -90,6 +91,8 @@ class WebSpec:
             raise ValueError("port must be in 0..65535")
         if self.crawl_delay_every < 0 or self.words_per_page < 0:
             raise ValueError("crawl_delay_every and words_per_page must be >= 0")
+        if self.tls and self.case_kinds:
+            raise ValueError("tls: the case hosts' absolute URLs are http; no case with tls")
         if len(self.names) > self.hosts or any(
                 not re.fullmatch(r"[a-z0-9-]+(\.[a-z0-9-]+)+", name) for name in self.names):
             raise ValueError("names: at most one lowercase dotted host name per normal host")
@@ -271,8 +274,12 @@ class Hosts:
 
     def base_url(self, i: int) -> str:
         """The scheme and netloc URLs of host i use: its name if it has one."""
-        names = self.spec.names
-        return f"http://{names[i]}:{self.spec.port}" if i < len(names) else f"http://{self.netloc(i)}"
+        names, scheme = self.spec.names, self.scheme
+        return f"{scheme}://{names[i]}:{self.spec.port}" if i < len(names) else f"{scheme}://{self.netloc(i)}"
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.spec.tls else "http"
 
     def name_addresses(self) -> dict[str, str]:
         """The address each host name (WebSpec.names) must resolve to."""

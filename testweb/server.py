@@ -1,7 +1,9 @@
-"""Asyncio HTTP/1.1 server for a generated Web: one listener per host address, all on one port.
+"""Asyncio HTTP/1.1 server for a generated Web: one listener per host address, all on one port;
+over TLS (`--tls`) also HTTP/2 by ALPN (testweb/h2server.py).
 
 Each request is logged as one JSON line (host, path, start, end, status, ua, inm, ims, conn,
-bytes, gen; and "aborted": true if the client went away before the whole response was sent),
+bytes, gen; "aborted": true if the client went away before the whole response was sent;
+over TLS "tls": true, on a resumed TLS session "resumed": true, over HTTP/2 "proto": "2"),
 buffered in memory and appended to the log file every FLUSH_INTERVAL seconds and at shutdown.
 `conn` numbers the connections, so reuse of keep-alive connections shows in the log; `bytes`
 counts the body bytes sent, `gen` is the content generation that answered.
@@ -26,6 +28,7 @@ import re
 import resource
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlsplit
 
+from testweb.h2server import H2Connection
 from testweb.hosts import CASE_GROUPS, Response, WebSpec, error_response
 from testweb.site import Web
 
@@ -226,8 +230,17 @@ class _Connections:
         self._tasks.add(task)
         address, port = writer.get_extra_info("sockname")[:2]
         netloc, conn = f"{address}:{port}", next(self._ids)
+        ssl_object = writer.get_extra_info("ssl_object")
+        tls: dict[str, object] = {}
+        if ssl_object is not None:
+            tls = {"tls": True, **({"resumed": True} if ssl_object.session_reused else {})}
         try:
-            while await self._exchange(reader, writer, netloc, conn):
+            if ssl_object is not None and ssl_object.selected_alpn_protocol() == "h2":
+                await H2Connection(
+                    reader, writer, lambda *request: self._respond_h2(netloc, *request),
+                    self.log.add, lambda: self._record(netloc, conn, tls)).serve(IDLE_TIMEOUT)
+                return
+            while await self._exchange(reader, writer, netloc, conn, tls):
                 pass
         except (ConnectionError, TimeoutError, asyncio.IncompleteReadError):
             pass
@@ -250,7 +263,7 @@ class _Connections:
         return self.switch.web()
 
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                        netloc: str, conn: int) -> bool:
+                        netloc: str, conn: int, tls: dict[str, object]) -> bool:
         """Serve one request; True if the connection stays open for another."""
         try:
             async with asyncio.timeout(IDLE_TIMEOUT):
@@ -273,6 +286,7 @@ class _Connections:
             "status": response.status, "ua": headers.get("user-agent", ""),
             "inm": headers.get("if-none-match"), "ims": headers.get("if-modified-since"),
             "conn": conn, "bytes": 0, "gen": self.switch.generation,
+            **tls,
         }
         try:
             await _send(writer, response, head_only, keep_alive, sent)
@@ -283,6 +297,17 @@ class _Connections:
         record.update(end=time.time(), bytes=sent[0])
         self.log.add(record)
         return keep_alive
+
+    def _record(self, netloc: str, conn: int, tls: dict[str, object]) -> dict[str, object]:
+        return {"host": netloc, "end": 0.0, "conn": conn, "gen": self.switch.generation, **tls}
+
+    def _respond_h2(self, netloc: str, method: str, target: str,
+                    headers: dict[str, str]) -> Response:
+        try:
+            head = RequestHead(method, _origin_form(target), (2, 0), headers)
+        except BadRequest as error:
+            return error_response(error.status)
+        return self._respond(netloc, head)
 
     def _respond(self, netloc: str, head: RequestHead) -> Response:
         if head.method not in ("GET", "HEAD"):
@@ -327,8 +352,11 @@ async def _send(writer: asyncio.StreamWriter, response: Response,
 
 async def serve(web: Web, log_path: str, ready_path: str | None = None,
                 stop: asyncio.Event | None = None, seeds_path: str | None = None,
-                generation_path: str | None = None) -> None:
+                generation_path: str | None = None, tls: tuple[str, str] | None = None) -> None:
     """Serve `web` until `stop` is set or SIGTERM/SIGINT arrives (signals only in the main thread).
+
+    With `tls` (certificate and key files) every listener speaks TLS and offers HTTP/2 and
+    HTTP/1.1 by ALPN (the web's spec says `tls`, so its URLs are https).
 
     If web.spec.port is 0 a free port is chosen. Once all listeners are up (one per host, case
     hosts included), `seeds_path` gets one seed URL per line and then `ready_path` the port.
@@ -341,8 +369,9 @@ async def serve(web: Web, log_path: str, ready_path: str | None = None,
     log = RequestLog(log_path)
     switch = GenerationSwitch(web, generation_path)
     connections = _Connections(web, log, switch)
-    servers = [await asyncio.start_server(connections.handle, sock=sock, limit=MAX_LINE)
-               for sock in sockets]
+    context = tls_context(*tls) if tls else None
+    servers = [await asyncio.start_server(connections.handle, sock=sock, limit=MAX_LINE,
+                                          ssl=context) for sock in sockets]
     flusher = asyncio.create_task(log.flush_periodically())
     try:
         if seeds_path:
@@ -357,6 +386,14 @@ async def serve(web: Web, log_path: str, ready_path: str | None = None,
         await connections.close()
         flusher.cancel()
         log.flush()
+
+
+def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
+    """The listeners' TLS: the certificate given, HTTP/2 preferred to HTTP/1.1 by ALPN."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    context.set_alpn_protocols(["h2", "http/1.1"])
+    return context
 
 
 def _bind_sockets(web: Web) -> tuple[int, list[socket.socket]]:
@@ -436,6 +473,8 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crawl-delay-every", type=int, default=defaults.crawl_delay_every,
                         help="every Nth host has Crawl-delay: 2 (0 = none)")
     parser.add_argument("--words", type=int, default=defaults.words_per_page, help="words per page")
+    parser.add_argument("--tls", action="store_true",
+                        help="URLs are https (serve with --tls-cert and --tls-key)")
     parser.add_argument("--names", default="", help="comma-separated host names of hosts 0, 1, ... "
                         "(links use them; resolve each to its host's address)")
     cases = parser.add_argument_group("opt-in cases (see testweb/cases.py)")
@@ -466,6 +505,7 @@ def spec_from_args(args: argparse.Namespace) -> WebSpec:
     return WebSpec(hosts=args.hosts, pages_per_host=args.pages, port=args.port, seed=args.seed,
                    crawl_delay_every=args.crawl_delay_every, words_per_page=args.words,
                    names=tuple(n for n in getattr(args, "names", "").split(",") if n),
+                   tls=getattr(args, "tls", False),
                    cases=getattr(args, "cases", False),
                    vary_validators=getattr(args, "vary_validators", False),
                    **{f"{group}_cases": True for group in groups}, **extras)
@@ -478,6 +518,8 @@ def spec_argv(spec: WebSpec) -> list[str]:
             "--crawl-delay-every", str(spec.crawl_delay_every), "--words", str(spec.words_per_page)]
     if spec.names:
         argv += ["--names", ",".join(spec.names)]
+    if spec.tls:
+        argv.append("--tls")
     if spec.cases:
         argv.append("--cases")
     for group in CASE_GROUPS:
@@ -542,13 +584,17 @@ class BackgroundServer:
         self.stop()
 
 
-def start_in_background(web: Web, log_path: str, timeout: float = 10.0) -> BackgroundServer:
-    """Run `python -m testweb serve` for `web` in a subprocess; return once it is ready."""
+def start_in_background(web: Web, log_path: str, timeout: float = 10.0,
+                        tls: tuple[str, str] | None = None) -> BackgroundServer:
+    """Run `python -m testweb serve` for `web` in a subprocess; return once it is ready.
+    `tls`: the certificate and key files of its TLS listeners (for a web whose spec says
+    `tls`)."""
     workdir = tempfile.TemporaryDirectory(prefix="testweb-")
     ready = os.path.join(workdir.name, "ready")
     generation = os.path.join(workdir.name, "generation")
     command = [sys.executable, "-m", "testweb", "serve", *spec_argv(web.spec),
-               "--log", log_path, "--ready", ready, "--generation-file", generation]
+               "--log", log_path, "--ready", ready, "--generation-file", generation,
+               *(["--tls-cert", tls[0], "--tls-key", tls[1]] if tls else [])]
     root = str(Path(__file__).resolve().parents[1])
     python_path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     stderr = tempfile.TemporaryFile()

@@ -29,10 +29,13 @@ class Request:
     bytes: int = 0  # body bytes sent
     gen: int = 0  # content generation that answered
     aborted: bool = False  # the client went away before the whole response was sent
+    proto: str = "1.1"  # the HTTP version it came over: "1.1" or "2"
+    tls: bool = False  # over TLS (an https URL)
+    resumed: bool = False  # over a resumed TLS session
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}{self.path}"
+        return f"{'https' if self.tls else 'http'}://{self.host}{self.path}"
 
 
 _FIELDS = tuple(f.name for f in fields(Request))

@@ -143,7 +143,7 @@ class Web(Hosts):
         at `url` (rel=nofollow and meta-robots-nofollow links left out, <base href> applied,
         spelling variants in their canonical form); None if `url` is no 200 HTML page."""
         parts = urlsplit(url)
-        i = self.host_index(parts.netloc) if parts.scheme == "http" else None
+        i = self.host_index(parts.netloc) if parts.scheme == self.scheme else None
         page = self._resolve(i, parts.path or "/", parts.query or None) if i is not None else None
         if isinstance(page, Page):
             base = urljoin(url, page.base) if page.base else url

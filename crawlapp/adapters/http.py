@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import certifi
 import httpx
 
-from crawlapp.adapters.netstream import AsyncioTransport
+from crawlapp.adapters.netstream import AsyncioTransport, ResumingContext
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.core.decoding import (
     ACCEPT_ENCODING,
@@ -103,11 +103,15 @@ def _system_has_roots(context: ssl.SSLContext) -> bool:
 def tls_context(settings: Settings) -> ssl.SSLContext:
     """The fetch stage's TLS context: the system's roots (OpenSSL's default verify paths,
     as curl and wget trust), certifi's bundle where the system has none, and
-    CRAWL_CA_BUNDLE's; with CRAWL_TLS_VERIFY=false none at all, and a warning."""
+    CRAWL_CA_BUNDLE's; with CRAWL_TLS_VERIFY=false none at all, and a warning. Sessions are
+    resumed (ResumingContext)."""
     if not settings.tls_verify:
         log.warning(TLS_VERIFY_OFF)
         return httpx.create_ssl_context(verify=False)
-    context = ssl.create_default_context()  # OpenSSL's default verify paths
+    # ssl.create_default_context()'s client context: certificates and names verified, and
+    # OpenSSL's default verify paths.
+    context = ResumingContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_default_certs(ssl.Purpose.SERVER_AUTH)
     if not _system_has_roots(context):
         context.load_verify_locations(cafile=certifi.where())
     if settings.ca_bundle is not None:
@@ -157,8 +161,10 @@ class Fetcher:
             return transport
         # A host's connection is kept a minute between requests (httpx's default is 5 s):
         # while the pipeline is busy a host's next URL may take longer than that to come.
+        # With HTTP/2 an origin's requests share its one connection (one at a time: politeness).
         transport = AsyncioTransport(self._ssl, httpx.Limits(
-            max_connections=2, max_keepalive_connections=1, keepalive_expiry=KEEPALIVE_SECONDS))
+            max_connections=2, max_keepalive_connections=1, keepalive_expiry=KEEPALIVE_SECONDS),
+            http2=self.settings.http2)
         self._transports[origin] = transport
         while len(self._transports) > self.max_origins:
             _, oldest = self._transports.popitem(last=False)
@@ -249,6 +255,7 @@ class Fetcher:
             result.request_headers = header_block(request.headers.raw)
             result.response_headers = header_block(response.headers.raw)
             result.ip_address = _server_ip(response)
+            result.http_version = response.http_version
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > cap and not truncate:
                 result.error = FetchError.TOO_LARGE

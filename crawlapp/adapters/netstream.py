@@ -8,22 +8,26 @@ asyncio's StreamReader and StreamWriter, with a timeout only where httpcore asks
 
 httpcore's locks, events and cancellation shields go through anyio too: each lock taken
 yields a turn of the event loop, and each shield and event asks sniffio which library runs
-(a tenth of the fetch process's CPU, six or more per request). `use_asyncio_primitives`
-gives httpcore's HTTP/1.1 modules asyncio's lock and event and a shield that does nothing:
-what httpcore shields is a connection's close, which never suspends on AsyncioStream, so no
-cancellation can reach it.
+(a tenth of the fetch process's CPU, six or more per request; over HTTP/2 half the client's
+CPU). `use_asyncio_primitives` gives httpcore's HTTP/1.1 and HTTP/2 modules asyncio's lock,
+event and semaphore and a shield that does nothing: what httpcore shields is a connection's
+close, or over HTTP/2 a stream's end (a semaphore released, a lock no other request holds, as
+a host has one request at a time, then perhaps the close), none of which suspends on
+AsyncioStream with asyncio's primitives, so no cancellation can reach it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+from collections import OrderedDict
 from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
 import httpcore
 import httpcore._async.connection
 import httpcore._async.connection_pool
+import httpcore._async.http2
 import httpcore._async.http11
 import httpx
 
@@ -37,6 +41,38 @@ async def _within(timeout: float | None, awaitable: Awaitable[T]) -> T:
         return await awaitable
     async with asyncio.timeout(timeout):
         return await awaitable
+
+
+class ResumingContext(ssl.SSLContext):
+    """A client's TLS context that resumes sessions: the last session of each server name
+    (the `MAX_SESSIONS` names used last) is offered in that name's next handshake, so a
+    connection made again (a host idle past keep-alive, a server that closed it) skips the
+    key exchange and certificate check, as browsers and curl do. A session OpenSSL cannot
+    resume costs nothing: the handshake is a full one. asyncio's start_tls takes no session,
+    so it is given where the handshake's TLS object is made (wrap_bio)."""
+
+    MAX_SESSIONS = 4096
+
+    def __init__(self, protocol: int = ssl.PROTOCOL_TLS_CLIENT) -> None:
+        super().__init__()
+        self._sessions: OrderedDict[str, ssl.SSLSession] = OrderedDict()
+
+    def wrap_bio(self, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO,
+                 server_side: bool = False, server_hostname: str | bytes | None = None,
+                 session: ssl.SSLSession | None = None) -> ssl.SSLObject:
+        if session is None and not server_side and isinstance(server_hostname, str):
+            session = self._sessions.get(server_hostname)
+        return super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
+
+    def keep(self, ssl_object: ssl.SSLObject) -> None:
+        """Keep the session of a connection that ends, for its server name's next one."""
+        name, session = ssl_object.server_hostname, ssl_object.session
+        if name is None or session is None:
+            return
+        self._sessions[name] = session
+        self._sessions.move_to_end(name)
+        while len(self._sessions) > self.MAX_SESSIONS:
+            self._sessions.popitem(last=False)
 
 
 class AsyncioStream(httpcore.AsyncNetworkStream):
@@ -66,6 +102,9 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteError(str(exc)) from exc
 
     async def aclose(self) -> None:
+        ssl_object = self._writer.get_extra_info("ssl_object")
+        if ssl_object is not None and isinstance(ssl_object.context, ResumingContext):
+            ssl_object.context.keep(ssl_object)
         # Not waiting for the close to complete: a TLS peer may never answer close_notify.
         self._writer.close()
 
@@ -132,6 +171,19 @@ class _Event:
             raise httpcore.PoolTimeout(str(exc)) from exc
 
 
+class _Semaphore:
+    """httpcore's AsyncSemaphore on asyncio: an HTTP/2 connection's streams at once."""
+
+    def __init__(self, bound: int) -> None:
+        self._semaphore = asyncio.Semaphore(bound)
+
+    async def acquire(self) -> None:
+        await self._semaphore.acquire()
+
+    async def release(self) -> None:
+        self._semaphore.release()
+
+
 class _NoShield:
     """httpcore's AsyncShieldCancellation for connections on AsyncioStream (see above)."""
 
@@ -143,26 +195,32 @@ class _NoShield:
 
 
 def use_asyncio_primitives() -> None:
-    """Give httpcore's asynchronous HTTP/1.1 pool asyncio's lock and event, and _NoShield."""
+    """Give httpcore's asynchronous pool, HTTP/1.1 and HTTP/2 connections asyncio's lock,
+    event and semaphore, and _NoShield."""
     for module in (httpcore._async.connection, httpcore._async.http11,
-                   httpcore._async.connection_pool):
+                   httpcore._async.http2, httpcore._async.connection_pool):
         for name, primitive in (("AsyncLock", asyncio.Lock), ("AsyncEvent", _Event),
+                                ("AsyncSemaphore", _Semaphore),
                                 ("AsyncShieldCancellation", _NoShield)):
             if hasattr(module, name):
                 setattr(module, name, primitive)
 
 
 class AsyncioTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport with its connection pool on AsyncioBackend.
+    """httpx's transport with its connection pool on AsyncioBackend; with `http2`, HTTP/2
+    where the server picks it by ALPN (httpcore's h2 connection), HTTP/1.1 elsewhere.
 
     httpx offers no way to choose httpcore's network backend, so the pool it builds is
     replaced by one with the same limits (tests/unit/test_netstream.py checks it is used).
     """
 
-    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits,
+                 http2: bool = False) -> None:
         use_asyncio_primitives()
-        super().__init__(verify=ssl_context, trust_env=False, limits=limits)
+        # httpx checks here that h2 is installed when asked for HTTP/2.
+        super().__init__(verify=ssl_context, trust_env=False, limits=limits, http2=http2)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context, max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry, network_backend=AsyncioBackend())
+            keepalive_expiry=limits.keepalive_expiry, http2=http2,
+            network_backend=AsyncioBackend())

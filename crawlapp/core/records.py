@@ -260,6 +260,7 @@ class Fetched:
     response_headers: str = ""
     ip_address: str | None = None
     error_note: str | None = None  # what the error does not say: a TLS failure's reason
+    http_version: str | None = None  # "HTTP/1.1", "HTTP/2": what the answer came over
 
 
 class Link(NamedTuple):
@@ -327,12 +328,13 @@ class Page:
     hops: int = 0                       # off-scope links in a row that led to it
     # What the fetch history keeps for the WARC export: the request and response header
     # blocks as sent and received ("Name: value" lines joined by CRLF, order and case kept;
-    # one string is cheaper to carry than a list of pairs), the server's address, and the
-    # WARC payload digest ("sha1:<base32>") of the body as fetched.
+    # one string is cheaper to carry than a list of pairs), the server's address, the WARC
+    # payload digest ("sha1:<base32>") of the body as fetched and the protocol it came over.
     request_headers: str = ""
     response_headers: str = ""
     ip_address: str | None = None
     payload_digest: str | None = None
+    http_version: str | None = None     # "HTTP/1.1" or "HTTP/2" (WARC-Protocol)
 
     def to_wire(self) -> list[Any]:
         """The fields in declaration order (links and robots as arrays)."""

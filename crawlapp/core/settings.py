@@ -145,6 +145,11 @@ class Settings:
         "CRAWL_TLS_VERIFY",
         "`false`: TLS certificates are not verified at all (every process that fetches warns "
         "at start); for a test bench only", default=True, convert=boolean)
+    http2: bool = setting(
+        "CRAWL_HTTP2",
+        "`true`: HTTP/2 with servers that offer it by ALPN (one TLS connection per origin, still "
+        "one request at a time per host); HTTP/1.1 otherwise, and always over plain HTTP",
+        default=False, convert=boolean)
     max_depth: int = setting(
         "CRAWL_MAX_DEPTH", "links deeper than this from a seed are not queued",
         default=5, convert=bounded(int, 0, 1000))

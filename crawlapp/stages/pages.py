@@ -57,10 +57,12 @@ def payload_digest(body: bytes) -> str:
 
 
 def _keep_exchange(page: Page, fetched: Fetched) -> None:
-    """The request and response headers and server address, for the fetch history."""
+    """The request and response headers, server address and protocol, for the fetch
+    history."""
     page.request_headers = fetched.request_headers
     page.response_headers = fetched.response_headers
     page.ip_address = fetched.ip_address
+    page.http_version = fetched.http_version
 
 
 def robots_page(fetched: Fetched, host: str, sitemaps: list[str], robots: RobotsAnswer,

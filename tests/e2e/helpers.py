@@ -99,15 +99,16 @@ def start_crawl(env: dict[str, str], seeds: Path, out: Path, *args: str
 def crawl_web(tmp_path: Path, env: dict[str, str], spec: WebSpec,
               during: Callable[[subprocess.Popen[bytes]], None] = lambda crawl: None,
               seeds_of: Callable[[Web], list[str]] = Web.seeds,
-              before: Callable[[Web], None] = lambda web: None, args: Sequence[str] = ()
-              ) -> tuple[Web, list[Request], str]:
+              before: Callable[[Web], None] = lambda web: None, args: Sequence[str] = (),
+              tls: tuple[str, str] | None = None) -> tuple[Web, list[Request], str]:
     """Serve `spec`, call `before(web)` once it is served, run `crawlctl crawl --until-idle
     [args]` on its seeds (`seeds_of(web)`, every normal host's home page by default) while
     `during(crawl)` acts on it, and return the web (at its final generation), the server's
-    log and the crawl's output. Fails the test if the crawl fails."""
+    log and the crawl's output. Fails the test if the crawl fails. `tls`: the certificate and
+    key files of a web whose spec says `tls`."""
     log = str(tmp_path / "requests.jsonl")
     out = tmp_path / "crawl.out"
-    with start_in_background(Web(spec), log) as server:
+    with start_in_background(Web(spec), log, tls=tls) as server:
         before(server.web)
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("\n".join(seeds_of(server.web)) + "\n")

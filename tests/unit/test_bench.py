@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench import services
-from bench.__main__ import Few, parse_few, parse_sizes, plan_from_env
+from bench.__main__ import Few, Regime, parse_few, parse_sizes, plan_from_env, tls_regimes
 from bench.crawlers import Measured, figures, tidy
 from bench.procs import Group, ProcStat, descendants, read_stat
 from bench.report import (
@@ -22,6 +22,7 @@ from bench.report import (
     spread,
     stop_seconds,
     table,
+    transport_table,
 )
 from testweb.serverlog import Request
 from testweb.site import Web, WebSpec
@@ -177,6 +178,34 @@ def test_table_of_connections_and_first_request() -> None:
     header, _, row = connection.splitlines()[1:4]
     assert "max conn/host" in header and "1st request s" in header and "stop s" in header
     assert row.split() == ["2x30@1", "embedded", "1.5", "3", "20.0", "2.25", "1.50"]
+
+
+def test_the_tls_regime_is_one_plain_web_in_three_transports() -> None:
+    assert plan_from_env(False, {}).tls == "100x10" and plan_from_env(True, {}).tls == "30x10"
+    assert tls_regimes("", 1.0) == {}
+    regimes = tls_regimes("20x5", 0.5)
+    assert list(regimes) == ["20x5 http", "20x5 https", "20x5 h2"]
+    assert [(r.transport, r.spec.tls, r.delay) for r in regimes.values()] == [
+        ("http", False, 0.5), ("https", True, 0.5), ("h2", True, 0.5)]
+    assert regimes["20x5 h2"] == Regime(
+        WebSpec(hosts=20, pages_per_host=5, port=0, crawl_delay_every=0, tls=True), 0.5, "h2")
+    assert Web(regimes["20x5 https"].spec).seeds()[0].startswith("https://")
+
+
+def test_transport_table_sets_each_transport_against_the_one_before() -> None:
+    def result(web: str, cpu: float, fetch: float) -> dict[str, object]:
+        stats = aggregate([{"crawler_cpu_ms_per_page": cpu,
+                            "stage_cpu_ms_per_page": {"fetch": fetch}}])
+        return {"web": web, "crawler": "embedded", "runs": 1, "stats": stats}
+
+    assert transport_table([result("100x10", 9.0, 1.0)]) == ""
+    text = transport_table([result("20x5 http", 10.0, 2.0), result("20x5 https", 11.0, 2.5),
+                            result("20x5 h2", 13.2, 4.0), result("100x10", 9.0, 1.0)])
+    rows = [line.split() for line in text.splitlines()[3:]]
+    assert rows == [["20x5", "embedded", "crawler", "10.00", "11.00", "13.20", "+10", "%", "+20",
+                     "%"],
+                    ["20x5", "embedded", "fetch", "stage", "2.00", "2.50", "4.00", "+25", "%",
+                     "+60", "%"]]
 
 
 def _stat(pid: int, ppid: int, cpu: float = 0.0, rss: int = 0) -> ProcStat:

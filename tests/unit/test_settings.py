@@ -34,6 +34,7 @@ SAMPLES = {
     "allowed_networks": ("10.0.0.0/8", "10.0.0.0/33"),
     "ca_bundle": (certifi.where(), "/nonexistent/roots.pem"),
     "tls_verify": ("false", "maybe"),
+    "http2": ("true", "sometimes"),
     "max_depth": ("9", "-1"),
     "scope": ("domain", "planet"),
     "scope_include": ("http://(com,example,)/docs", "ftp://example.com"),
