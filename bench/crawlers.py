@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from bench import services
 from bench.procs import Group, ProcStat, Sampler, cmdline, descendants
+from bench.redis_memory import per_url, snapshot
 from bench.report import STAGES, connections, covered_at, first_request_seconds, stop_seconds
 from testweb.cases import canonical_url
 from testweb.server import start_in_background
@@ -169,11 +172,12 @@ def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str,
     with start_in_background(Web(spec), str(log_path), tls=tls) as server:
         seeds = workdir / "seeds.txt"
         seeds.write_text("\n".join(server.web.seeds()) + "\n")
+        redis_cost: dict[str, Any] | None = None
         if crawler == "scrapy":
             pages, measured = _scrapy(seeds, workdir, setup)
             stages: dict[str, float] = {}
         else:
-            pages, measured, stages = _ours(crawler, seeds, workdir, setup, extra)
+            pages, measured, stages, redis_cost = _ours(crawler, seeds, workdir, setup, extra)
         web = server.web
     requests = load(str(log_path))
     log = judge(requests, web, setup.delay)
@@ -184,6 +188,8 @@ def run(crawler: str, spec: WebSpec, setup: Setup, floor: float, tag: str,
         result["stage_cpu_ms_per_page"] = {
             stage: round(1000 * stages.get(stage, 0.0) / max(pages, 1), 3) for stage in STAGES}
         result["pages_per_fetch_batch"] = round(pages / max(stages.get("fetch:batches", 0), 1), 1)
+    if redis_cost is not None:
+        result["redis"] = redis_cost
     return result
 
 
@@ -198,10 +204,11 @@ def tidy(out: Path) -> None:
             newest[tag] = path
 
 
-def _ours(crawler: str, seeds: Path, workdir: Path, setup: Setup, extra: dict[str, str]
-          ) -> tuple[int, Measured, dict[str, float]]:
-    import redis
+Ours = tuple[int, Measured, dict[str, float], dict[str, Any]]
 
+
+def _ours(crawler: str, seeds: Path, workdir: Path, setup: Setup, extra: dict[str, str]
+          ) -> Ours:
     redis.Redis.from_url(setup.redis_url).flushdb()
     redis_pid = services.redis_pid(setup.redis_url)
     pick: dict[str, Selector] = {"redis": lambda stats: [redis_pid]}
@@ -211,7 +218,7 @@ def _ours(crawler: str, seeds: Path, workdir: Path, setup: Setup, extra: dict[st
     # The web's robots-500 host is asked again a minute later, as a real server is
     # (CRAWL_ROBOTS_RETRY): the crawl ends without waiting for it, and its tail says so.
     if crawler == "embedded":
-        return _crawl(command, env, workdir, pick)
+        return _crawl(command, env, workdir, pick, setup.redis_url)
     postmaster = services.reset_postgres(setup.database_url)
     database = setup.database_url.rsplit("/", 1)[1]
     pick["postgres"] = lambda stats: services.postgres_pids(postmaster, database, stats)
@@ -220,14 +227,16 @@ def _ours(crawler: str, seeds: Path, workdir: Path, setup: Setup, extra: dict[st
         env.update(DATABASE_URL=setup.database_url, S3_ENDPOINT_URL=endpoint,
                    S3_BUCKET="crawl-bench", AWS_ACCESS_KEY_ID="bench",
                    AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
-        return _crawl(command, env, workdir, pick)
+        return _crawl(command, env, workdir, pick, setup.redis_url)
 
 
-def _crawl(command: list[str], env: dict[str, str], workdir: Path, pick: dict[str, Selector]
-           ) -> tuple[int, Measured, dict[str, float]]:
+def _crawl(command: list[str], env: dict[str, str], workdir: Path, pick: dict[str, Selector],
+           redis_url: str) -> Ours:
+    """The crawl measured, then its pages, stage CPU and Redis bytes per known URL."""
     measured = measure(command, env, workdir / "crawl.out", pick)
     stats = json.loads(crawlctl(env, "stats", "--json").stdout or "{}")
-    return int(stats.get("fetched", 0)), measured, stats.get("stage_cpu_seconds", {})
+    cost = per_url(snapshot(redis.Redis.from_url(redis_url)), int(stats.get("discovered", 0)))
+    return int(stats.get("fetched", 0)), measured, stats.get("stage_cpu_seconds", {}), cost
 
 
 def _scrapy(seeds: Path, workdir: Path, setup: Setup) -> tuple[int, Measured]:

@@ -158,8 +158,8 @@ def _cell(stats: dict[str, Any], name: str, fmt: str, runs: int) -> str:
 
 def table(results: Sequence[dict[str, Any]]) -> str:
     """The results as text: one row per web and crawler, medians with (min-max) over runs,
-    then connections, start-up and shutdown, the CPU ms per page of each pipeline stage and of each
-    process."""
+    then connections, start-up and shutdown, the CPU ms per page of each pipeline stage, Redis
+    bytes per known URL by family, and the CPU ms per page of each process."""
     text = _grid(["web", "crawler", "runs", *(c[0] for c in COLUMNS)],
                  [[r["web"], r["crawler"], str(r["runs"]), *_cells(r, COLUMNS)] for r in results])
     text += ("\n\nConnections per host, start-up (the first request) and shutdown (once idle; "
@@ -172,6 +172,18 @@ def table(results: Sequence[dict[str, Any]]) -> str:
     if stage_rows:
         text += ("\n\nCPU ms per page by pipeline stage (medians)\n"
                  + _grid(["web", "crawler", *(c[0] for c in stages)], stage_rows))
+    families = sorted({name.removeprefix("redis.bytes_per_url_by_family.")
+                       for r in results for name in r["stats"]
+                       if name.startswith("redis.bytes_per_url_by_family.")})
+    if families:
+        redis_columns = (("known URLs", "redis.known_urls", "{:.0f}"),
+                         ("B/URL", "redis.bytes_per_url", "{:.0f}"),
+                         *((f, f"redis.bytes_per_url_by_family.{f}", "{:.0f}") for f in families))
+        text += ("\n\nRedis bytes per known URL beyond the Bloom filter, right after the crawl, "
+                 "by family (medians)\n"
+                 + _grid(["web", "crawler", *(c[0] for c in redis_columns)],
+                         [[r["web"], r["crawler"], *_cells(r, redis_columns)]
+                          for r in results if "redis.bytes_per_url" in r["stats"]]))
     roles = [p for p in PROCESSES
              if any(f"process_cpu_ms_per_page.{p}" in r["stats"] for r in results)]
     if roles:

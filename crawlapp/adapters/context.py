@@ -16,7 +16,7 @@ from crawlapp.adapters.blobstore import BlobStore, open_blobstore
 from crawlapp.adapters.errors import transient_errors
 from crawlapp.adapters.redis.authority import HostAuthorities
 from crawlapp.adapters.redis.batches import BatchLedger
-from crawlapp.adapters.redis.budgets import TrapBudgets
+from crawlapp.adapters.redis.budgets import PATTERNS_PER_URL_BUCKET, TrapBudgets
 from crawlapp.adapters.redis.canonicals import CanonicalPointers
 from crawlapp.adapters.redis.client import Client, connect, ride_out
 from crawlapp.adapters.redis.counters import Counters
@@ -24,7 +24,7 @@ from crawlapp.adapters.redis.denylist import Denylist
 from crawlapp.adapters.redis.dnscache import DnsCache, with_names
 from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.adapters.redis.frontier import RedisFrontier
-from crawlapp.adapters.redis.parts import Parts
+from crawlapp.adapters.redis.parts import Parts, buckets
 from crawlapp.adapters.redis.recrawl_sets import RecrawlSets
 from crawlapp.adapters.redis.redirect_hops import RedirectHops
 from crawlapp.adapters.redis.replicas import ReplicaAcks
@@ -108,8 +108,9 @@ class Context:
     @cached_property
     def dedup_index(self) -> DedupIndex:
         # Imported here: its SimHash bands bring numpy and lxml, for the processes that dedup.
-        from crawlapp.adapters.redis.dedup_index import DedupIndex
-        return DedupIndex(self.dedup_redis, self._prefix)
+        from crawlapp.adapters.redis.dedup_index import URLS_PER_BUCKET, DedupIndex
+        return DedupIndex(self.dedup_redis, self._prefix,
+                          buckets(self.settings.expected_urls, URLS_PER_BUCKET))
 
     @cached_property
     def canonicals(self) -> CanonicalPointers:
@@ -150,7 +151,8 @@ class Context:
 
     @cached_property
     def budgets(self) -> TrapBudgets:
-        return TrapBudgets(self.redis, self._prefix, self.parts)
+        return TrapBudgets(self.redis, self._prefix, self.parts,
+                           buckets(self.settings.expected_urls, PATTERNS_PER_URL_BUCKET))
 
     @cached_property
     def authority(self) -> HostAuthorities:

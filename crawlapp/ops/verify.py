@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import dedup_rows
-from crawlapp.adapters.redis.dedup_index import Held
 from crawlapp.core.records import Status
 from crawlapp.core.rows import PageRow
 from crawlapp.stages import dedup, storing
@@ -157,8 +156,8 @@ def _repair_rows(ctx: Context, bad: list[PageRow], report: Report) -> None:
 
 
 class Owners:
-    """The rows that claims and band entries name, read once each: an original owns a claim
-    and four band entries. Forgets them all past OWNERS_KEPT rows, to bound memory."""
+    """The rows that claims and band entries name, read once each: an original owns a claim,
+    a fingerprint and its four band entries. Forgets them all past OWNERS_KEPT rows, to bound memory."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -182,19 +181,21 @@ def _in_scope(row: PageRow | None, host: str | None) -> bool:
 
 def _check_claims(ctx: Context, owners: Owners, host: str | None, limit: int | None,
                   repair: bool, report: Report) -> None:
-    for pairs in ctx.dedup_index.claims(CHUNK):
-        rows = owners([owner for _, owner in pairs])
+    index = ctx.dedup_index
+    for entries in index.entries(CHUNK):
+        rows = owners([e.owner for e in entries])
         stale = []
-        for content_hash, owner in pairs:
-            row = rows.get(owner)
+        for e in entries:
+            row = rows.get(e.owner)
             if not _in_scope(row, host):
                 continue
             report.claims += 1
-            if not (row and row.original and row.content_hash == content_hash):
-                report.found("stale_claim", f"{content_hash} -> {row.url if row else owner}")
-                stale.append(Held(owner, content_hash, None))
+            if not (row and row.original and index.files(dedup.held_by(row), e)):
+                report.found("stale_claim", f"{e.key} {e.field.hex()} -> "
+                                            f"{row.url if row else e.owner}")
+                stale.append(e)
         if repair and stale:
-            ctx.dedup_index.release(stale)
+            index.forget(stale)
             report.fixed("claims_dropped", len(stale))
         if limit and report.claims >= limit:
             return
@@ -203,15 +204,16 @@ def _check_claims(ctx: Context, owners: Owners, host: str | None, limit: int | N
 def _check_bands(ctx: Context, owners: Owners, host: str | None, limit: int | None,
                  repair: bool, report: Report) -> None:
     for entries in ctx.dedup_index.band_entries(CHUNK):
-        rows = owners([e.owner for e in entries])
+        rows = owners([e.owner for e in entries if e.owner])
         stale = []
         for e in entries:
-            row = rows.get(e.owner)
+            row = rows.get(e.owner) if e.owner else None
             if not _in_scope(row, host):
                 continue
             report.band_entries += 1
             if not (row and row.original and row.fingerprint == e.fingerprint):
-                report.found("stale_band", f"{e.fingerprint:016x} -> {row.url if row else e.owner}")
+                report.found("stale_band", f"{e.fingerprint:016x} -> "
+                                           f"{row.url if row else e.owner or 'no owner'}")
                 stale.append(e)
         if repair and stale:
             ctx.dedup_index.drop(stale)

@@ -32,6 +32,7 @@ from crawlapp.adapters.context import _CONTEXTS, Context, get_context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
+from crawlapp.adapters.redis.dedup_index import LOOK, NEAR, NO_NEAR, Claim, Held, Outcome
 from crawlapp.cli import cli
 from crawlapp.core.records import Link, Page, QueuedURL, Status
 from crawlapp.core.rows import FetchOutcome, HistoryRow, LinkEdge, UrlRow
@@ -114,8 +115,8 @@ def seed_state(ctx: Context) -> None:
             + [LinkEdge(url_hash(f"{a}/solo"), url_hash(f"{a}/"), "home", False)])
         repository.save_robots(session, a, 200, "User-agent: *\nCrawl-delay: 2\n", 2.0, NOW)
     ctx.frontier.add([QueuedURL(u, 1, 0.9) for u in queued], time.time())
-    ctx.redis.set(ctx.dedup_index.claim_key(_fetched(ctx, f"{a}/", b"<p>home</p>").content_hash),
-                  url_hash(f"{a}/"))
+    ctx.dedup_index.restore([Held(url_hash(f"{a}/"),
+                                  _fetched(ctx, f"{a}/", b"<p>home</p>").content_hash, None)])
 
 
 def state(ctx: Context) -> dict[str, Any]:
@@ -270,8 +271,9 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     ok(run("delete", f"{a}/solo", "--yes"), "rows deleted 1, bodies removed 1, bodies kept shared 0")
     ok(run("delete", f"{a}/", "--yes"), "rows deleted 1, bodies removed 0, bodies kept shared 1")
     # the deleted original's exact copy, whose body is still stored, becomes the original
-    assert ctx.redis.get(ctx.dedup_index.claim_key(
-        _fetched(ctx, f"{a}/", b"<p>home</p>").content_hash)) == url_hash(f"{a}/copy").encode()
+    home = _fetched(ctx, f"{a}/", b"<p>home</p>").content_hash
+    assert ctx.dedup_index.claim([Claim(url_hash(f"{a}/new"), home, None)], NO_NEAR, LOOK) == [
+        Outcome(NEAR, url_hash(f"{a}/copy"))]
     ok(run("delete", "--host", A, "--yes"),
        "rows deleted 4, bodies removed 1, bodies kept shared 0, urls dropped 3")
     after = state(ctx)

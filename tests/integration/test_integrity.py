@@ -36,7 +36,7 @@ from crawlapp.core.settings import load_settings
 from crawlapp.core.simhash import hamming, simhash
 from crawlapp.core.urls import url_hash
 from crawlapp.ops import takedown
-from crawlapp.stages.dedup import dedup_pages
+from crawlapp.stages.dedup import dedup_pages, held_by
 from crawlapp.stages.storing import store_pages
 
 ARTICLE = " ".join(f"word{i % 97} token{i % 89} term{i % 83}" for i in range(400))
@@ -101,16 +101,17 @@ def assert_bodies_are_there(ctx: Context) -> None:
 def assert_redis_names_stored_originals(ctx: Context) -> None:
     with ctx.sessions() as session:
         known = rows_by_hash(session, [r for r in rows(ctx)])
-    for claims in ctx.dedup_index.claims(100):
-        for content_hash, owner_hash in claims:
-            owner = known.get(owner_hash)
-            assert owner is not None and owner.original, (content_hash, owner)
-            assert owner.content_hash == content_hash, (content_hash, owner)
-    for entries in ctx.dedup_index.band_entries(100):
+    index = ctx.dedup_index
+    for entries in index.entries(100):
         for entry in entries:
             owner = known.get(entry.owner)
             assert owner is not None and owner.original, (entry, owner)
-            assert owner.fingerprint == entry.fingerprint, (entry, owner)
+            assert index.files(held_by(owner), entry), (entry, owner)
+    for bands in index.band_entries(100):
+        for band in bands:
+            owner = known.get(band.owner or "")
+            assert owner is not None and owner.original, (band, owner)
+            assert owner.fingerprint == band.fingerprint, (band, owner)
 
 
 def assert_copies_point_at_stored_originals(ctx: Context) -> None:

@@ -16,7 +16,7 @@ from crawlapp.adapters.redis.lua import Lua
 from crawlapp.adapters.redis.parts import Parts
 
 SIZING = Path(__file__).parents[2] / "docs" / "sizing.md"
-PARTS = {"shard": 3, "host": "a.com:8080", "batch": "ab12.render", "part": "{7.3}", "sha256": "f" * 64,
+PARTS = {"shard": 3, "host": "a.com:8080", "batch": "ab12.render", "part": "{7.3}", "bucket": "1f",
          "band": "3a2b", "url_hash": "0" * 32, "origin": "https://a.com", "tier": "daily",
          "reason": "pattern_cap", "stage": "fetch", "key": "ip:127.0.0.1"}
 
@@ -63,7 +63,7 @@ def test_keys_read_together_share_a_hash_tag() -> None:
 def test_every_lua_script_declares_its_keys() -> None:
     found = [v for module in (scripts, dedup_index, recrawl_sets, urlseen)
              for v in vars(module).values() if isinstance(v, Lua)]
-    assert len(found) == 16
+    assert len(found) == 18
     for script in found:
         assert "KEYS[" in script.source
         assert "ARGV[1] .." not in script.source and "p .. ':" not in script.source

@@ -1,31 +1,46 @@
 """The content dedup index: which stored original holds each content hash and each SimHash
-band value.
+fingerprint, and the fingerprints filed under each band value.
 
-  P:content:<sha256>  the url_hash of the original whose body is stored under that hash
-  P:band:<band hex>   SET of "<fingerprint hex><url_hash>" of originals, one per band value
-  P:dedup-lock        the token of the task filing originals, expiring
-Every claim and band set is a key of its own, so a Redis Cluster spreads them over its masters
-(they are most of what the dedup Redis holds: about five keys per stored page).
+  P:dedup:<bucket>  HASH  "c" + 12 bytes of a content hash -> the owner's url_hash (16 bytes)
+                          "f" + a fingerprint (8 bytes)   -> the owner's url_hash (16 bytes)
+  P:bands:<band>    HASH  the low BAND_FIELD_BITS bits of a band value -> the fingerprints
+                          filed under it, 8 bytes each, one after the other
+  P:dedup-lock      the token of the task filing originals, expiring
+
+Sized for memory: most of what the dedup Redis holds grows with every stored page, so the
+index keeps binary digests in small hashes, which Redis stores as listpacks (a few bytes of
+overhead an entry instead of a key's hundred). A content hash's bucket is its first 4 bytes
+modulo `buckets` (a power of two from CRAWL_EXPECTED_URLS: parts.buckets), and 12 more bytes
+name it in the bucket: 112 bits in all, so two bodies share a claim once in 10^15 at a billion
+pages (the store stage compares the full hash of a copy's original before it keeps the copy
+without a body: dedup.recheck). A band value's 16 bits pick one of 4 x 2048 hashes and its
+field; a band's fingerprints are a string of 8-byte values, appended and cut by a script
+(atomic on its one key). A near copy's candidates are the fingerprints sharing a band value;
+those within `max_distance` bits are resolved to their owners through the "f" fields (a
+second round trip, only when there are candidates). Every key is a hash of its own, so a
+Redis Cluster spreads them over its masters.
 
 `claim` takes a batch of pages in order: a page whose hash another page claimed is an exact
 copy of it; else a page within `max_distance` bits of a filed fingerprint is a near copy of
 that original and claims nothing; else it claims its hash and files its fingerprint
-(stages/dedup.py says what the stages do with the answers). Two pages' bands lie on different
-keys, often on different masters, so no one script can look them all up and file a page at
-once; instead a batch files under the dedup lock: look up (one round trip), decide here, in
-order, each page against what is filed and what the batch filed before it, then file (one
-round trip). Of two near copies in two workers' batches, the second to take the lock finds
-the first. The lock is held for those two round trips; at 50 pages a batch that bounds a
-fleet at thousands of batches a second. A task that dies holding it holds it
-`LOCK_SECONDS` at most; what it filed for pages never stored is released by verify, as after
-any crash between dedup and store.
+(stages/dedup.py says what the stages do with the answers). Two pages' entries lie on
+different keys, often on different masters, so no one script can look them all up and file a
+page at once; instead a batch files under the dedup lock: look up, decide here, in order, each
+page against what is filed and what the batch filed before it, then file (one round trip).
+Of two near copies in two workers' batches, the second to take the lock finds the first. The
+lock is held for those round trips; at 50 pages a batch that bounds a fleet at thousands of
+batches a second. A task that dies holding it holds it `LOCK_SECONDS` at most; what it filed
+for pages never stored is released by verify, as after any crash between dedup and store.
 
 Only stored originals are filed: what a page stops being one of is released (`release`), and
-a rebuild files every stored original of the database again (`restore`).
+a rebuild files every stored original of the database again (`restore`). Two stored originals
+with the same fingerprint (a rebuild after CRAWL_NEAR_DUPLICATE_BITS changed) share its band
+entries; the first filed owns the fingerprint, and its band entries stay while it does.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections import defaultdict
@@ -33,19 +48,61 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import mmh3
+
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.client import Client
+from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.lua import Lua
 from crawlapp.core.errors import TransientError
 from crawlapp.core.simhash import bands
 
-# KEYS: a content claim or the lock. ARGV: a url_hash or a lock holder's token. Deletes the key
-# if it still holds that value (the page still holds the claim, the holder the lock).
+# KEYS: a bucket or the lock. ARGV: a field (a bucket's) or nothing (the lock), then a
+# url_hash or a lock holder's token. Deletes the field (or key) if it still holds that value;
+# returns 1 if deleted, 0 if another value holds it, -1 if it was not there.
 DELETE_IF = Lua("""
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+local held
+if #ARGV == 2 then held = redis.call('HGET', KEYS[1], ARGV[1])
+else held = redis.call('GET', KEYS[1]) end
+if not held then return -1 end
+if held ~= ARGV[#ARGV] then return 0 end
+if #ARGV == 2 then redis.call('HDEL', KEYS[1], ARGV[1]) else redis.call('DEL', KEYS[1]) end
+return 1
+""")
+
+# KEYS: a band hash. ARGV: a field, then fingerprints of 8 bytes. Appends each one its field
+# does not hold yet; returns how many.
+BAND_ADD = Lua("""
+local blob = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+local added = 0
+for j = 2, #ARGV do
+  local found = false
+  for i = 1, #blob, 8 do
+    if string.sub(blob, i, i + 7) == ARGV[j] then found = true break end
+  end
+  if not found then blob = blob .. ARGV[j] added = added + 1 end
 end
-return 0
+if added > 0 then redis.call('HSET', KEYS[1], ARGV[1], blob) end
+return added
+""")
+
+# KEYS: a band hash. ARGV: a field, then fingerprints of 8 bytes. Cuts each out of its field
+# (a field left empty goes); returns how many.
+BAND_DROP = Lua("""
+local blob = redis.call('HGET', KEYS[1], ARGV[1])
+if not blob then return 0 end
+local dropped = 0
+for j = 2, #ARGV do
+  for i = 1, #blob, 8 do
+    if string.sub(blob, i, i + 7) == ARGV[j] then
+      blob = string.sub(blob, 1, i - 1) .. string.sub(blob, i + 8)
+      dropped = dropped + 1
+      break
+    end
+  end
+end
+if #blob == 0 then redis.call('HDEL', KEYS[1], ARGV[1])
+elseif dropped > 0 then redis.call('HSET', KEYS[1], ARGV[1], blob) end
+return dropped
 """)
 
 ORIGINAL, EXACT, NEAR = "original", "exact", "near"
@@ -53,6 +110,12 @@ FILE, LOOK = "file", "look"
 NO_NEAR = -1  # max distance that skips the near look-up
 LOCK_SECONDS = 10.0  # the lock expires this long after it was taken
 LOCK_WAIT = 30.0  # a batch waits this long for the lock, then fails as a TransientError
+BAND_FIELD_BITS = 5  # a band hash holds 32 band values: small enough to stay a listpack
+# Expected URLs per bucket (parts.buckets): two entries per stored original, about a hundred
+# a bucket at CRAWL_EXPECTED_URLS.
+URLS_PER_BUCKET = 512
+CLAIM, FINGERPRINT = b"c", b"f"  # the two kinds of a bucket's fields
+Slot = tuple[str, bytes]  # a bucket or band key and a field of it
 
 
 @dataclass(frozen=True)
@@ -80,32 +143,87 @@ class Held:
 
 
 @dataclass(frozen=True)
-class BandEntry:
-    """One original filed under one band value (the set `band`)."""
+class Filed:
+    """One entry of a bucket: a claim or a fingerprint, and the original holding it."""
 
-    band: str
-    fingerprint: int
+    key: str
+    field: bytes
     owner: str
+
+    @property
+    def is_claim(self) -> bool:
+        return self.field[:1] == CLAIM
+
+
+@dataclass(frozen=True)
+class BandEntry:
+    """One fingerprint filed under one band value, and the original that owns the
+    fingerprint (None when no bucket names one)."""
+
+    key: str
+    field: bytes
+    fingerprint: int
+    owner: str | None
+
+
+def _digest(content_hash: str) -> bytes:
+    """A content hash's bytes: its hex SHA-256, or (any other text) the SHA-256 of it."""
+    try:
+        digest = bytes.fromhex(content_hash)
+    except ValueError:
+        digest = b""
+    return digest if len(digest) == 32 else hashlib.sha256(content_hash.encode()).digest()
+
+
+def _owner(url_hash: str) -> bytes:
+    owner = bytes.fromhex(url_hash)
+    if len(owner) != 16:
+        raise ValueError(f"not a url_hash: {url_hash!r}")
+    return owner
+
+
+def _fingerprints(blob: bytes) -> list[int]:
+    return [int.from_bytes(blob[i:i + 8], "big") for i in range(0, len(blob), 8)]
 
 
 class DedupIndex:
-    """Content claims, SimHash band sets and the lock under which a batch files."""
+    """Content claims, fingerprints, band values and the lock under which a batch files."""
 
-    def __init__(self, client: Client, prefix: str) -> None:
+    def __init__(self, client: Client, prefix: str, buckets: int) -> None:
+        if buckets < 1 or buckets & (buckets - 1):
+            raise ValueError(f"buckets must be a power of two: {buckets}")
         self.client = client
         self.prefix = prefix
-        self._claim_prefix = keys.CLAIM.of(prefix, sha256="")
+        self.buckets = buckets
+        self._bucket_prefix = keys.DEDUP_BUCKET.of(prefix, bucket="")
+        self._band_prefix = keys.BANDS.of(prefix, band="")
         self._lock = keys.DEDUP_LOCK.of(prefix)
 
-    def claim_key(self, content_hash: str) -> str:
-        return self._claim_prefix + content_hash
+    def _bucket(self, number: int) -> str:
+        return f"{self._bucket_prefix}{number & (self.buckets - 1):x}"
 
-    def band_keys(self, fingerprint: int) -> list[str]:
-        return [keys.BAND.of(self.prefix, band=f"{band:x}") for band in bands(fingerprint)]
+    def claim_slot(self, content_hash: str) -> Slot:
+        digest = _digest(content_hash)
+        return self._bucket(int.from_bytes(digest[:4], "big")), CLAIM + digest[4:16]
 
-    @staticmethod
-    def band_member(fingerprint: int, owner: str) -> str:
-        return f"{fingerprint:016x}{owner}"
+    def fingerprint_slot(self, fingerprint: int) -> Slot:
+        value = fingerprint.to_bytes(8, "big")
+        return self._bucket(mmh3.hash(value, signed=False)), FINGERPRINT + value
+
+    def band_slots(self, fingerprint: int) -> list[Slot]:
+        low = (1 << BAND_FIELD_BITS) - 1
+        return [(f"{self._band_prefix}{band >> BAND_FIELD_BITS:x}", bytes([band & low]))
+                for band in bands(fingerprint)]
+
+    def files(self, held: Held, entry: Filed) -> bool:
+        """Whether `held` files exactly `entry` (its claim or its fingerprint, owned by it)."""
+        if entry.owner != held.url_hash:
+            return False
+        if entry.is_claim:
+            return held.content_hash is not None and \
+                self.claim_slot(held.content_hash) == (entry.key, entry.field)
+        return held.fingerprint is not None and \
+            self.fingerprint_slot(held.fingerprint) == (entry.key, entry.field)
 
     def claim(self, claims: Sequence[Claim], max_distance: int, mode: str = FILE
               ) -> list[Outcome]:
@@ -136,95 +254,148 @@ class DedupIndex:
             DELETE_IF(self.client, [self._lock], [token])
 
     def release(self, held: Iterable[Held]) -> None:
-        """Drop the claims the pages still hold and their band entries, in one round trip."""
+        """Drop the claims and fingerprints the pages still hold, and the band entries of the
+        fingerprints no other original holds (a second round trip, when there are any)."""
+        pages = list(held)
+        fingerprints = [h for h in pages if h.fingerprint]
         pipe = self.client.pipeline(transaction=False)
-        for h in held:
+        for h in fingerprints:  # first: their replies lead the pipeline's
+            key, field = self.fingerprint_slot(h.fingerprint or 0)
+            DELETE_IF(pipe, [key], [field, _owner(h.url_hash)])
+        for h in pages:
             if h.content_hash:
-                DELETE_IF(pipe, [self.claim_key(h.content_hash)], [h.url_hash])
-            if h.fingerprint:
-                for key in self.band_keys(h.fingerprint):
-                    pipe.srem(key, self.band_member(h.fingerprint, h.url_hash))
-        pipe.execute()
+                key, field = self.claim_slot(h.content_hash)
+                DELETE_IF(pipe, [key], [field, _owner(h.url_hash)])
+        replies = pipe.execute()
+        gone = [h.fingerprint or 0 for h, reply in zip(fingerprints, replies, strict=False)
+                if int(reply) != 0]
+        if gone:
+            self._band_write(BAND_DROP, gone, self.client.pipeline(transaction=False))
 
     def restore(self, originals: Iterable[Held]) -> None:
-        """File stored originals again (a claim already held is kept), in one round trip."""
+        """File stored originals again (a claim or fingerprint already held is kept), in one
+        round trip."""
         pipe = self.client.pipeline(transaction=False)
+        fingerprints = []
         for h in originals:
+            owner = _owner(h.url_hash)
             if h.content_hash:
-                pipe.set(self.claim_key(h.content_hash), h.url_hash, nx=True)
+                pipe.hsetnx(*self.claim_slot(h.content_hash), owner)
             if h.fingerprint:
-                for key in self.band_keys(h.fingerprint):
-                    pipe.sadd(key, self.band_member(h.fingerprint, h.url_hash))
+                pipe.hsetnx(*self.fingerprint_slot(h.fingerprint), owner)
+                fingerprints.append(h.fingerprint)
+        self._band_write(BAND_ADD, fingerprints, pipe)
+
+    def _band_write(self, script: Lua, fingerprints: Iterable[int], pipe: Pipeline) -> None:
+        """Add (BAND_ADD) or cut (BAND_DROP) each fingerprint under its band values, one script
+        per band field, on `pipe`, which it sends."""
+        by_slot: dict[Slot, list[bytes]] = defaultdict(list)
+        for fp in fingerprints:
+            for slot in self.band_slots(fp):
+                by_slot[slot].append(fp.to_bytes(8, "big"))
+        for (key, field), values in by_slot.items():
+            script(pipe, [key], [field, *values])
         pipe.execute()
 
-    def _scan(self, pattern: str, chunk: int) -> Iterator[list[str]]:
-        batch: list[str] = []
+    def _scan(self, pattern: str, chunk: int) -> Iterator[list[tuple[str, dict[bytes, bytes]]]]:
+        """The keys matching `pattern` and their fields, `chunk` keys at a time (SCAN)."""
+        names: list[str] = []
         for key in self.client.scan_iter(match=pattern, count=chunk):
-            batch.append(key.decode())
-            if len(batch) == chunk:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+            names.append(key.decode())
+            if len(names) == chunk:
+                yield self._contents(names)
+                names = []
+        if names:
+            yield self._contents(names)
 
-    def claims(self, chunk: int) -> Iterator[list[tuple[str, str]]]:
-        """Every claim as (content hash, owner's url_hash), `chunk` keys at a time (SCAN)."""
-        start = len(self._claim_prefix)
-        for names in self._scan(self._claim_prefix + "*", chunk):
-            pipe = self.client.pipeline(transaction=False)
-            for name in names:
-                pipe.get(name)
-            owners: list[bytes | None] = pipe.execute()
-            yield [(name[start:], owner.decode())
-                   for name, owner in zip(names, owners, strict=True) if owner]
+    def _contents(self, names: list[str]) -> list[tuple[str, dict[bytes, bytes]]]:
+        pipe = self.client.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(name)
+        return list(zip(names, pipe.execute(), strict=True))
+
+    def entries(self, chunk: int) -> Iterator[list[Filed]]:
+        """Every claim and fingerprint filed, the entries of `chunk` buckets at a time."""
+        for contents in self._scan(self._bucket_prefix + "*", chunk):
+            yield [Filed(name, field, owner.hex())
+                   for name, fields in contents for field, owner in fields.items()]
 
     def band_entries(self, chunk: int) -> Iterator[list[BandEntry]]:
-        """Every band entry, the members of `chunk` band sets at a time (SCAN)."""
-        for names in self._scan(keys.BAND.of(self.prefix, band="*"), chunk):
+        """Every fingerprint filed under a band value, with its owner, the fields of `chunk`
+        band hashes at a time."""
+        for contents in self._scan(self._band_prefix + "*", chunk):
+            found = [(name, field, fp) for name, fields in contents
+                     for field, blob in fields.items() for fp in _fingerprints(blob)]
             pipe = self.client.pipeline(transaction=False)
-            for name in names:
-                pipe.smembers(name)
-            yield [BandEntry(name, int(m[:16], 16), m[16:].decode())
-                   for name, members in zip(names, pipe.execute(), strict=True)
-                   for m in members]
+            for _, _, fp in found:
+                pipe.hget(*self.fingerprint_slot(fp))
+            yield [BandEntry(name, field, fp, owner.hex() if owner else None)
+                   for (name, field, fp), owner in zip(found, pipe.execute(), strict=True)]
 
-    def drop(self, entries: Iterable[BandEntry]) -> None:
-        """Take these entries out of their band sets, in one round trip."""
+    def forget(self, entries: Iterable[Filed]) -> None:
+        """Take these claims and fingerprints out of their buckets if their owner still holds
+        them, in one round trip (their band entries: `drop`)."""
         pipe = self.client.pipeline(transaction=False)
         for e in entries:
-            pipe.srem(e.band, self.band_member(e.fingerprint, e.owner))
+            DELETE_IF(pipe, [e.key], [e.field, _owner(e.owner)])
+        pipe.execute()
+
+    def drop(self, entries: Iterable[BandEntry]) -> None:
+        """Take these fingerprints out of their band values, in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for e in entries:
+            BAND_DROP(pipe, [e.key], [e.field, e.fingerprint.to_bytes(8, "big")])
         pipe.execute()
 
 
 class _Filing:
-    """One batch's claims: what Redis holds of their hashes and bands (one round trip), the
-    outcomes decided in order, and the writes of the originals."""
+    """One batch's claims: what Redis holds of their hashes and bands (one round trip, and one
+    more for the owners of near candidates), the outcomes decided in order, and the writes of
+    the originals."""
 
     def __init__(self, index: DedupIndex, claims: Sequence[Claim], max_distance: int) -> None:
         self.index = index
         self.claims = claims
         self.max_distance = max_distance
         self.owners: dict[str, str] = {}  # content hash -> owner, as read and as claimed here
-        self.filed: dict[str, list[tuple[int, str]]] = defaultdict(list)  # band key -> entries
+        self.filed: dict[Slot, list[tuple[int, str]]] = defaultdict(list)  # band -> entries
         self.new_claims: dict[str, str] = {}
-        self.new_entries: dict[str, list[str]] = defaultdict(list)
+        self.new_fingerprints: dict[int, str] = {}
         self._read()
 
     def _read(self) -> None:
-        pipe = self.index.client.pipeline(transaction=False)
+        index = self.index
+        pipe = index.client.pipeline(transaction=False)
         hashes = list(dict.fromkeys(c.content_hash for c in self.claims))
         for h in hashes:
-            pipe.get(self.index.claim_key(h))
-        band_keys = list(dict.fromkeys(
-            key for c in self.claims if c.fingerprint and self.max_distance >= 0
-            for key in self.index.band_keys(c.fingerprint)))
-        for key in band_keys:
-            pipe.smembers(key)
+            pipe.hget(*index.claim_slot(h))
+        near = [c for c in self.claims if c.fingerprint and self.max_distance >= 0]
+        slots = list(dict.fromkeys(slot for c in near for slot in index.band_slots(c.fingerprint
+                                                                                   or 0)))
+        for slot in slots:
+            pipe.hget(*slot)
         replies = pipe.execute()
-        self.owners = {h: owner.decode()
+        self.owners = {h: owner.hex()
                        for h, owner in zip(hashes, replies[:len(hashes)], strict=True) if owner}
-        for key, members in zip(band_keys, replies[len(hashes):], strict=True):
-            self.filed[key] = [(int(m[:16], 16), m[16:].decode()) for m in members]
+        blobs = dict(zip(slots, replies[len(hashes):], strict=True))
+        # The candidates: fingerprints within max_distance of a page of the batch sharing
+        # one of its band values; only their owners are read.
+        candidates: dict[Slot, set[int]] = defaultdict(set)
+        for c in near:
+            for slot in index.band_slots(c.fingerprint or 0):
+                for fp in _fingerprints(blobs[slot] or b""):
+                    if (fp ^ (c.fingerprint or 0)).bit_count() <= self.max_distance:
+                        candidates[slot].add(fp)
+        wanted = sorted({fp for fps in candidates.values() for fp in fps})
+        if not wanted:
+            return
+        pipe = index.client.pipeline(transaction=False)
+        for fp in wanted:
+            pipe.hget(*index.fingerprint_slot(fp))
+        owners = {fp: owner.hex() for fp, owner in zip(wanted, pipe.execute(), strict=True)
+                  if owner}
+        for slot, fps in candidates.items():
+            self.filed[slot] = [(fp, owners[fp]) for fp in sorted(fps) if fp in owners]
 
     def decide(self, mode: str) -> list[Outcome]:
         return [self._one(c, mode) for c in self.claims]
@@ -233,35 +404,37 @@ class _Filing:
         owner = self.owners.get(c.content_hash)
         if owner and owner != c.url_hash:
             return Outcome(NEAR if mode == LOOK else EXACT, owner)
-        band_keys = self.index.band_keys(c.fingerprint) if c.fingerprint else []
+        slots = self.index.band_slots(c.fingerprint) if c.fingerprint else []
         if not owner or mode == LOOK:
-            near = self._nearest(c, band_keys)
+            near = self._nearest(c, slots)
             if near is not None:
                 return Outcome(NEAR, near)
             if mode == LOOK:
                 return Outcome(ORIGINAL)
             self.owners[c.content_hash] = self.new_claims[c.content_hash] = c.url_hash
-        for key in band_keys:
-            self.filed[key].append((c.fingerprint or 0, c.url_hash))
-            self.new_entries[key].append(self.index.band_member(c.fingerprint or 0, c.url_hash))
+        if c.fingerprint:
+            for slot in slots:
+                self.filed[slot].append((c.fingerprint, c.url_hash))
+            self.new_fingerprints.setdefault(c.fingerprint, c.url_hash)
         return Outcome(ORIGINAL)
 
-    def _nearest(self, c: Claim, band_keys: list[str]) -> str | None:
+    def _nearest(self, c: Claim, slots: list[Slot]) -> str | None:
         """The closest filed original within max_distance (not the page itself), if any."""
         if not c.fingerprint or self.max_distance < 0:
             return None
         best, best_distance = None, self.max_distance + 1
-        for key in band_keys:
-            for fingerprint, other in self.filed[key]:
+        for slot in slots:
+            for fingerprint, other in self.filed[slot]:
                 distance = (fingerprint ^ c.fingerprint).bit_count()
                 if other != c.url_hash and distance < best_distance:
                     best, best_distance = other, distance
         return best
 
     def write(self) -> None:
-        pipe = self.index.client.pipeline(transaction=False)
+        index = self.index
+        pipe = index.client.pipeline(transaction=False)
         for content_hash, owner in self.new_claims.items():
-            pipe.set(self.index.claim_key(content_hash), owner)
-        for key, members in self.new_entries.items():
-            pipe.sadd(key, *members)
-        pipe.execute()
+            pipe.hset(*index.claim_slot(content_hash), _owner(owner))
+        for fp, owner in self.new_fingerprints.items():
+            pipe.hsetnx(*index.fingerprint_slot(fp), _owner(owner))
+        index._band_write(BAND_ADD, self.new_fingerprints, pipe)

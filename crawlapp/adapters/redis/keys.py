@@ -12,8 +12,8 @@ part share its slot (a re-crawl drain claims from every tier of a part in one sc
 
 Global: every other key. The batch ledger shares a hash tag, `{P:batches}` (one MGET reads the
 URLs of the lost batches). The others are touched one key per command (pipelines may mix
-them): content claims and SimHash bands too, a key per hash and per band value, which a batch
-files under the dedup lock (dedup_index.py).
+them): the content dedup index too, buckets of claims and of band values, which a batch files
+under the dedup lock (dedup_index.py).
 
 docs/sizing.md lists each key with its size per item and what deletes it.
 """
@@ -89,10 +89,12 @@ BLOOM = Key("P:bloom:<part>", "string", "one part of the Bloom filter of URLs se
             "(at least CRAWL_REDIS_PARTS parts)")
 
 # Content dedup (dedup_index.py, canonicals.py).
-CLAIM = Key("P:content:<sha256>", "string", "url_hash of the stored original with that "
-            "content hash")
-BAND = Key("P:band:<band>", "set", "\"<fingerprint hex><url_hash>\" of the originals with "
-           "that SimHash band value")
+DEDUP_BUCKET = Key("P:dedup:<bucket>", "hash", "\"c\" + 12 bytes of a content hash, or \"f\" + "
+                   "a SimHash fingerprint (8 bytes) -> the 16-byte url_hash of the stored "
+                   "original holding it; one hash per bucket of the hash or fingerprint")
+BANDS = Key("P:bands:<band>", "hash", "the low 5 bits of a SimHash band value -> the "
+            "fingerprints (8 bytes each) of the originals filed under it; one hash per band "
+            "and 11 high bits of its value")
 DEDUP_LOCK = Key("P:dedup-lock", "string", "token of the task filing a batch's originals, "
                  "expiring (dedup_index.py)")
 CANONICAL = Key("P:canonical-of:<url_hash>", "string", "url_hash of the URL a page names as "
@@ -128,8 +130,8 @@ RECRAWL_HORIZON = Key("P:recrawl:horizon", "hash", "until: the tiers hold every 
 # Trap budgets (budgets.py).
 HOSTCOUNT = Key("P:hostcount:<part>", "hash", "host -> URLs admitted "
                 "(CRAWL_MAX_PAGES_PER_HOST), one hash per part")
-PATTERNS = Key("P:patterns:<part>", "hash", "\"host pattern\" -> URLs admitted "
-               "(CRAWL_TRAP_PATTERN_CAP), one hash per part")
+PATTERNS = Key("P:patterns:<bucket>", "hash", "64-bit hash of \"host pattern\" -> URLs "
+               "admitted (CRAWL_TRAP_PATTERN_CAP), one small hash per bucket of that hash")
 
 # Counters (counters.py).
 COUNTERS = Key("P:counters", "hash", "counter name -> value, summed over every worker")
@@ -151,10 +153,10 @@ VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify
              "(verify_report.py)")
 
 ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM,
-                        CLAIM, BAND, DEDUP_LOCK, CANONICAL, ROBOTS, DNS, DNS_LOCK, HOPS, VALIDATORS,
-                        RETRIES, THROTTLE, SLOT, RECRAWL_TIER, RECRAWL_CLAIMED, RECRAWL_HORIZON,
-                        HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU, AUTHORITY, DENYLIST,
-                        SCOPE, WORKERS, VERIFY)
+                        DEDUP_BUCKET, BANDS, DEDUP_LOCK, CANONICAL, ROBOTS, DNS, DNS_LOCK, HOPS,
+                        VALIDATORS, RETRIES, THROTTLE, SLOT, RECRAWL_TIER, RECRAWL_CLAIMED,
+                        RECRAWL_HORIZON, HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
+                        AUTHORITY, DENYLIST, SCOPE, WORKERS, VERIFY)
 
 
 # Not a key: the pub/sub channel of the frontier's doorbell (doorbell.py), named like one.

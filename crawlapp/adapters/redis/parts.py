@@ -40,6 +40,15 @@ def tag(part: int, parts: int) -> str:
     return f"{{{part}.{j}}}"
 
 
+def buckets(expected_items: int, per_bucket: int, least: int = 1024) -> int:
+    """How many small hashes hold `expected_items` entries at about `per_bucket` each: a power
+    of two, at least `least`. Redis keeps a hash of up to 128 entries as a listpack (a few
+    bytes an entry, against a key's hundred or a big hash's fifty): the structures that grow
+    with the crawl are cut into such buckets, as many as CRAWL_EXPECTED_URLS calls for."""
+    wanted = max(least, expected_items // per_bucket)
+    return 1 << (wanted.bit_length() - 1)
+
+
 class Parts:
     """`count` parts: which part an item falls in, and each part's hash tag."""
 
