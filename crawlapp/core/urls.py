@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from string import hexdigits
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import ada_url
@@ -125,7 +126,7 @@ def request_urls(hrefs: Iterable[str], base: str | None = None, *, max_length: i
 
 
 def _netloc(url: str) -> tuple[str, str, str]:
-    """(scheme, host without a trailing dot, ":port" or "") of a serialized URL. A request
+    """(scheme, host without trailing dots, ":port" or "") of a serialized URL. A request
     URL's authority is read with one regular expression (a quarter of urlsplit's time: the
     links stage reads it several times per link); any other URL goes through urlsplit."""
     serialized = _SERIALIZED_AUTHORITY.match(url)
@@ -140,7 +141,15 @@ def _netloc(url: str) -> tuple[str, str, str]:
         host, port = hostport[:split_at], hostport[split_at:]
     else:
         host, port = hostport, ""
-    return scheme, host.rstrip(".") or host, port
+    stripped = host.rstrip(".")
+    # "2.." is a domain, "2" an IPv4 address (the WHATWG host parser's "ends in a number"):
+    # trailing dots go only where the name stays a name
+    return scheme, stripped if stripped and not _ends_in_number(stripped) else host, port
+
+
+def _ends_in_number(host: str) -> bool:
+    last = host.rpartition(".")[2].lower()
+    return last.isdigit() or (last.startswith("0x") and all(c in hexdigits for c in last[2:]))
 
 
 def host_of(url: str) -> str:

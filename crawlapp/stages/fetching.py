@@ -17,7 +17,6 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop, start_at
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.adapters.redis.pipeline import Pipeline, joined
-from crawlapp.core import hostpatterns
 from crawlapp.core.ledger import LeaseLedger, given_up
 from crawlapp.core.politeness import (
     Throttle,
@@ -26,16 +25,15 @@ from crawlapp.core.politeness import (
     requeues_url,
     unreachable_sentence,
 )
-from crawlapp.core.ports import Frontier
 from crawlapp.core.records import Fetched, Handover, Lease, Page, Release, Status
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.render_rule import shares_slots, wants_render
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer, robots_url
 from crawlapp.core.scope import hostname, is_address
-from crawlapp.core.settings import Settings
 from crawlapp.core.sitemaps import default_sitemap
 from crawlapp.core.urls import origin_of, request_urls
 from crawlapp.stages.pages import apply_fetch, blocked, page_for, robots_page
+from crawlapp.stages.releasing import EarlyRelease, EarlySlotReturn, chain_rule
 from crawlapp.stages.tallies import fetch_counts
 
 log = logging.getLogger(__name__)
@@ -119,84 +117,6 @@ def _robots_policy(result: Fetched, before: RobotsPolicy | None) -> RobotsPolicy
     hops = before.redirect[0] if before is not None and before.mode == "redirect" else 0
     return robots_answer(result.url, result.status, result.error, result.body,
                          result.headers.get("location"), hops)
-
-
-class EarlyRelease:
-    """Hosts released as their last request ends rather than at the end of their batch, so
-    that a host's next request never waits for the slowest one of the batch. Releases made
-    within FLUSH_SECONDS of each other go to Redis together, from the fetch loop's executor
-    (the loop itself never waits on Redis): a host is due again a delay after its request,
-    so holding its release that long costs it nothing while the delay is longer than that
-    and the dispatcher's interval together. `released` holds the releases sent, by URL."""
-
-    FLUSH_SECONDS = 0.2
-
-    def __init__(self, frontier: Frontier,
-                 ended: Callable[[list[Lease], list[Fetched]], list[Release] | None]) -> None:
-        self.frontier, self.ended = frontier, ended
-        self.pending: list[Release] = []
-        self.flushes: list[asyncio.Future[None]] = []
-        self.released: dict[str, Release] = {}
-
-    def answered(self, leases: list[Lease], results: list[Fetched]) -> None:
-        """A host's last request of the batch ended (`results` of its first `leases`):
-        release its leases if `ended` says how."""
-        releases = self.ended(leases, results)
-        if releases is None:
-            return
-        if not self.pending:
-            asyncio.get_running_loop().call_later(self.FLUSH_SECONDS, self._flush)
-        self.pending += releases
-
-    def _flush(self) -> None:
-        batch, self.pending = self.pending, []
-        if batch:
-            self.flushes.append(asyncio.get_running_loop().run_in_executor(
-                None, self._release, batch))
-
-    def _release(self, batch: list[Release]) -> None:
-        self.frontier.release(batch)
-        self.released.update((r.lease.url, r) for r in batch)
-
-    async def drain(self) -> None:
-        """Send what is pending and wait for every release; one that failed is left to the
-        end of the batch."""
-        self._flush()
-        for outcome in await asyncio.gather(*self.flushes, return_exceptions=True):
-            if isinstance(outcome, Exception):
-                log.warning("releasing hosts early failed (%s); they are released with the "
-                            "batch", outcome)
-
-
-class EarlySlotReturn(EarlyRelease):
-    """With politeness slots, each key given back as its host's last request ends (free from
-    the host's next time), rather than at the end of the batch, so that a host that renders
-    load from is not held through the batch's slowest chain; the leases go with the batch."""
-
-    def __init__(self, ctx: Context, slots: _Slots,
-                 ended: Callable[[list[Lease], list[Fetched]], list[Release] | None]) -> None:
-        super().__init__(ctx.frontier, ended)
-        self.ctx, self.slots = ctx, slots
-        self.key_of = {host: key for key, host in slots.taken.items()}
-
-    def _release(self, batch: list[Release]) -> None:
-        self.ctx.slots.give_back({self.key_of[r.lease.host]: r.next_time for r in batch
-                                  if r.lease.host in self.key_of}, self.slots.holder)
-
-
-def chain_rule(settings: Settings, next_start: Callable[[Lease, Fetched], float | None]
-               ) -> Callable[[Lease, Fetched], float | None]:
-    """`next_start`, but a host that renders may load from (CRAWL_RENDER_OTHER_HOSTS) is
-    asked one URL a batch: its slot then goes back between its requests, and the renders
-    waiting for it get their turn (no chain holds it for seconds)."""
-    others = settings.render_other_hosts if settings.render else ()
-    if not others:
-        return next_start
-
-    def after(lease: Lease, result: Fetched) -> float | None:
-        start = next_start(lease, result)
-        return None if hostpatterns.denied_by(lease.host, others) else start
-    return after
 
 
 async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
@@ -389,7 +309,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     # early all the same (a page to render keeps its lease, not its slot).
     early: EarlyRelease | None = None
     if slots is not None:
-        early = EarlySlotReturn(ctx, slots, ledger.host_answered)
+        early = EarlySlotReturn(ctx, slots.holder, slots.taken, ledger.host_answered)
     elif not settings.render:
         early = EarlyRelease(ctx.frontier, ledger.host_answered)
     cutoff = renewed + settings.lease_seconds / 2 - settings.fetch_timeout

@@ -2,7 +2,7 @@
 does), plus the idempotence of the key."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.provisional import urls
 
@@ -245,5 +245,6 @@ URL_PIECES = st.text(alphabet=st.sampled_from(list("ab%2F3E5e9.:/?#&=;@[]+ ~éü
 @settings(max_examples=500)
 @given(st.sampled_from(["http://", "http://x.com/", "https://x.com/?utm_source=1&", "HTTP://"]),
        URL_PIECES)
+@example("http://", "2..")  # a domain whose trailing dots, cut, left an IPv4 address
 def test_canonical_form_of_url_like_text_is_idempotent(prefix: str, rest: str) -> None:
     _assert_idempotent(prefix + rest)

@@ -76,6 +76,8 @@ SAMPLES = {
     "near_duplicate_bits": ("1", "4"),
     "trap_pattern_cap": ("200", "0"),
     "max_redirects": ("2", "21"),
+    "archive_answer_bytes": ("0", "-1"),
+    "archive_unstored": ("true", "maybe"),
     "expected_urls": ("1000", "0"),
     "delay_margin": ("0", "11"),
     "bloom_fp_rate": ("0.01", "0.6"),

@@ -25,18 +25,15 @@ from crawlapp.core.records import HostState, Lease, QueuedURL, Release
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.fetching import (
-    EarlyRelease,
-    EarlySlotReturn,
     _fetch_all,
     _robots_policy,
-    _Slots,
-    chain_rule,
     fetch_chain,
     host_chains,
     plan_batch,
     sitemap_links,
 )
 from crawlapp.stages.pages import apply_fetch, page_for
+from crawlapp.stages.releasing import EarlyRelease, EarlySlotReturn, chain_rule
 from tests.mock_web import Handler, answer, mock_fetcher, site
 
 UA = load_settings({}).product_token
@@ -297,8 +294,8 @@ def test_a_hosts_slot_goes_back_as_its_request_ends_not_with_the_batch() -> None
     def ended(chain: list[Lease], _: list[Fetched]) -> list[Release]:
         return [Release(lease, now + 10) for lease in chain]
 
-    early = EarlySlotReturn(Ctx(), _Slots("batch-1", {"a.test": "a.test", "b.test": "b.test"},  # type: ignore[arg-type]
-                                          []), ended)
+    early = EarlySlotReturn(Ctx(), "batch-1",  # type: ignore[arg-type]
+                            {"a.test": "a.test", "b.test": "b.test"}, ended)
     plan = plan_batch(leases, {"http://a.test": DISALLOW_PRIVATE,
                                "http://b.test": DISALLOW_PRIVATE}, UA)
     asyncio.run(_fetch_all(mock_fetcher(lambda request: answer(200)), plan, {}, {}, once,
