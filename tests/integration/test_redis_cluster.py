@@ -51,7 +51,10 @@ def test_pipelines_reach_a_promoted_replica(redis_cluster_url: str,
     else:
         raise AssertionError(f"no write reached the promoted replica: {failures[-1]!r}")
     assert failures and all(isinstance(server_error(exc), TransientError) for exc in failures)
-    assert set(replies) <= {1, 2}  # a count the dead master had not replicated starts again
+    # at least once: a pipeline sent again (redis-py's cluster client resends the whole stack
+    # after a connection error) counts again on the masters that were up; a count the dead
+    # master had not replicated starts again
+    assert min(replies) >= 1
     assert len(redis_cluster.master_pids()) == 3
 
 

@@ -190,4 +190,5 @@ def test_dashboard_queries_only_series_that_are_exported() -> None:
             for name in re.findall(r"\b((?:crawl|flower)_\w+)", target["expr"])}
     assert {n for n in used if n.startswith("crawl_")} <= exported, used - exported
     assert exported - {"crawl_fetch_retries_total", "crawl_parse_rejected_total",
+                       "crawl_archive_truncated_total",
                        "crawl_stored_bodies_total"} <= used
