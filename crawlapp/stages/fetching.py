@@ -304,9 +304,9 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     ledger = LeaseLedger(settings, known.policies, known.throttles,
                          {lease.host: f for lease, f in zip(leases, failures, strict=True)
                           if f is not None})
-    # Early releases need the host to be the politeness key (a slot is given back with the
-    # batch) and no rendering (a page to render stays leased until rendered); slots go back
-    # early all the same (a page to render keeps its lease, not its slot).
+    # As a host's last request ends: with politeness slots, its slot goes back (its leases go
+    # with the batch; a page to render keeps its lease, not its slot); else its leases, unless
+    # pages may be rendered (a page to render stays leased until rendered).
     early: EarlyRelease | None = None
     if slots is not None:
         early = EarlySlotReturn(ctx, slots.holder, slots.taken, ledger.host_answered)
