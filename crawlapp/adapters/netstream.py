@@ -19,6 +19,7 @@ AsyncioStream with asyncio's primitives, so no cancellation can reach it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 from collections import OrderedDict
 from collections.abc import Awaitable, Iterable
@@ -194,9 +195,10 @@ class _NoShield:
         return None
 
 
+@functools.cache
 def use_asyncio_primitives() -> None:
     """Give httpcore's asynchronous pool, HTTP/1.1 and HTTP/2 connections asyncio's lock,
-    event and semaphore, and _NoShield."""
+    event and semaphore, and _NoShield (once a process: a transport per origin asks)."""
     for module in (httpcore._async.connection, httpcore._async.http11,
                    httpcore._async.http2, httpcore._async.connection_pool):
         for name, primitive in (("AsyncLock", asyncio.Lock), ("AsyncEvent", _Event),

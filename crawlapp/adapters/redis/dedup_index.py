@@ -361,6 +361,9 @@ class _Filing:
         self.filed: dict[Slot, list[tuple[int, str]]] = defaultdict(list)  # band -> entries
         self.new_claims: dict[str, str] = {}
         self.new_fingerprints: dict[int, str] = {}
+        # each fingerprint's band slots, worked out once for the look-up and the decisions
+        self.slots = {c.fingerprint: index.band_slots(c.fingerprint)
+                      for c in claims if c.fingerprint}
         self._read()
 
     def _read(self) -> None:
@@ -369,9 +372,9 @@ class _Filing:
         hashes = list(dict.fromkeys(c.content_hash for c in self.claims))
         for h in hashes:
             pipe.hget(*index.claim_slot(h))
-        near = [c for c in self.claims if c.fingerprint and self.max_distance >= 0]
-        slots = list(dict.fromkeys(slot for c in near for slot in index.band_slots(c.fingerprint
-                                                                                   or 0)))
+        near = [(c.fingerprint, self.slots[c.fingerprint]) for c in self.claims
+                if c.fingerprint and self.max_distance >= 0]
+        slots = list(dict.fromkeys(slot for _, mine in near for slot in mine))
         for slot in slots:
             pipe.hget(*slot)
         replies = pipe.execute()
@@ -381,10 +384,10 @@ class _Filing:
         # The candidates: fingerprints within max_distance of a page of the batch sharing
         # one of its band values; only their owners are read.
         candidates: dict[Slot, set[int]] = defaultdict(set)
-        for c in near:
-            for slot in index.band_slots(c.fingerprint or 0):
+        for fingerprint, mine in near:
+            for slot in mine:
                 for fp in _fingerprints(blobs[slot] or b""):
-                    if (fp ^ (c.fingerprint or 0)).bit_count() <= self.max_distance:
+                    if (fp ^ fingerprint).bit_count() <= self.max_distance:
                         candidates[slot].add(fp)
         wanted = sorted({fp for fps in candidates.values() for fp in fps})
         if not wanted:
@@ -404,7 +407,7 @@ class _Filing:
         owner = self.owners.get(c.content_hash)
         if owner and owner != c.url_hash:
             return Outcome(NEAR if mode == LOOK else EXACT, owner)
-        slots = self.index.band_slots(c.fingerprint) if c.fingerprint else []
+        slots = self.slots[c.fingerprint] if c.fingerprint else []
         if not owner or mode == LOOK:
             near = self._nearest(c, slots)
             if near is not None:
