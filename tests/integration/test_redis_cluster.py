@@ -77,7 +77,9 @@ def test_a_write_ridden_out_waits_for_the_promotion_and_succeeds(
     os.kill(pid, signal.SIGKILL)
     redis_cluster.nodes[port].wait()
     killed = time.monotonic()
-    assert set(ride_out(client, write, 30, "a test's write")) == {1}
+    # at least once: a try that failed on the dead master's slots counted on the others
+    # (redis-py's cluster pipeline sends every node's share before it reads a reply)
+    assert min(ride_out(client, write, 30, "a test's write")) >= 1
     assert len(tries) > 1 and time.monotonic() - killed < 15
     assert max(b - a for a, b in zip(tries, tries[1:], strict=False)) < 1.5  # capped backoff
 
