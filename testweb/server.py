@@ -46,7 +46,7 @@ from testweb.hosts import CASE_GROUPS, Response, WebSpec, error_response
 from testweb.site import Web
 
 logger = logging.getLogger(__name__)
-PAUSE_CHECK = 0.02  # seconds between looks at a connection while a response pauses
+PAUSE_CHECK = 0.005  # seconds between looks at a connection while a response pauses
 
 FLUSH_INTERVAL = 0.2
 IDLE_TIMEOUT = 30.0  # seconds a connection may sit idle or take to send a request

@@ -35,6 +35,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
     find_chromium() is None,
     reason="Chromium is not installed (`make install-render` installs it with apt)")]
 DELAY = 0.3
+# The judge allows a request 50 ms early: the test server notices a client that went
+# away only at its next look (testweb/server.py PAUSE_CHECK), later still on a loaded machine,
+# so an aborted request's logged end can trail the crawler's by a few tens of milliseconds.
+SLACK = 0.05
 BUDGET = 10.0  # a loaded machine renders slowly; the slow script (20 s) still runs past it
 SPEC = WebSpec(hosts=1, pages_per_host=2, port=0, crawl_delay_every=0, render_cases=True)
 ASSETS = urlsplit(Web(SPEC).case_urls()["assets"]).hostname or ""  # its port is the server's
@@ -113,7 +117,7 @@ def test_script_links_are_found_only_with_rendering(plain, rendered) -> None:  #
 
 def test_sub_requests_keep_politeness_and_the_guards(rendered) -> None:  # type: ignore[no-untyped-def]
     web, requests, _, _ = rendered
-    verdict = summary(requests, web, DELAY)
+    verdict = summary(requests, web, DELAY, SLACK)
     assert verdict["gap_violations"] == 0 and verdict["overlaps"] == 0, verdict
     assert verdict["robots_first_violations"] == 0 and verdict["duplicate_fetches"] == 0
     assert never_fetch_violations(requests, web) == []  # no image, no other host
@@ -153,8 +157,8 @@ def test_a_request_still_running_at_the_budget_ends_before_its_host_goes_on(rend
     host = [r for r in requests if r.host == slow[0].host]
     later = [r for r in host if r.start > slow[0].start]
     assert later, "the host was never asked again after its render timed out"
-    assert min(r.start for r in later) >= slow[0].end + DELAY
-    assert overlaps(host) == [] and gap_violations(host, lambda h: DELAY) == []
+    assert min(r.start for r in later) >= slow[0].end + DELAY - SLACK
+    assert overlaps(host) == [] and gap_violations(host, lambda h: DELAY, SLACK) == []
 
 
 def test_another_allowed_host_keeps_its_delay_across_fetches_and_renders(rendered) -> None:  # type: ignore[no-untyped-def]
@@ -167,7 +171,7 @@ def test_another_allowed_host_keeps_its_delay_across_fetches_and_renders(rendere
     assert rendered_asks and len(crawled) == 12  # asked by renders, and crawled itself
     # The renders asked it while it was being crawled: between two of the crawler's fetches.
     assert any(crawled[0].start < r.start < crawled[-1].start for r in rendered_asks)
-    assert overlaps(assets) == [] and gap_violations(assets, lambda h: delay) == []
+    assert overlaps(assets) == [] and gap_violations(assets, lambda h: delay, SLACK) == []
 
 
 def test_routes_behind_a_cross_origin_fetch_are_found(rendered) -> None:  # type: ignore[no-untyped-def]
