@@ -25,7 +25,7 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import dedup_rows
 from crawlapp.adapters.db.repository import Session
 from crawlapp.adapters.redis.dedup_index import LOOK, NEAR, NO_NEAR, ORIGINAL, Claim, Held, Outcome
-from crawlapp.core.records import Page, Status
+from crawlapp.core.records import Page
 from crawlapp.core.rows import PageRow, Repointed
 from crawlapp.core.simhash import hamming
 from crawlapp.core.urls import url_hash
@@ -104,22 +104,21 @@ def _points_at_original(page: Page, batch: dict[str, Page], rows: dict[str, Page
     """Whether a copy's original still is one with its content once the batch is stored: as
     the batch has it when it is one of the batch's originals (the claim the copy found may be
     one an earlier fetch of that page made, of other content), else as the database has it
-    now (a page still 'queued' is on its way to being stored: taken on trust)."""
+    now. An original still 'queued' is not taken on trust: its batch may be on its way, or it
+    may have been queued again (its claims released, its copies handed over before this one
+    was written); the copy looks it up again, and the index tells which."""
     original = batch.get(page.duplicate_of or "")
     if original is not None:
         return _same_content(page, original.content_hash, original.simhash, max_distance)
     target = rows.get(page.duplicate_of or "")
-    if target is None:
-        return False
-    if target.status == Status.QUEUED:
-        return True
-    return target.original and _same_content(page, target.content_hash, target.fingerprint,
-                                             max_distance)
+    return target is not None and target.original and _same_content(
+        page, target.content_hash, target.fingerprint, max_distance)
 
 
 def recheck(ctx: Context, pages: list[Page], rows: dict[str, PageRow]) -> list[str]:
     """Copies whose original changed after the dedup stage looked (a batch stored or took it
-    down since, or this batch stores other content for it) are claimed again: an exact copy
+    down since, or this batch stores other content for it) or is not stored yet are claimed
+    again: an exact copy
     (it carries its body) as in the dedup stage, a near copy only by looking up another
     original. Returns the near copies left without one: their body is gone, they must be
     fetched again."""
