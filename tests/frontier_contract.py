@@ -392,3 +392,25 @@ class FrontierContract:
         assert f.release([Release(again[0], NOW + 6)]) == 0
         back, _ = lease_all(f, NOW + 200, per_lease=4)
         assert [lease.url for lease in back] == ["http://a.com/4", "http://a.com/2"]
+
+    def test_a_dispatch_asked_again_by_its_call_gives_the_same_leases(
+            self, make: MakeFrontier) -> None:
+        """A dispatch whose reply was lost (a failover) is asked again by the same call: each
+        shard it had leased gives the same leases again, and leases nothing more; a new call
+        leases as usual."""
+        f = make(shards=2)
+        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.5) for h in "abcd" for i in range(2)], NOW)
+
+        def dispatch(call: str, now: float) -> list[Lease]:
+            leases, _ = f.dispatch(range(f.shards), now, max_hosts=10, lease_seconds=60,
+                                   max_leased=100, call=call)
+            return [lease for batch in leases.values() for lease in batch]
+
+        first = dispatch("one", NOW)
+        assert sorted(lease.host for lease in first) == ["a.com", "b.com", "c.com", "d.com"]
+        assert dispatch("one", NOW + 1) == first
+        assert f.release([Release(lease, NOW + 2) for lease in first]) == 4
+        assert dispatch("two", NOW + 1) == []  # each host waits for its next time
+        second = dispatch("three", NOW + 2)
+        assert {lease.url for lease in second}.isdisjoint({lease.url for lease in first})
+        assert len(second) == 4 and dispatch("three", NOW + 2) == second

@@ -227,6 +227,8 @@ class MemoryFrontier:
         self.shards = shards
         self._shards = [_Shard() for _ in range(shards)]
         self._dispatches = itertools.count()
+        # each shard's last dispatch: its call, and what it gave (replayed to that call)
+        self._last: dict[int, tuple[str, float | None, list[tuple[str, str, str, float]]]] = {}
         self._lock = threading.Lock()  # each operation is atomic, as a Lua script is
         self._alive = False
 
@@ -248,18 +250,23 @@ class MemoryFrontier:
 
     def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,
                  lease_seconds: float, max_leased: int, lookahead: float = 0.0,
-                 due_by: float | None = None, per_lease: int = 1
+                 due_by: float | None = None, per_lease: int = 1, call: str | None = None
                  ) -> tuple[dict[int, list[Lease]], float | None]:
         due_by = now + lookahead if due_by is None else due_by
         leases: dict[int, list[Lease]] = {}
         next_ready: float | None = None
         with self._lock:
-            call = next(self._dispatches)
+            call = call or str(next(self._dispatches))
             for shard in shards:
-                first, got = self._shards[shard].dispatch(
-                    now, max_hosts=max_hosts, lease=lease_seconds, max_leased=max_leased,
-                    token_prefix=f"{call}.{shard}", horizon=now + lookahead, due_by=due_by,
-                    per_lease=per_lease)
+                last = self._last.get(shard)
+                if last is not None and last[0] == call:
+                    first, got = last[1], last[2]
+                else:
+                    first, got = self._shards[shard].dispatch(
+                        now, max_hosts=max_hosts, lease=lease_seconds, max_leased=max_leased,
+                        token_prefix=f"{call}.{shard}", horizon=now + lookahead,
+                        due_by=due_by, per_lease=per_lease)
+                    self._last[shard] = (call, first, got)
                 if first is not None:
                     next_ready = first if next_ready is None else min(next_ready, first)
                 for host, token, member, not_before in got:

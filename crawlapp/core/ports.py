@@ -39,7 +39,7 @@ class Frontier(Protocol):
 
     def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,
                  lease_seconds: float, max_leased: int, lookahead: float = 0.0,
-                 due_by: float | None = None, per_lease: int = 1
+                 due_by: float | None = None, per_lease: int = 1, call: str | None = None
                  ) -> tuple[dict[int, list[Lease]], float | None]:
         """Hand expired leases' URLs back (every URL of each), bring back parked hosts whose
         time came, then lease each shard's hosts ready by now + lookahead (their best URL
@@ -48,7 +48,11 @@ class Frontier(Protocol):
         than `max_hosts` hosts are leased, each lease takes up to `per_lease` of its host's
         best URLs, the batch at most `max_hosts` URLs in all. Returns the leases by shard (a
         Lease per URL; those of one host share its token and not_before, in the order to
-        fetch them) and the earliest next ready time of a host not leased."""
+        fetch them) and the earliest next ready time of a host not leased.
+
+        `call` names the dispatch: asked again by the same call (its reply was lost), a
+        shard whose last dispatch was that call's gives the same leases and changes nothing
+        (within a lease period); the other shards dispatch as usual."""
         ...
 
     def boost(self, scores: Mapping[str, float]) -> None:

@@ -42,10 +42,15 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
         # the dispatcher looks again as soon as it may: a batch ending rings no bell).
         return 0, now
     due_by = now + (settings.dispatch_lookahead if due_within is None else due_within)
-    leases, next_ready = ctx.frontier.dispatch(
+    # Ridden through a failover as one call: a shard whose leases were taken before the
+    # reply was lost (a master killed, a connection cut; the other shards' replies with it)
+    # gives them again to the same call, instead of holding its hosts until they expire.
+    call = uuid.uuid4().hex[:12]
+    leases, next_ready = ctx.steady(lambda: ctx.frontier.dispatch(
         range(settings.shards), now, max_hosts=settings.batch_size,
         lease_seconds=settings.lease_seconds, max_leased=settings.max_leased_per_shard,
-        lookahead=settings.dispatch_lookahead, due_by=due_by, per_lease=settings.urls_per_lease)
+        lookahead=settings.dispatch_lookahead, due_by=due_by, per_lease=settings.urls_per_lease,
+        call=call), "dispatching")
     failed: Exception | None = None
     for shard, batch in leases.items():
         try:

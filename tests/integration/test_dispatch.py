@@ -1,15 +1,19 @@
-"""The dispatcher on the real Redis and database: backpressure from batches in flight."""
+"""The dispatcher on the real Redis and database: backpressure from batches in flight, a
+dispatch whose reply was lost, lost batches."""
 
 from __future__ import annotations
 
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db.engine import upgrade
+from crawlapp.core.ports import Frontier
 from crawlapp.core.records import Lease, Release
 from crawlapp.core.settings import load_settings
 from crawlapp.ops import dispatcher
@@ -61,6 +65,40 @@ def test_a_batch_that_cannot_be_sent_gives_its_leases_back_at_once(tmp_path: Pat
     sent: list[Lease] = []
     dispatch_once(ctx, lambda shard, batch_id, leases: sent.extend(leases))
     assert sorted(lease.url for lease in sent) == sorted(lease.url for lease in tried[0])
+
+
+class _LosesFirstReply:
+    """A frontier whose first dispatch is made but its reply lost (a master killed after
+    the scripts ran, a connection cut)."""
+
+    def __init__(self, frontier: Frontier) -> None:
+        self.frontier = frontier
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.frontier, name)
+
+    def dispatch(self, *args: Any, **kwargs: Any) -> Any:
+        got = self.frontier.dispatch(*args, **kwargs)
+        self.calls.append(kwargs["call"])
+        if len(self.calls) == 1:
+            raise redis.ConnectionError("Connection reset by peer")
+        return got
+
+
+def test_a_dispatch_whose_reply_was_lost_sends_the_leases_it_took(tmp_path: Path,
+                                                                  redis_url: str) -> None:
+    """Tried again by the same call, it gets the same leases: every host is sent, none held
+    until its lease expires."""
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="4")
+    add_seeds(ctx, [f"http://127.0.0.{i}:9/" for i in range(2, 10)])
+    lossy = _LosesFirstReply(ctx.frontier)
+    ctx.__dict__["frontier"] = lossy
+    sent: list[Lease] = []
+    dispatch_once(ctx, lambda shard, batch_id, leases: sent.extend(leases))
+    assert len(lossy.calls) == 2 and lossy.calls[0] == lossy.calls[1]
+    assert sorted(lease.host for lease in sent) == sorted(f"127.0.0.{i}:9" for i in range(2, 10))
+    assert dispatch_once(ctx, lambda shard, batch_id, leases: sent.extend(leases))[0] == 0
 
 
 def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,

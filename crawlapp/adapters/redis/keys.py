@@ -67,7 +67,11 @@ QUEUE = Key("{P:f:<shard>}:q:<host>", "zset", "a host's URLs: \"depth[.hops]<TAB
             "-> score, lowest first")
 BOOST = Key("{P:f:<shard>}:boost", "hash", "host -> authority: the first hosts leased when more "
             "are due than a dispatch takes")
-FRONTIER = (READY, IDLE, LEASES, TOKEN, LEASED, PARKED, WHY, PAUSED, FAILS, QUEUED, QUEUE, BOOST)
+DISPATCHED = Key("{P:f:<shard>}:dispatched", "string", "the shard's last dispatch: its call "
+                 "and its reply (MessagePack), replayed to that call tried again after its "
+                 "reply was lost; expires after a lease period")
+FRONTIER = (READY, IDLE, LEASES, TOKEN, LEASED, PARKED, WHY, PAUSED, FAILS, QUEUED, QUEUE, BOOST,
+            DISPATCHED)
 
 # The frontier, global.
 ALIVE = Key("P:alive", "string", "time of the last rebuild (the first start's included): Redis "

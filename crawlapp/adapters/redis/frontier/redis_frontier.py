@@ -65,6 +65,7 @@ class ShardKeys:
     queued: str
     queues: str  # a host's queue is this prefix followed by the host
     boost: str
+    dispatched: str
 
     @classmethod
     def of(cls, prefix: str, shard: int) -> ShardKeys:
@@ -75,7 +76,7 @@ class ShardKeys:
                    token=key(keys.TOKEN), leased=key(keys.LEASED), parked=key(keys.PARKED),
                    why=key(keys.WHY), paused=key(keys.PAUSED), fails=key(keys.FAILS),
                    queued=key(keys.QUEUED), queues=keys.QUEUE.of(prefix, shard=shard, host=""),
-                   boost=key(keys.BOOST))
+                   boost=key(keys.BOOST), dispatched=key(keys.DISPATCHED))
 
     def queue(self, host: str) -> str:
         return self.queues + host
@@ -131,21 +132,22 @@ class RedisFrontier:
 
     def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,
                  lease_seconds: float, max_leased: int, lookahead: float = 0.0,
-                 due_by: float | None = None, per_lease: int = 1
+                 due_by: float | None = None, per_lease: int = 1, call: str | None = None
                  ) -> tuple[dict[int, list[Lease]], float | None]:
         """Lease hosts of each shard ready by now + lookahead, once full or due by `due_by`,
-        up to `per_lease` URLs each when fewer than `max_hosts` hosts are leased.
+        up to `per_lease` URLs each when fewer than `max_hosts` hosts are leased. A shard
+        asked again by the same `call` gives the leases it gave it (ports.Frontier).
 
         Returns the leases (one per URL) and the earliest next ready time of a host not leased.
         """
         due_by = now + lookahead if due_by is None else due_by
         shards = list(shards)
-        token = uuid.uuid4().hex[:12]
+        token = call or uuid.uuid4().hex[:12]
         pipe = self.client.pipeline(transaction=False)
         for shard in shards:
             k = self._keys[shard]
             scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
-                                    k.queued, k.queues, k.boost],
+                                    k.queued, k.queues, k.boost, k.dispatched],
                              [now, max_hosts, lease_seconds, max_leased, f"{token}.{shard}",
                               lookahead, due_by, per_lease])
         leases: dict[int, list[Lease]] = {}
@@ -371,7 +373,7 @@ class RedisFrontier:
         pipe = self.client.pipeline(transaction=False)
         for k in shards.values():
             scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
-                                    k.queued, k.queues, k.boost],
+                                    k.queued, k.queues, k.boost, k.dispatched],
                              [now, 0, 0, 0, "", 0, now, 1])  # leases no host
             pipe.zcard(k.leases)
         held = sum(int(n) for n in self._acks.execute(

@@ -114,8 +114,12 @@ redis.call('INCRBY', queued, added)
 return added
 """)
 
-# KEYS: ready, idle, leases, token, leased, parked, why, queued, host queue prefix, boost
+# KEYS: ready, idle, leases, token, leased, parked, why, queued, host queue prefix, boost,
+#       dispatched
 # ARGV: now, max_hosts, lease_seconds, max_leased, token_prefix, lookahead, due_by, per_lease
+# The token prefix names the call: called again with the one of the shard's last dispatch
+# (its reply was lost: a failover, a connection cut), it returns that dispatch's reply and
+# changes nothing, so the caller gets the leases it took instead of leaving them to expire.
 # First returns the URLs of expired leases to their queues, brings back parked hosts whose
 # time has come and forgets idle times that have passed. Then leases up to max_hosts hosts
 # whose next time is at most now + lookahead, while fewer than max_leased hosts are leased,
@@ -137,6 +141,16 @@ local now = tonumber(ARGV[1])
 local max_hosts, lease, max_leased = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_prefix, horizon, due_by = ARGV[5], now + tonumber(ARGV[6]), tonumber(ARGV[7])
 local per_lease = tonumber(ARGV[8])
+local dispatched = KEYS[11]
+if token_prefix ~= '' then
+  local last = redis.call('GET', dispatched)
+  if last then
+    local cut = string.find(last, '\\n', 1, true)
+    if string.sub(last, 1, cut - 1) == token_prefix then
+      return cmsgpack.unpack(string.sub(last, cut + 1))
+    end
+  end
+end
 """ + _END_LEASE + """
 local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, 1000)
 for _, host in ipairs(expired) do
@@ -218,6 +232,10 @@ if room > 0 then
 end
 local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
 if #first > 0 then out[1] = first[2] end
+if token_prefix ~= '' then
+  redis.call('SET', dispatched, token_prefix .. '\\n' .. cmsgpack.pack(out), 'EX',
+             math.max(1, math.ceil(lease)))
+end
 return out
 """)
 
