@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import os
 import re
@@ -30,6 +29,7 @@ from crawlapp.core.decoding import (
 )
 from crawlapp.core.netguard import refusal_reason
 from crawlapp.core.records import Fetched, FetchError
+from crawlapp.core.scope import is_address
 from crawlapp.core.settings import TLS_VERIFY_OFF, Settings
 
 T = TypeVar("T")
@@ -179,12 +179,7 @@ class Fetcher:
         """
         if self.dns is None:
             return host, None
-        try:
-            ipaddress.ip_address(host)
-            literal = True
-        except ValueError:
-            literal = False
-        if literal:
+        if is_address(host):
             reason = refusal_reason(host, self.settings.allowed_networks)
             return (None, reason) if reason else (host, None)
         if not valid_host_name(host):

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from functools import lru_cache
 
 from crawlapp.core.records import FetchError
 from crawlapp.core.setting_values import IPNetwork
 
 
-def refusal_reason(address: str, allowed: Iterable[IPNetwork]) -> FetchError | None:
-    """None if `address` may be fetched, else why not (private, loopback, ...)."""
+@lru_cache(maxsize=1 << 14)
+def refusal_reason(address: str, allowed: tuple[IPNetwork, ...]) -> FetchError | None:
+    """None if `address` may be fetched, else why not (private, loopback, ...). Remembered
+    per address: every request is checked, and a crawl asks the same servers again and
+    again."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:

@@ -58,8 +58,10 @@ def hostname(host: str) -> str:
     return host.rpartition(":")[0].rstrip(".") if ":" in host else host.rstrip(".")
 
 
+@lru_cache(maxsize=65536)
 def is_address(host: str) -> bool:
-    """Whether a host name is an IP address (without brackets or port)."""
+    """Whether a host name is an IP address (without brackets or port); remembered, as the
+    fetch stage asks it of every request."""
     try:
         ipaddress.ip_address(host)
     except ValueError:

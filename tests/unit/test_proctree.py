@@ -1,5 +1,6 @@
 """Process trees read from /proc: the CPU of processes that ended counts (reaped by one of
-the tree or not), and the peak memory is shared out by kind of process."""
+the tree or not), and the peak memory is shared out by kind of process (its PSS read only
+when the tree's RSS grew)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+from crawlapp.adapters import proctree
 from crawlapp.adapters.proctree import TreeCpu, TreePeak
 
 BURN = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass"
@@ -48,3 +52,25 @@ def test_tree_peak_shares_the_memory_by_kind() -> None:
         child.wait()
     assert peak.shares.keys() == {"tests", "child"} and peak.shares["child"] > 1 << 20
     assert peak.peak == sum(peak.shares.values())
+
+
+def test_tree_peak_reads_pss_only_when_the_trees_rss_grew_a_sixteenth(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    read: list[int] = []
+    monkeypatch.setattr(proctree, "pss", lambda pid, fallback: read.append(pid) or fallback)
+    peak = TreePeak(os.getpid(), lambda pid: None)
+    peak.read()
+    assert read == [os.getpid()] and peak.peak > 0
+    read.clear()
+    peak._rss += 1 << 40  # as if the tree had been far bigger at an earlier reading
+    peak.read()
+    assert read == []
+    peak._rss = 1 << 30  # now bigger than the tree by less than a sixteenth
+    me = proctree.processes()[os.getpid()]
+    monkeypatch.setattr(proctree, "processes", lambda: {
+        os.getpid(): me._replace(rss=(1 << 30) + (1 << 25))})
+    peak.read()
+    assert read == []
+    peak._rss = 0
+    peak.read()
+    assert read == [os.getpid()]

@@ -44,7 +44,7 @@ import hashlib
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -286,12 +286,14 @@ class DedupIndex:
                 fingerprints.append(h.fingerprint)
         self._band_write(BAND_ADD, fingerprints, pipe)
 
-    def _band_write(self, script: Lua, fingerprints: Iterable[int], pipe: Pipeline) -> None:
+    def _band_write(self, script: Lua, fingerprints: Iterable[int], pipe: Pipeline,
+                    known: Mapping[int, list[Slot]] | None = None) -> None:
         """Add (BAND_ADD) or cut (BAND_DROP) each fingerprint under its band values, one script
-        per band field, on `pipe`, which it sends."""
+        per band field, on `pipe`, which it sends. `known`: band slots already worked out."""
         by_slot: dict[Slot, list[bytes]] = defaultdict(list)
         for fp in fingerprints:
-            for slot in self.band_slots(fp):
+            slots = known.get(fp) if known is not None else None
+            for slot in slots if slots is not None else self.band_slots(fp):
                 by_slot[slot].append(fp.to_bytes(8, "big"))
         for (key, field), values in by_slot.items():
             script(pipe, [key], [field, *values])
@@ -440,4 +442,4 @@ class _Filing:
             pipe.hset(*index.claim_slot(content_hash), _owner(owner))
         for fp, owner in self.new_fingerprints.items():
             pipe.hsetnx(*index.fingerprint_slot(fp), _owner(owner))
-        index._band_write(BAND_ADD, self.new_fingerprints, pipe)
+        index._band_write(BAND_ADD, self.new_fingerprints, pipe, self.slots)
