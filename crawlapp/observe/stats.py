@@ -23,7 +23,8 @@ from crawlapp.core.urls import host_of
 
 def render_summary(counts: dict[str, int], stage_cpu: dict[str, float]) -> dict[str, Any]:
     """Pages through the render stage, rendered or not (by error), their wall and CPU time
-    (browser included), sub-requests fetched and refused (by reason). Pure."""
+    (browser included), sub-requests fetched and refused (by reason), robots.txt files of
+    other hosts fetched for them. Pure."""
     render = {k.removeprefix("render:"): v for k, v in counts.items() if k.startswith("render:")}
     pages = render.get("pages", 0)
     return {
@@ -36,6 +37,7 @@ def render_summary(counts: dict[str, int], stage_cpu: dict[str, float]) -> dict[
         "cpu_seconds": round(stage_cpu.get("render", 0.0), 3),
         "subrequests": render.get("subrequests", 0),
         "cached": render.get("cached", 0),
+        "robots_learned": render.get("robots_learned", 0),
         "refused": {k.removeprefix("refused_"): v for k, v in render.items()
                     if k.startswith("refused_")},
     }

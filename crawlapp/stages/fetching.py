@@ -30,9 +30,8 @@ from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.render_rule import shares_slots, wants_render
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer, robots_url
 from crawlapp.core.scope import hostname, is_address
-from crawlapp.core.sitemaps import default_sitemap
-from crawlapp.core.urls import origin_of, request_urls
-from crawlapp.stages.pages import apply_fetch, blocked, page_for, robots_page
+from crawlapp.core.urls import origin_of
+from crawlapp.stages.pages import apply_fetch, blocked, page_for, robots_page, sitemap_links
 from crawlapp.stages.releasing import EarlyRelease, EarlySlotReturn, chain_rule
 from crawlapp.stages.tallies import fetch_counts
 
@@ -99,18 +98,6 @@ async def fetch_chain(leases: list[Lease], get: Callable[[Lease], Awaitable[Fetc
             break
         start = after_this
     return results
-
-
-def sitemap_links(origin: str, policy: RobotsPolicy) -> list[str]:
-    """The sitemap URLs a robots.txt names; /sitemap.xml when it names none. Pure."""
-    if policy.mode == "rules":
-        named = policy.sitemaps() or [default_sitemap(origin)]
-    elif policy.mode == "allow_all":
-        named = [default_sitemap(origin)]
-    else:
-        return []
-    links, _ = request_urls(named)
-    return links
 
 
 def _robots_policy(result: Fetched, before: RobotsPolicy | None) -> RobotsPolicy:

@@ -8,7 +8,9 @@ import hashlib
 from base64 import b32encode
 
 from crawlapp.core.records import Fetched, Lease, Link, Page, RobotsAnswer, Status, with_note
-from crawlapp.core.urls import url_hash
+from crawlapp.core.robots import RobotsPolicy
+from crawlapp.core.sitemaps import default_sitemap
+from crawlapp.core.urls import request_urls, url_hash
 
 GZIP_LEVEL = 1  # compressed once, in the fetch stage: speed over a few % of size
 
@@ -87,6 +89,18 @@ def robots_page(fetched: Fetched, host: str, sitemaps: list[str], robots: Robots
         _keep_raw(page, fetched.body)
         _keep_exchange(page, fetched)
     return page
+
+
+def sitemap_links(origin: str, policy: RobotsPolicy) -> list[str]:
+    """The sitemap URLs a robots.txt names; /sitemap.xml when it names none. Pure."""
+    if policy.mode == "rules":
+        named = policy.sitemaps() or [default_sitemap(origin)]
+    elif policy.mode == "allow_all":
+        named = [default_sitemap(origin)]
+    else:
+        return []
+    links, _ = request_urls(named)
+    return links
 
 
 def _keep_raw(page: Page, body: bytes) -> None:

@@ -8,9 +8,11 @@ fetch first). When fetches hold politeness slots (core/render_rule.shares_slots:
 than the host, or other hosts allowed), each sub-request also holds its key's slot, as a
 fetch does, so that another host is asked one request at a time and a delay apart across
 fetch workers and browsers; one that cannot have it within the page's budget is refused
-('politeness'). Each sub-request passes the denylist, robots.txt (policies of origins already
-learned; an origin whose robots.txt is not known is refused) and the SSRF guard of the
-fetcher.
+('politeness'). Each sub-request passes the denylist, robots.txt and the SSRF guard of the
+fetcher. An origin whose robots.txt is not known yet (another allowed host the crawl has not
+reached) has it fetched first, in its host's turn, once a batch: an answer that stands (2xx,
+4xx) is cached and recorded as the fetch stage does it; one that does not (no answer, 5xx, a
+redirect) refuses the origin's requests ('robots_unknown') and leaves it to the fetch stage.
 """
 
 from __future__ import annotations
@@ -30,14 +32,15 @@ from crawlapp.adapters.browser.cdp import find_chromium
 from crawlapp.adapters.browser.renderer import Answer, HostSlots, Rendered, Renderer
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop
+from crawlapp.adapters.redis import robots_cache
 from crawlapp.core.politeness import politeness_key
 from crawlapp.core.records import Fetched, Handover, Page, Release
 from crawlapp.core.render_rule import shares_slots
-from crawlapp.core.robots import RobotsPolicy, effective_delay
+from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer
 from crawlapp.core.scope import hostname, is_address
 from crawlapp.core.settings import Settings
 from crawlapp.core.urls import host_of, origin_of
-from crawlapp.stages.pages import GZIP_LEVEL, body_of
+from crawlapp.stages.pages import GZIP_LEVEL, body_of, robots_page, sitemap_links
 
 log = logging.getLogger(__name__)
 RENDERED_TYPE = "text/html; charset=utf-8"
@@ -177,6 +180,9 @@ class _Answers:
         self.slots = slots
         self.cached = 0  # answers served from the cache
         self.origins: dict[str, str] = {}  # host -> the origin its robots.txt is of
+        self.learned: list[tuple[str, Fetched, RobotsPolicy]] = []  # (host, answer, policy)
+        self._asking: dict[str, asyncio.Lock] = {}  # origin -> held while its robots.txt is asked
+        self._asked: set[str] = set()  # origins whose robots.txt was asked (answer or not)
 
     async def answer(self, url: str, sent_origin: str | None, deadline: float) -> Answer:
         """Check a sub-request, then fetch it in its host's turn (the browser's Origin header
@@ -188,6 +194,14 @@ class _Answers:
             if self.ctx.denylist.denied_hosts([host]):
                 return "denylist"
         policy = self.policies.get(origin)
+        if policy is None and origin not in self._asked:
+            # Asked by the request that needs it first (so cancelled with it when its render
+            # ends), the others waiting for the answer.
+            async with self._asking.setdefault(origin, asyncio.Lock()):
+                if origin not in self._asked:
+                    await self._robots(origin, host, deadline)
+                    self._asked.add(origin)
+            policy = self.policies.get(origin)
         if policy is None or policy.mode == "redirect":
             return "robots_unknown"
         if not policy.allowed(url, self.ctx.settings.product_token):
@@ -204,6 +218,19 @@ class _Answers:
         _CACHE.put(result, sent_origin)
         return result
 
+    async def _robots(self, origin: str, host: str, deadline: float) -> None:
+        """Ask the origin's robots.txt in its host's turn; its policy kept (in `policies`
+        and `learned`) when the answer stands: 2xx or 4xx."""
+        got = await self.slots.run(host, lambda: self.fetcher.get(
+            f"{origin}/robots.txt", max_bytes=MAX_ROBOTS_BYTES, truncate=True), deadline)
+        if got is None:
+            return
+        policy = robots_answer(got.url, got.status, got.error, got.body,
+                               got.headers.get("location"), 0)
+        if policy.mode in ("rules", "allow_all"):
+            self.policies[origin] = policy
+            self.learned.append((host, got, policy))
+
     def delay(self, host: str) -> float:
         """The host's delay after a request: its robots.txt's Crawl-delay or the default."""
         policy = self.policies.get(self.origins.get(host, f"http://{host}"))
@@ -215,9 +242,9 @@ class _Answers:
 
 async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
                       policies: dict[str, RobotsPolicy | None]
-                      ) -> tuple[list[tuple[Rendered, float]], int]:
+                      ) -> tuple[list[tuple[Rendered, float]], _Answers]:
     """Render the held pages one after the other; each page's host's next time after it,
-    and how many sub-requests the cache answered."""
+    and the sub-requests' answers (how many the cache gave, robots.txt files learned)."""
     settings = ctx.settings
     renderer = _renderer(settings)
     answers: _Answers
@@ -240,7 +267,7 @@ async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
             page.url, body_of(page), page.content_type or "text/html",
             answer, settings.render_timeout, settings.render_other_hosts)
         out.append((rendered, slots.next_time[handover.lease.host]))
-    return out, answers.cached
+    return out, answers
 
 
 def render_batch(ctx: Context, handovers: list[Handover]) -> list[Page]:
@@ -252,7 +279,7 @@ def render_batch(ctx: Context, handovers: list[Handover]) -> list[Page]:
     held = [h for h, f in zip(handovers, held_failures, strict=True) if f is not None]
     policies = ctx.robots.load({origin_of(h.lease.url) for h in held})
     try:
-        results, cached = run_on_fetch_loop(
+        results, answers = run_on_fetch_loop(
             settings, ctx.dns_cache, lambda fetcher: _render_all(ctx, fetcher, held, policies))
     except BaseException:
         # Give the hosts back at the time the fetch set; the URLs are handled (fetched).
@@ -261,8 +288,9 @@ def render_batch(ctx: Context, handovers: list[Handover]) -> list[Page]:
     ctx.frontier.release([Release(h.lease, max(h.next_time, next_time), False, h.failures)
                           for h, (_, next_time) in zip(held, results, strict=True)])
     counts: Counter[str] = Counter({"render:lease_lost": len(handovers) - len(held),
-                                    "render:cached": cached})
-    pages = []
+                                    "render:cached": answers.cached,
+                                    "render:robots_learned": len(answers.learned)})
+    pages = _learned_robots(ctx, answers.learned)
     for handover, (rendered, _) in zip(held, results, strict=True):
         pages.append(apply_render(handover.page, rendered, settings.render_store_raw))
         counts["render:pages"] += 1
@@ -273,6 +301,19 @@ def render_batch(ctx: Context, handovers: list[Handover]) -> list[Page]:
         counts.update({f"render:refused_{k}": v for k, v in rendered.refused.items()})
     ctx.counters.bump(counts)
     return pages
+
+
+def _learned_robots(ctx: Context, learned: list[tuple[str, Fetched, RobotsPolicy]]
+                    ) -> list[Page]:
+    """Cache the robots.txt files renders fetched, and make their records (stored and their
+    sitemaps queued downstream, as the fetch stage's)."""
+    if not learned:
+        return []
+    ctx.robots.save({origin_of(got.url): policy for _, got, policy in learned})
+    ua = ctx.settings.product_token
+    return [robots_page(got, host, sitemap_links(origin_of(got.url), policy),
+                        robots_cache.record(origin_of(got.url), policy, ua))
+            for host, got, policy in learned]
 
 
 def close_renderer() -> None:

@@ -251,11 +251,12 @@ def test_subresource_cache_keeps_successes_only() -> None:
 def test_render_summary() -> None:
     counts = {"render:pages": 4, "render:rendered": 3, "render:error_timeout": 1,
               "render:ms": 8000, "render:subrequests": 6, "render:cached": 2,
-              "render:refused_type": 5, "render:refused_other_host": 1, "pages:fetched": 9}
+              "render:robots_learned": 1, "render:refused_type": 5,
+              "render:refused_other_host": 1, "pages:fetched": 9}
     summary = render_summary(counts, {"render": 3.5, "fetch": 1.0})
     assert summary == {"pages": 4, "rendered": 3, "errors": {"timeout": 1}, "lease_lost": 0,
                        "seconds": 8.0, "seconds_per_page": 2.0, "cpu_seconds": 3.5,
-                       "subrequests": 6, "cached": 2,
+                       "subrequests": 6, "cached": 2, "robots_learned": 1,
                        "refused": {"type": 5, "other_host": 1}}
     assert render_summary({}, {})["seconds_per_page"] == 0.0
 

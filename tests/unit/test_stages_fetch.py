@@ -30,9 +30,8 @@ from crawlapp.stages.fetching import (
     fetch_chain,
     host_chains,
     plan_batch,
-    sitemap_links,
 )
-from crawlapp.stages.pages import apply_fetch, page_for
+from crawlapp.stages.pages import apply_fetch, page_for, sitemap_links
 from crawlapp.stages.releasing import EarlyRelease, EarlySlotReturn, chain_rule
 from tests.mock_web import Handler, answer, mock_fetcher, site
 
