@@ -79,12 +79,12 @@ def _render_cpu() -> float:
     return browser_cpu() + _fetch_loop_cpu()
 
 
-def _started(batch_id: str, fetched: bool = True) -> Context:
-    """The batch in flight for another while (`_in_flight`), marked through a Redis failover:
-    a stage that failed on it would be tried again only after its backoff, by which time its
-    batch may be taken for lost and its pages fetched again."""
+def _started(batch_id: str) -> Context:
+    """The fetched batch in flight for another while (`_in_flight`), marked through a Redis
+    failover: a stage that failed on it would be tried again only after its backoff, by which
+    time its batch may be taken for lost and its pages fetched again."""
     ctx = get_context()
-    _in_flight(ctx, batch_id, fetched)
+    _in_flight(ctx, batch_id, fetched=True)
     return ctx
 
 
@@ -97,6 +97,16 @@ def _in_flight(ctx: Context, batch_id: str, fetched: bool) -> None:
     cost it its pages."""
     seconds = ctx.settings.lease_seconds + (BACKOFF_MAX if fetched else 0)
     ctx.steady(lambda: ctx.batches.track(batch_id, time.time() + seconds), f"batch {batch_id}")
+
+
+def _taken_up(batch_id: str, stage: str) -> Context:
+    """A fetch or render taken up (`_take_up`), then its batch in flight: a copy dropped
+    must not mark a batch in flight again once its run has ended it (the crawl would wait
+    a lease period for a batch nothing holds)."""
+    ctx = get_context()
+    _take_up(ctx, batch_id, stage)
+    _in_flight(ctx, batch_id, fetched=False)
+    return ctx
 
 
 def _take_up(ctx: Context, batch_id: str, stage: str) -> None:
@@ -119,8 +129,7 @@ def _take_up(ctx: Context, batch_id: str, stage: str) -> None:
 @timed("fetch", elsewhere=_fetch_loop_cpu)
 def fetch(batch_id: str, leases: Wire) -> Wire:
     from crawlapp.stages.fetching import fetch_batch  # imported here: see STAGE_MODULES
-    ctx = _started(batch_id, fetched=False)
-    _take_up(ctx, batch_id, "fetch")
+    ctx = _taken_up(batch_id, "fetch")
     pages, retried, handovers = fetch_batch(ctx, [Lease.from_wire(raw) for raw in leases])
     counts = Counter(p.status for p in pages if p.status != Status.RETRIED) + Counter(
         h.page.status for h in handovers)  # answers to retry are fetch:retried
@@ -141,8 +150,7 @@ def fetch(batch_id: str, leases: Wire) -> Wire:
 def render(batch_id: str, handovers: Wire) -> Wire:
     """Render the pages handed over by a fetch batch, under their leases."""
     from crawlapp.stages.rendering import render_batch  # imported here: see STAGE_MODULES
-    ctx = _started(batch_id, fetched=False)
-    _take_up(ctx, batch_id, "render")
+    ctx = _taken_up(batch_id, "render")
     return _wire(render_batch(ctx, [Handover.from_wire(raw) for raw in handovers]))
 
 

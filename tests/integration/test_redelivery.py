@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from crawlapp.adapters.context import Context
@@ -101,3 +102,19 @@ def test_every_stage_delivered_twice_changes_nothing(tmp_path: Path, redis_url: 
     assert drain(ctx) == len(expected)
     assert drain(ctx) == 0
     assert counts(ctx)["frontier"] == len(expected)
+
+
+def test_a_fetch_delivered_again_after_its_batch_ended_leaves_it_ended(
+        tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker cut loses a fetch's acknowledgement: its message comes back while its run's
+    record holds, and the copy is dropped without marking the batch in flight again (the
+    crawl waited a lease period for a batch that nothing held)."""
+    from crawlapp.app import stages
+
+    ctx = Context(load_settings({"CRAWL_DATA_DIR": str(tmp_path),
+                                 "CRAWL_REDIS_URL": redis_url}))
+    monkeypatch.setattr(stages, "get_context", lambda: ctx)
+    assert stages.fetch.apply(args=("b1", [])).successful()
+    ctx.batches.finish("b1")  # its chain ran to its end
+    again = stages.fetch.apply(args=("b1", []))
+    assert again.state == "IGNORED" and ctx.batches.in_flight() == 0
