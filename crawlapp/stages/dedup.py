@@ -118,10 +118,9 @@ def _points_at_original(page: Page, batch: dict[str, Page], rows: dict[str, Page
 def recheck(ctx: Context, pages: list[Page], rows: dict[str, PageRow]) -> list[str]:
     """Copies whose original changed after the dedup stage looked (a batch stored or took it
     down since, or this batch stores other content for it) or is not stored yet are claimed
-    again: an exact copy
-    (it carries its body) as in the dedup stage, a near copy only by looking up another
-    original. Returns the near copies left without one: their body is gone, they must be
-    fetched again."""
+    again: an exact copy (it carries its body) as in the dedup stage, a near copy only by
+    looking up another original. Returns the near copies left without one: their body is
+    gone, they must be fetched again."""
     max_distance = ctx.settings.near_duplicate_bits
     originals = {p.url_hash: p for p in pages if p.content_hash and not p.content_dedup
                  and not p.unstored}
