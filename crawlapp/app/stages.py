@@ -100,19 +100,14 @@ def _in_flight(ctx: Context, batch_id: str, fetched: bool) -> None:
 
 
 def _taken_up(batch_id: str, stage: str) -> Context:
-    """A fetch or render taken up (`_take_up`), then its batch in flight: a copy dropped
-    must not mark a batch in flight again once its run has ended it (the crawl would wait
-    a lease period for a batch nothing holds)."""
+    """Take up a batch's fetch or render, then mark the batch in flight.
+
+    A second delivery while the first run may still hold its leases is ignored (acknowledged,
+    its chain ended): both would ask the same hosts at once. If the first run died, its leases
+    run out and its URLs come back through the frontier. The copy is dropped before it marks
+    the batch in flight: once the first run has ended the batch, the crawl would wait a lease
+    period for a batch nothing holds."""
     ctx = get_context()
-    _take_up(ctx, batch_id, stage)
-    _in_flight(ctx, batch_id, fetched=False)
-    return ctx
-
-
-def _take_up(ctx: Context, batch_id: str, stage: str) -> None:
-    """Ignore (acknowledge, and end its chain) a second delivery of a batch's fetch or render
-    while the first run may still hold its leases: both would ask the same hosts at once.
-    If the first run died, its leases run out and its URLs come back through the frontier."""
     attempt = app.current_task.request.retries or 0
     run = uuid.uuid4().hex  # one token through a failover's tries again
     if not ctx.steady(lambda: ctx.batches.take_up(batch_id, stage, attempt,
@@ -122,6 +117,8 @@ def _take_up(ctx: Context, batch_id: str, stage: str) -> None:
                     "dropped", batch_id, stage)
         ctx.counters.bump({"batches:delivered_twice": 1})
         raise Ignore()
+    _in_flight(ctx, batch_id, fetched=False)
+    return ctx
 
 
 @app.task(name="crawl.fetch")

@@ -28,10 +28,17 @@ from crawlapp.core.politeness import (
 from crawlapp.core.records import Fetched, Handover, Lease, Page, Release, Status
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.render_rule import shares_slots, wants_render
-from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer, robots_url
+from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_url
 from crawlapp.core.scope import hostname, is_address
 from crawlapp.core.urls import origin_of
-from crawlapp.stages.pages import apply_fetch, blocked, page_for, robots_page, sitemap_links
+from crawlapp.stages.pages import (
+    apply_fetch,
+    blocked,
+    page_for,
+    robots_page,
+    robots_policy,
+    sitemap_links,
+)
 from crawlapp.stages.releasing import EarlyRelease, EarlySlotReturn, chain_rule
 from crawlapp.stages.tallies import fetch_counts
 
@@ -98,12 +105,6 @@ async def fetch_chain(leases: list[Lease], get: Callable[[Lease], Awaitable[Fetc
             break
         start = after_this
     return results
-
-
-def _robots_policy(result: Fetched, before: RobotsPolicy | None) -> RobotsPolicy:
-    hops = before.redirect[0] if before is not None and before.mode == "redirect" else 0
-    return robots_answer(result.url, result.status, result.error, result.body,
-                         result.headers.get("location"), hops)
 
 
 async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
@@ -348,7 +349,7 @@ def _robots_answers(ctx: Context, ledger: LeaseLedger, leases: list[Lease],
     and nothing is cached, so that `frontier resume` asks for robots.txt again.
     """
     ua = ctx.settings.product_token
-    learned = {origin_of(lease.url): _robots_policy(r, ledger.policies.get(origin_of(lease.url)))
+    learned = {origin_of(lease.url): robots_policy(r, ledger.policies.get(origin_of(lease.url)))
                for lease, r in zip(leases, answers, strict=True)}
     ledger.learn(learned)
     pages: list[Page] = []

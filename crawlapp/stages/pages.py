@@ -8,7 +8,7 @@ import hashlib
 from base64 import b32encode
 
 from crawlapp.core.records import Fetched, Lease, Link, Page, RobotsAnswer, Status, with_note
-from crawlapp.core.robots import RobotsPolicy
+from crawlapp.core.robots import RobotsPolicy, robots_answer
 from crawlapp.core.sitemaps import default_sitemap
 from crawlapp.core.urls import request_urls, url_hash
 
@@ -89,6 +89,14 @@ def robots_page(fetched: Fetched, host: str, sitemaps: list[str], robots: Robots
         _keep_raw(page, fetched.body)
         _keep_exchange(page, fetched)
     return page
+
+
+def robots_policy(result: Fetched, before: RobotsPolicy | None = None) -> RobotsPolicy:
+    """The policy a robots.txt answer gives; `before`, the origin's policy when this answer
+    is a hop of its redirect."""
+    hops = before.redirect[0] if before is not None and before.mode == "redirect" else 0
+    return robots_answer(result.url, result.status, result.error, result.body,
+                         result.headers.get("location"), hops)
 
 
 def sitemap_links(origin: str, policy: RobotsPolicy) -> list[str]:

@@ -36,11 +36,11 @@ from crawlapp.adapters.redis import robots_cache
 from crawlapp.core.politeness import politeness_key
 from crawlapp.core.records import Fetched, Handover, Page, Release
 from crawlapp.core.render_rule import shares_slots
-from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay, robots_answer
+from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay
 from crawlapp.core.scope import hostname, is_address
 from crawlapp.core.settings import Settings
 from crawlapp.core.urls import host_of, origin_of
-from crawlapp.stages.pages import GZIP_LEVEL, body_of, robots_page, sitemap_links
+from crawlapp.stages.pages import GZIP_LEVEL, body_of, robots_page, robots_policy, sitemap_links
 
 log = logging.getLogger(__name__)
 RENDERED_TYPE = "text/html; charset=utf-8"
@@ -180,7 +180,8 @@ class _Answers:
         self.slots = slots
         self.cached = 0  # answers served from the cache
         self.origins: dict[str, str] = {}  # host -> the origin its robots.txt is of
-        self.learned: list[tuple[str, Fetched, RobotsPolicy]] = []  # (host, answer, policy)
+        # (origin, host, answer, policy) of each robots.txt learned
+        self.learned: list[tuple[str, str, Fetched, RobotsPolicy]] = []
         self._asking: dict[str, asyncio.Lock] = {}  # origin -> held while its robots.txt is asked
         self._asked: set[str] = set()  # origins whose robots.txt was asked (answer or not)
 
@@ -225,11 +226,10 @@ class _Answers:
             f"{origin}/robots.txt", max_bytes=MAX_ROBOTS_BYTES, truncate=True), deadline)
         if got is None:
             return
-        policy = robots_answer(got.url, got.status, got.error, got.body,
-                               got.headers.get("location"), 0)
+        policy = robots_policy(got)
         if policy.mode in ("rules", "allow_all"):
             self.policies[origin] = policy
-            self.learned.append((host, got, policy))
+            self.learned.append((origin, host, got, policy))
 
     def delay(self, host: str) -> float:
         """The host's delay after a request: its robots.txt's Crawl-delay or the default."""
@@ -303,17 +303,17 @@ def render_batch(ctx: Context, handovers: list[Handover]) -> list[Page]:
     return pages
 
 
-def _learned_robots(ctx: Context, learned: list[tuple[str, Fetched, RobotsPolicy]]
+def _learned_robots(ctx: Context, learned: list[tuple[str, str, Fetched, RobotsPolicy]]
                     ) -> list[Page]:
     """Cache the robots.txt files renders fetched, and make their records (stored and their
     sitemaps queued downstream, as the fetch stage's)."""
     if not learned:
         return []
-    ctx.robots.save({origin_of(got.url): policy for _, got, policy in learned})
+    ctx.robots.save({origin: policy for origin, _, _, policy in learned})
     ua = ctx.settings.product_token
-    return [robots_page(got, host, sitemap_links(origin_of(got.url), policy),
-                        robots_cache.record(origin_of(got.url), policy, ua))
-            for host, got, policy in learned]
+    return [robots_page(got, host, sitemap_links(origin, policy),
+                        robots_cache.record(origin, policy, ua))
+            for origin, host, got, policy in learned]
 
 
 def close_renderer() -> None:

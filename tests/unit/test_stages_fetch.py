@@ -26,12 +26,11 @@ from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.fetching import (
     _fetch_all,
-    _robots_policy,
     fetch_chain,
     host_chains,
     plan_batch,
 )
-from crawlapp.stages.pages import apply_fetch, page_for, sitemap_links
+from crawlapp.stages.pages import apply_fetch, page_for, robots_policy, sitemap_links
 from crawlapp.stages.releasing import EarlyRelease, EarlySlotReturn, chain_rule
 from tests.mock_web import Handler, answer, mock_fetcher, site
 
@@ -159,7 +158,7 @@ def test_a_robots_txt_bomb_in_any_coding_is_cut_at_its_cap(bomb: tuple[str, byte
     result = asyncio.run(fetcher.get("http://a.test/robots.txt", max_bytes=MAX_ROBOTS_BYTES,
                                      truncate=True))
     assert (result.error, len(result.body)) == (None, MAX_ROBOTS_BYTES)
-    assert sitemap_links("http://a.test", _robots_policy(result, None)) == [
+    assert sitemap_links("http://a.test", robots_policy(result, None)) == [
         "http://a.test/map.xml"]
 
 
@@ -206,7 +205,7 @@ def test_a_batch_from_the_frontier_planned_fetched_and_recorded() -> None:
     robots, fetched = asyncio.run(_fetch_all(mock_fetcher(handler), plan, policies, {}, once, math.inf))
     assert [r.url for r in robots + fetched] == ["http://b.test/robots.txt", "http://a.test/page"]
     assert len(robots[0].body) == MAX_ROBOTS_BYTES and robots[0].error is None  # cut, not refused
-    learned = _robots_policy(robots[0], None)
+    learned = robots_policy(robots[0], None)
     assert learned.allowed("http://b.test/page", UA)
     assert sitemap_links("http://b.test", learned) == ["http://b.test/map.xml"]
     (page,) = [apply_fetch(page_for(lease), result, 1 << 20)

@@ -270,7 +270,8 @@ class DedupIndex:
         gone = [h.fingerprint or 0 for h, reply in zip(fingerprints, replies, strict=False)
                 if int(reply) != 0]
         if gone:
-            self._band_write(BAND_DROP, gone, self.client.pipeline(transaction=False))
+            self._band_write(BAND_DROP, {fp: self.band_slots(fp) for fp in gone},
+                             self.client.pipeline(transaction=False))
 
     def restore(self, originals: Iterable[Held]) -> None:
         """File stored originals again (a claim or fingerprint already held is kept), in one
@@ -284,16 +285,15 @@ class DedupIndex:
             if h.fingerprint:
                 pipe.hsetnx(*self.fingerprint_slot(h.fingerprint), owner)
                 fingerprints.append(h.fingerprint)
-        self._band_write(BAND_ADD, fingerprints, pipe)
+        self._band_write(BAND_ADD, {fp: self.band_slots(fp) for fp in fingerprints}, pipe)
 
-    def _band_write(self, script: Lua, fingerprints: Iterable[int], pipe: Pipeline,
-                    known: Mapping[int, list[Slot]] | None = None) -> None:
-        """Add (BAND_ADD) or cut (BAND_DROP) each fingerprint under its band values, one script
-        per band field, on `pipe`, which it sends. `known`: band slots already worked out."""
+    def _band_write(self, script: Lua, slots: Mapping[int, list[Slot]], pipe: Pipeline
+                    ) -> None:
+        """Add (BAND_ADD) or cut (BAND_DROP) each fingerprint under its band values (`slots`:
+        fingerprint -> its band slots), one script per band field, on `pipe`, which it sends."""
         by_slot: dict[Slot, list[bytes]] = defaultdict(list)
-        for fp in fingerprints:
-            slots = known.get(fp) if known is not None else None
-            for slot in slots if slots is not None else self.band_slots(fp):
+        for fp, mine in slots.items():
+            for slot in mine:
                 by_slot[slot].append(fp.to_bytes(8, "big"))
         for (key, field), values in by_slot.items():
             script(pipe, [key], [field, *values])
@@ -442,4 +442,4 @@ class _Filing:
             pipe.hset(*index.claim_slot(content_hash), _owner(owner))
         for fp, owner in self.new_fingerprints.items():
             pipe.hsetnx(*index.fingerprint_slot(fp), _owner(owner))
-        index._band_write(BAND_ADD, self.new_fingerprints, pipe, self.slots)
+        index._band_write(BAND_ADD, {fp: self.slots[fp] for fp in self.new_fingerprints}, pipe)
