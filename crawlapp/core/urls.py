@@ -125,6 +125,12 @@ def request_urls(hrefs: Iterable[str], base: str | None = None, *, max_length: i
     return list(accepted), rejected
 
 
+# A URL is read again by several stages and batches (a host's links repeat on its pages): its
+# parts, dedup key and hash are remembered per process, the most recent ones.
+MEMO = 1 << 14
+
+
+@lru_cache(maxsize=MEMO)
 def _netloc(url: str) -> tuple[str, str, str]:
     """(scheme, host without trailing dots, ":port" or "") of a serialized URL. A request
     URL's authority is read with one regular expression (a quarter of urlsplit's time: the
@@ -182,6 +188,7 @@ def _drop_path_params(path: str) -> str:
 
 
 @lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=MEMO)
 def dedup_key(url: str) -> str:
     """The dedup key of a request URL: no user info, fragment, tracking or session
     parameters; query sorted; case and percent-escapes normalised (w3lib)."""
@@ -196,6 +203,7 @@ def dedup_key(url: str) -> str:
         return rebuilt
 
 
+@lru_cache(maxsize=MEMO)
 def url_hash(url: str) -> str:
     """The 128-bit MurmurHash3 of a URL's dedup key, as 32 hex characters: the row's id."""
     return mmh3.hash_bytes(dedup_key(url).encode("utf-8")).hex()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -21,10 +20,10 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session as Session  # the type of the sessions callers pass
 
 from crawlapp.adapters.db.batching import (
-    as_dicts,
     chunks,
     column_arrays,
     dialect_insert,
+    executemany,
     insert_many,
     of_hashes,
     on_postgres,
@@ -62,6 +61,9 @@ def add_urls(session: Session, rows: Sequence[UrlRow]) -> set[str]:
                            Url.url_hash).scalars())
 
 
+_LOWERED = ("v_hash", "v_depth", "v_priority", "v_authority", "v_link_context")
+
+
 def lower_depths(session: Session, rows: Sequence[UrlRow]) -> tuple[set[str], list[Lowered]]:
     """Give known URLs the smaller depth of `rows` where it is smaller, and the row's
     priority (with its authority and link context) where that is higher (a closer link
@@ -72,7 +74,7 @@ def lower_depths(session: Session, rows: Sequence[UrlRow]) -> tuple[set[str], li
     wanted = {row.url_hash: row for row in rows}
     known: set[str] = set()
     lowered: list[Lowered] = []
-    scores: list[dict[str, Any]] = []
+    scores: list[tuple[str, int, float, float | None, float | None]] = []
     for chunk in chunks(list(wanted)):
         found = session.execute(of_hashes(session, select(
             Url.url_hash, Url.url, Url.status, Url.depth, Url.priority, Url.authority,
@@ -87,14 +89,13 @@ def lower_depths(session: Session, rows: Sequence[UrlRow]) -> tuple[set[str], li
                 (row.priority, row.authority, row.link_context) if better else kept)
             priority = priority or 0.0
             lowered.append(Lowered(h, url, status, depth, row.depth, priority, hops or 0))
-            scores.append({"v_hash": h, "v_depth": row.depth, "v_priority": priority,
-                           "v_authority": authority, "v_link_context": link_context})
+            scores.append((h, row.depth, priority, authority, link_context))
     if scores:
-        session.connection().execute(
-            update(Url).where(Url.url_hash == bindparam("v_hash")).values(
+        executemany(session, "lower_depths", lambda: update(Url).where(
+            Url.url_hash == bindparam("v_hash")).values(
                 depth=bindparam("v_depth"), priority=bindparam("v_priority"),
                 authority=bindparam("v_authority"), link_context=bindparam("v_link_context")),
-            scores)
+            column_arrays(scores, _LOWERED))
     return known, lowered
 
 
@@ -159,10 +160,11 @@ def record_fetches(session: Session, rows: Sequence[FetchOutcome],
                 {col: outcomes.c[col] for col in columns}
                 | {"fail_count": Url.fail_count + outcomes.c.failed}))
         return
-    stmt = (update(Url).where(Url.url_hash == bindparam("v_url_hash"))
-            .values({col: bindparam(f"v_{col}") for col in columns}
-                    | {"fail_count": Url.fail_count + bindparam("v_failed")}))
-    session.connection().execute(stmt, as_dicts(given, "v_"))
+    executemany(session, ("record_fetches", tuple(columns)), lambda: (
+        update(Url).where(Url.url_hash == bindparam("v_url_hash"))
+        .values({col: bindparam(f"v_{col}") for col in columns}
+                | {"fail_count": Url.fail_count + bindparam("v_failed")})),
+        {f"v_{name}": values for name, values in given.items()})
 
 
 def add_fetch_history(session: Session, rows: Sequence[HistoryRow]) -> None:
