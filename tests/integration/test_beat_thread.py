@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from crawlapp.adapters.kombu_redis import unpack
 from tests.conftest import crawl_env
 
 # In a process of its own: the Celery app reads its broker from the environment at import.
@@ -48,7 +49,7 @@ def test_beat_thread_sends_its_schedule_but_dispatch_and_stops_at_once(tmp_path:
     assert "recrawl-due-pages" in seen["entries"]
     assert "dispatch-ready-hosts" not in seen["entries"]  # the crawl's dispatcher does that
     assert seen["stop_seconds"] < 1.0 and not seen["alive"]  # its next task was seconds away
-    sent = [json.loads(m)["headers"]["task"]
+    sent = [unpack(m)["headers"]["task"]
             for m in redis.Redis.from_url(redis_url).lrange("control", 0, -1)]
     assert sent == ["crawl.recrawl"]  # due 5 s after the start; nothing else within that
     assert list(schedule.parent.glob("celerybeat-schedule*"))  # kept on disk, as beat does
