@@ -68,7 +68,7 @@ class QoS(kombu_redis.QoS):  # type: ignore[misc]
 
 class Channel(kombu_redis.Channel):  # type: ignore[misc]
     QoS = QoS
-    body_encoding = None  # msgpack carries bytes: no base64
+    body_encoding = None  # type: ignore[assignment]  # msgpack carries bytes: no base64
     _shared: Any = None
     _shared_pool: Any = None
 
