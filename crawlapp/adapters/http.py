@@ -1,4 +1,4 @@
-"""The HTTP client of the fetch stage: httpx, limits, the SSRF guard, no automatic redirects."""
+"""The HTTP client of the fetch stage: httpcore, limits, the SSRF guard, no automatic redirects."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
-from urllib.parse import urlsplit
+from typing import NamedTuple, Protocol, TypeVar
+from urllib.parse import SplitResult, urlsplit
 
 import certifi
+import httpcore
 import httpx
 
-from crawlapp.adapters.netstream import AsyncioTransport, ResumingContext
+from crawlapp.adapters.netstream import ResumingContext, origin_pool
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.core.decoding import (
     ACCEPT_ENCODING,
@@ -36,7 +37,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 KEPT_HEADERS = ("content-type", "etag", "last-modified", "location", "retry-after",
                 "x-robots-tag", "content-encoding")
-_KEPT = frozenset(KEPT_HEADERS)
+_KEPT = frozenset(name.encode("ascii") for name in KEPT_HEADERS)
 KEEPALIVE_SECONDS = 60.0
 _LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)\Z")
 _HASHED = re.compile(r"[0-9a-f]{8}\.[0-9]+")  # a certificate in an OpenSSL CA directory
@@ -119,57 +120,66 @@ def tls_context(settings: Settings) -> ssl.SSLContext:
     return context
 
 
+class Pool(Protocol):
+    """What the Fetcher sends its requests to: httpcore's connection pool, or in tests a
+    stand-in answering from a table (tests/mock_web.py)."""
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response: ...
+    async def aclose(self) -> None: ...
+
+
 class Fetcher:
-    """httpx transports, one per origin, kept across batches for keep-alive.
+    """httpcore connection pools, one per origin, kept across batches for keep-alive.
 
     One small pool per origin instead of one large pool: httpcore scans every pooled
     connection on each request, which costs more CPU than the request itself once a
-    crawl holds connections to hundreds of hosts. Requests go to the transport itself:
-    the client's layers (cookies, auth, redirects, event hooks) are all things a crawler
-    must not use, and they cost a tenth of a fetch worker's CPU.
+    crawl holds connections to hundreds of hosts. Requests go to httpcore itself, built from
+    the request URL's parts: httpx's client layers (cookies, auth, redirects, event hooks)
+    are all things a crawler must not use, and its request, URL, header and response objects
+    around httpcore's (the URL parsed twice, the headers normalised and decoded) cost a
+    third of the fetch loop's CPU.
 
-    A `transport` given (httpx.MockTransport in tests, its responses streamed:
-    `stream=httpx.ByteStream(raw)`) answers every request instead of the network; the header
-    and body limits and decoding still apply. Without a DNS cache (only with a transport) no
-    name is resolved and no address guarded: requests keep their host.
+    A `pool` given (tests/mock_web.py) answers every request instead of the network; the
+    header and body limits and decoding still apply. Without a DNS cache (only with a pool)
+    no name is resolved and no address guarded: requests keep their host.
     """
 
     def __init__(self, settings: Settings, dns: DnsCache | None, max_origins: int = 2048,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
-        if dns is None and transport is None:
+                 pool: Pool | None = None) -> None:
+        if dns is None and pool is None:
             raise ValueError("a Fetcher on the network needs a DNS cache")
         self.settings = settings
         self.dns = dns
         self.max_origins = max_origins
-        self.transport = transport
-        self._headers = {"User-Agent": settings.user_agent, "Accept": "text/html,*/*;q=0.5",
-                         "Accept-Encoding": ACCEPT_ENCODING}
+        self.pool = pool
+        self._headers = [(b"User-Agent", settings.user_agent.encode("latin-1", "replace")),
+                         (b"Accept", b"text/html,*/*;q=0.5"),
+                         (b"Accept-Encoding", ACCEPT_ENCODING.encode("ascii"))]
         if settings.from_address:
-            self._headers["From"] = settings.from_address
+            self._headers.append((b"From", settings.from_address.encode("latin-1", "replace")))
         self._ssl = tls_context(settings)
         # The connection's own timeout; reading and writing are bounded by the whole
         # request's (get), so the streams set no timer of their own on each read and write.
-        self._timeout = httpx.Timeout(None, connect=min(10.0, settings.fetch_timeout)).as_dict()
-        self._transports: OrderedDict[str, httpx.AsyncHTTPTransport] = OrderedDict()
+        self._timeout = {"connect": min(10.0, settings.fetch_timeout), "read": None,
+                         "write": None, "pool": None}
+        self._pools: OrderedDict[str, Pool] = OrderedDict()
 
-    async def _transport(self, origin: str) -> httpx.AsyncBaseTransport:
-        if self.transport is not None:
-            return self.transport
-        transport = self._transports.get(origin)
-        if transport is not None:
-            self._transports.move_to_end(origin)
-            return transport
+    async def _pool(self, origin: str) -> Pool:
+        if self.pool is not None:
+            return self.pool
+        pool = self._pools.get(origin)
+        if pool is not None:
+            self._pools.move_to_end(origin)
+            return pool
         # A host's connection is kept a minute between requests (httpx's default is 5 s):
         # while the pipeline is busy a host's next URL may take longer than that to come.
         # With HTTP/2 an origin's requests share its one connection (one at a time: politeness).
-        transport = AsyncioTransport(self._ssl, httpx.Limits(
-            max_connections=2, max_keepalive_connections=1, keepalive_expiry=KEEPALIVE_SECONDS),
-            http2=self.settings.http2)
-        self._transports[origin] = transport
-        while len(self._transports) > self.max_origins:
-            _, oldest = self._transports.popitem(last=False)
+        pool = self._pools[origin] = origin_pool(self._ssl, self.settings.http2,
+                                                 keepalive_expiry=KEEPALIVE_SECONDS)
+        while len(self._pools) > self.max_origins:
+            _, oldest = self._pools.popitem(last=False)
             await oldest.aclose()
-        return transport
+        return pool
 
     async def _address(self, host: str) -> tuple[str | None, str | None]:
         """The address to connect to, or None and why not (the SSRF guard's refusal, DNS).
@@ -197,32 +207,34 @@ class Fetcher:
         a longer body is an error, or with `truncate` cut to its first `max_bytes`."""
         result = Fetched(url=url, started=time.time())
         cap = max_bytes or self.settings.max_body_bytes
-        host = urlsplit(url).hostname or ""
         try:
-            address, refused = await self._address(host)
+            parts = urlsplit(url)
+            target = _Target(parts.scheme, parts.hostname or "", parts.port,
+                             parts.netloc.rpartition("@")[2], _path_and_query(url, parts))
+        except (ValueError, UnicodeError, httpx.InvalidURL):
+            result.error = FetchError.INVALID_URL
+            result.ended = time.time()
+            return result
+        try:
+            address, refused = await self._address(target.host)
             if address is None:
                 result.error = refused
                 return result
             async with asyncio.timeout(self.settings.fetch_timeout):
-                await self._stream(url, address, extra_headers or {}, cap, truncate, result)
-        except TimeoutError:
+                await self._stream(target, address, extra_headers or {}, cap, truncate, result)
+        except (TimeoutError, httpcore.TimeoutException):
             result.error = FetchError.TIMEOUT
-        except httpx.TimeoutException:
-            result.error = FetchError.TIMEOUT
-        except httpx.ConnectError as exc:
+        except httpcore.ConnectError as exc:
             result.error = tls_failure(exc) or FetchError.CONNECT
             result.error_note = tls_reason(exc)
         except BodyTooLarge:
             result.error = FetchError.TOO_LARGE
         except UnsupportedEncoding:
             result.error = FetchError.UNSUPPORTED_ENCODING
-        except (*CORRUPT, httpx.DecodingError, httpx.RemoteProtocolError,
-                httpx.LocalProtocolError):
+        except (*CORRUPT, httpcore.ProtocolError):
             result.error = FetchError.PROTOCOL
-        except httpx.HTTPError as exc:
+        except (httpcore.NetworkError, httpcore.UnsupportedProtocol, httpcore.ProxyError) as exc:
             result.error = f"http_{type(exc).__name__}"[:40]
-        except httpx.InvalidURL:
-            result.error = FetchError.INVALID_URL
         except Exception as exc:  # one request's failure is its own, never its batch's
             log.exception("fetching %s failed", url)
             result.error = f"error_{type(exc).__name__}"[:40]
@@ -230,34 +242,38 @@ class Fetcher:
             result.ended = time.time()
         return result
 
-    async def _stream(self, url: str, address: str, headers: dict[str, str], cap: int,
+    async def _stream(self, target: _Target, address: str, extra: dict[str, str], cap: int,
                       truncate: bool, result: Fetched) -> None:
-        parts = urlsplit(url)
-        transport = await self._transport(f"{parts.scheme}://{parts.netloc}")
-        target = httpx.URL(url)
-        headers = {**self._headers, **headers}
+        pool = await self._pool(f"{target.scheme}://{target.netloc}")
+        headers = [(b"Host", target.netloc.encode("ascii")), *self._headers,
+                   *((name.encode("latin-1"), value.encode("latin-1"))
+                     for name, value in extra.items())]
         extensions: dict[str, object] = {"timeout": self._timeout}
         if target.host != address:
             # Connect to the checked address; the name still goes in Host and TLS SNI.
-            headers["Host"] = parts.netloc.rpartition("@")[2]
             extensions["sni_hostname"] = target.host
-            target = target.copy_with(host=address)
-        request = httpx.Request("GET", target, headers=headers, extensions=extensions)
-        response = await transport.handle_async_request(request)
+        scheme = target.scheme.encode("ascii")
+        request = httpcore.Request(b"GET", httpcore.URL(
+            scheme=scheme, host=address.encode("ascii"), target=target.path,
+            port=target.port or _DEFAULT_PORTS.get(scheme)), headers=headers,
+            extensions=extensions)
+        response = await pool.handle_async_request(request)
         try:
-            result.status = response.status_code
+            result.status = response.status
             result.headers = headers_of(response.headers)
-            result.request_headers = header_block(request.headers.raw)
-            result.response_headers = header_block(response.headers.raw)
+            result.request_headers = header_block(headers)
+            result.response_headers = header_block(response.headers)
             result.ip_address = _server_ip(response)
-            result.http_version = response.http_version
-            declared = response.headers.get("content-length", "")
+            result.http_version = response.extensions.get(
+                "http_version", b"HTTP/1.1").decode("ascii", "replace")
+            declared = next((value for name, value in response.headers
+                             if name.lower() == b"content-length"), b"")
             if declared.isdigit() and int(declared) > cap and not truncate:
                 result.error = FetchError.TOO_LARGE
                 return
             decoder = BoundedDecoder(result.headers.get("content-encoding"), cap)
             try:
-                async for chunk in response.aiter_raw():
+                async for chunk in response.aiter_stream():
                     decoder.feed(chunk)
                 result.body = decoder.body()
             except BodyTooLarge:
@@ -268,14 +284,60 @@ class Fetcher:
             await response.aclose()
 
 
-def headers_of(headers: httpx.Headers) -> dict[str, str]:
-    """The KEPT_HEADERS of a response as httpx.Headers gives them (the values of a repeated
-    one joined by ", "), read in one pass over its headers."""
+_DEFAULT_PORTS = {b"http": 80, b"https": 443}
+
+
+class _Target(NamedTuple):
+    """What a request is built from: a URL's scheme, host name, port (None: the scheme's),
+    authority (for Host) and request target (path and query, ASCII)."""
+
+    scheme: str
+    host: str
+    port: int | None
+    netloc: str
+    path: bytes
+
+
+def _path_and_query(url: str, parts: SplitResult) -> bytes:
+    """The request target of `url`: its path and query as the request URL has them (the URL
+    Standard's serializer escapes all but ASCII, as a browser sends them), "/" for an empty
+    path; a URL not serialized so is escaped as httpx escapes it."""
+    start = url.find("//") + 2
+    end = start + len(parts.netloc)
+    rest = url[end:].partition("#")[0]
+    if not rest.startswith("/"):
+        rest = "/" + rest
+    if url[start:end] == parts.netloc and rest.isascii() and " " not in rest:
+        return rest.encode("ascii")
+    return httpx.URL(url).raw_path
+
+
+def headers_of(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The KEPT_HEADERS of a response as httpx.Headers would give them
+    (names lower-cased, the values of a repeated one joined by ", ", all decoded as ASCII,
+    else UTF-8, else Latin-1), read in one pass."""
+    encoding = _header_encoding(raw)
     kept: dict[str, str] = {}
-    for name, value in headers.multi_items():
-        if name in _KEPT:
-            kept[name] = f"{kept[name]}, {value}" if name in kept else value
+    for name, value in raw:
+        key = name.lower()
+        if key in _KEPT:
+            text, field = value.decode(encoding), key.decode("ascii")
+            kept[field] = f"{kept[field]}, {text}" if field in kept else text
     return kept
+
+
+def _header_encoding(raw: list[tuple[bytes, bytes]]) -> str:
+    """httpx's choice of an encoding for a response's headers: the first of ASCII and UTF-8
+    that decodes every name and value, else Latin-1."""
+    if all(name.isascii() and value.isascii() for name, value in raw):
+        return "ascii"
+    try:
+        for name, value in raw:
+            name.decode("utf-8")
+            value.decode("utf-8")
+    except UnicodeDecodeError:
+        return "iso-8859-1"
+    return "utf-8"
 
 
 def header_block(raw: list[tuple[bytes, bytes]]) -> str:
@@ -283,8 +345,8 @@ def header_block(raw: list[tuple[bytes, bytes]]) -> str:
     return b"\r\n".join(b"%s: %s" % pair for pair in raw).decode("latin-1")
 
 
-def _server_ip(response: httpx.Response) -> str | None:
-    """The address of the server the response came from (None from a mock transport)."""
+def _server_ip(response: httpcore.Response) -> str | None:
+    """The address of the server the response came from (None from a stand-in pool)."""
     stream = response.extensions.get("network_stream")
     address = stream.get_extra_info("server_addr") if stream is not None else None
     return str(address[0]) if address else None

@@ -30,7 +30,6 @@ import httpcore._async.connection
 import httpcore._async.connection_pool
 import httpcore._async.http2
 import httpcore._async.http11
-import httpx
 
 T = TypeVar("T")
 # httpcore reads at most 64 KiB at a time; the reader pauses its socket past twice this.
@@ -208,21 +207,13 @@ def use_asyncio_primitives() -> None:
                 setattr(module, name, primitive)
 
 
-class AsyncioTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport with its connection pool on AsyncioBackend; with `http2`, HTTP/2
-    where the server picks it by ALPN (httpcore's h2 connection), HTTP/1.1 elsewhere.
-
-    httpx offers no way to choose httpcore's network backend, so the pool it builds is
-    replaced by one with the same limits (tests/unit/test_netstream.py checks it is used).
-    """
-
-    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx.Limits,
-                 http2: bool = False) -> None:
-        use_asyncio_primitives()
-        # httpx checks here that h2 is installed when asked for HTTP/2.
-        super().__init__(verify=ssl_context, trust_env=False, limits=limits, http2=http2)
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context, max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry, http2=http2,
-            network_backend=AsyncioBackend())
+def origin_pool(ssl_context: ssl.SSLContext, http2: bool = False, max_connections: int = 2,
+                max_keepalive_connections: int = 1, keepalive_expiry: float | None = None
+                ) -> httpcore.AsyncConnectionPool:
+    """httpcore's connection pool on AsyncioBackend, with asyncio's primitives; with `http2`,
+    HTTP/2 where the server picks it by ALPN (httpcore's h2 connection), HTTP/1.1 elsewhere."""
+    use_asyncio_primitives()
+    return httpcore.AsyncConnectionPool(
+        ssl_context=ssl_context, max_connections=max_connections,
+        max_keepalive_connections=max_keepalive_connections, keepalive_expiry=keepalive_expiry,
+        http2=http2, network_backend=AsyncioBackend())

@@ -12,18 +12,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import brotli
+import httpcore
 import httpx
 import pytest
 import zstandard
 
 from crawlapp.adapters.http import KEPT_HEADERS, Fetcher, headers_of, tls_failure
-from crawlapp.adapters.netstream import AsyncioStream, AsyncioTransport
+from crawlapp.adapters.netstream import AsyncioStream, origin_pool
 from crawlapp.adapters.redis.dnscache import DnsCache
 from crawlapp.core.records import FetchError
 from crawlapp.core.settings import load_settings
 from tests.tls import self_signed
 
-LIMITS = httpx.Limits(max_connections=2, max_keepalive_connections=1)
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
 
 
@@ -111,7 +111,8 @@ def test_a_request_cut_short_by_its_timeout_leaves_the_host_usable() -> None:
         async with serving(server) as port:
             client = fetcher(timeout="0.5")
             results = [await client.get(f"http://127.0.0.1:{port}/{n}") for n in range(2)]
-            pool = next(iter(client._transports.values()))._pool
+            pool = next(iter(client._pools.values()))
+            assert isinstance(pool, httpcore.AsyncConnectionPool)
             lock = pool.connections[0]._connection._state_lock
             return [(r.status, r.error) for r in results], lock
 
@@ -128,22 +129,23 @@ def test_https_through_the_asyncio_streams(tmp_path: Path) -> None:
     trusting = ssl.create_default_context(cafile=str(cert))
     trusting.check_hostname = False  # the certificate names no IP address
 
-    async def body() -> tuple[httpx.Response, tuple[object, object], BaseException]:
+    async def body() -> tuple[httpcore.Response, tuple[object, object], BaseException]:
         async with serving(Server(), server_tls) as port:
             url = f"https://127.0.0.1:{port}/"
-            transport = AsyncioTransport(trusting, LIMITS)
-            response = await transport.handle_async_request(httpx.Request("GET", url))
+            host = [(b"Host", f"127.0.0.1:{port}".encode())]
+            pool = origin_pool(trusting)
+            response = await pool.handle_async_request(httpcore.Request("GET", url, headers=host))
             await response.aread()
             stream = response.extensions["network_stream"]
             ssl_object = stream.get_extra_info("ssl_object")
-            with pytest.raises(httpx.ConnectError) as refused:
-                await AsyncioTransport(ssl.create_default_context(), LIMITS).handle_async_request(
-                    httpx.Request("GET", url))
-            await transport.aclose()
+            with pytest.raises(httpcore.ConnectError) as refused:
+                await origin_pool(ssl.create_default_context()).handle_async_request(
+                    httpcore.Request("GET", url, headers=host))
+            await pool.aclose()
             return response, (stream, ssl_object), refused.value
 
     response, (stream, ssl_object), refused = asyncio.run(body())
-    assert (response.status_code, response.content) == (200, b"hello")
+    assert (response.status, response.content) == (200, b"hello")
     assert isinstance(stream, AsyncioStream) and ssl_object is not None
     assert tls_failure(refused) == FetchError.TLS_CERTIFICATE
 
@@ -183,6 +185,6 @@ def test_the_headers_kept_are_those_httpx_gives() -> None:
         (b"Content-Type", b"text/html"), (b"X-Robots-Tag", b"noindex"), (b"Server", b"x"),
         (b"x-robots-tag", b"nofollow"), (b"LOCATION", "/caf\u00e9".encode()),
         (b"ETag", b'"a"'), (b"Set-Cookie", b"a=1")])
-    assert headers_of(headers) == {k: headers[k] for k in KEPT_HEADERS if k in headers} == {
+    assert headers_of(headers.raw) == {k: headers[k] for k in KEPT_HEADERS if k in headers} == {
         "content-type": "text/html", "x-robots-tag": "noindex, nofollow",
         "location": "/caf\u00e9", "etag": '"a"'}

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import brotli
+import httpcore
 import httpx
 import pytest
 import zstandard
@@ -51,7 +52,7 @@ def get(handler: Handler, **env: str) -> Fetched:
     return asyncio.run(mock_fetcher(handler, **env).get("http://a.test/"))
 
 
-def test_a_fetcher_needs_a_dns_cache_or_a_transport() -> None:
+def test_a_fetcher_needs_a_dns_cache_or_a_pool() -> None:
     with pytest.raises(ValueError, match="DNS cache"):
         Fetcher(load_settings({}), None)
 
@@ -90,7 +91,7 @@ def test_the_exchange_is_kept_whole_for_the_fetch_history() -> None:
     assert result.response_headers.split("\r\n") == [  # order, case and repeats as received
         "Content-Type: text/html", "Set-Cookie: a=1", "set-cookie: b=2",
         "Content-Encoding: gzip", "X-Odd: \xe9"]
-    assert result.ip_address is None  # no network stream under a mock transport
+    assert result.ip_address is None  # no network stream under a mock pool
     page = apply_fetch(page_for(LEASE), result, 1 << 20)
     assert (page.request_headers, page.response_headers) == (result.request_headers,
                                                              result.response_headers)
@@ -169,12 +170,13 @@ def test_truncate_keeps_the_first_bytes_of_a_long_body() -> None:
 
 
 @pytest.mark.parametrize("exc, error", [
-    (httpx.ConnectError("refused"), "connect"),
-    (httpx.ReadTimeout("slow"), "timeout"),
-    (httpx.RemoteProtocolError("bad"), "protocol"),
+    (httpcore.ConnectError("refused"), "connect"),
+    (httpcore.ReadTimeout("slow"), "timeout"),
+    (httpcore.RemoteProtocolError("bad"), "protocol"),
+    (httpcore.ReadError("reset"), "http_ReadError"),
     (RuntimeError("bug"), "error_RuntimeError"),
 ])
-def test_transport_failures_are_the_requests_error(exc: Exception, error: str) -> None:
+def test_network_failures_are_the_requests_error(exc: Exception, error: str) -> None:
     def handler(_: httpx.Request) -> httpx.Response:
         raise exc
 
