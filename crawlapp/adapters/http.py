@@ -246,8 +246,7 @@ class Fetcher:
                       truncate: bool, result: Fetched) -> None:
         pool = await self._pool(f"{target.scheme}://{target.netloc}")
         headers = [(b"Host", target.netloc.encode("ascii")), *self._headers,
-                   *((name.encode("latin-1"), value.encode("latin-1"))
-                     for name, value in extra.items())]
+                   *((_header_bytes(name), _header_bytes(value)) for name, value in extra.items())]
         extensions: dict[str, object] = {"timeout": self._timeout}
         if target.host != address:
             # Connect to the checked address; the name still goes in Host and TLS SNI.
@@ -310,6 +309,15 @@ def _path_and_query(url: str, parts: SplitResult) -> bytes:
     if url[start:end] == parts.netloc and rest.isascii() and " " not in rest:
         return rest.encode("ascii")
     return httpx.URL(url).raw_path
+
+
+def _header_bytes(text: str) -> bytes:
+    """A header's name or value as sent: Latin-1, else UTF-8 (a validator read as UTF-8
+    goes back as its own bytes)."""
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8")
 
 
 def headers_of(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:

@@ -77,6 +77,26 @@ def test_the_request_carries_the_crawlers_headers_and_the_answer_is_kept() -> No
     assert 0 < result.started <= result.ended
 
 
+def test_the_request_is_the_request_url_as_serialized_and_its_validators_bytes() -> None:
+    """The target is the request URL's path and query as they are (what a browser sends:
+    `|` and `^` raw, escapes kept), the Host its authority without user info; a validator
+    read as UTF-8 goes back as its own bytes."""
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return answer(200, b"<p>hi</p>", {"Content-Type": "text/html"})
+
+    fetcher = mock_fetcher(handler)
+    etag = '"caf\u20ac"'
+    result = asyncio.run(fetcher.get("http://u:p@a.test:8080/a|b^c?q=%20x&r", {"If-None-Match": etag}))
+    bare = asyncio.run(fetcher.get("http://a.test"))
+    assert (result.error, bare.error) == (None, None)
+    assert seen[0].url.raw_path == b"/a|b^c?q=%20x&r" and seen[1].url.raw_path == b"/"
+    assert seen[0].headers.raw[0] == (b"Host", b"a.test:8080")
+    assert (b"If-None-Match", etag.encode()) in seen[0].headers.raw
+
+
 def test_the_exchange_is_kept_whole_for_the_fetch_history() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, headers=[("Content-Type", "text/html"),
