@@ -217,17 +217,13 @@ def set_scores(session: Session, scores: Sequence[tuple[str, float, float]]) -> 
             [{"v_hash": h, "v_priority": p, "v_authority": a} for h, p, a in scores])
 
 
-HOST_LINKS_PER_STATEMENT = 5000  # 10,000 parameters, within SQLite's and Postgres' limits
-
-
 def add_host_links(session: Session, pairs: Iterable[tuple[str, str]]) -> None:
     """Record host graph edges (source host, target host); known ones are left as they are.
-    One multi-row INSERT for a batch's pairs, deduplicated and sorted (concurrent batches
-    lock shared rows in the same order)."""
+    One INSERT for a batch's pairs, deduplicated and sorted (concurrent batches lock shared
+    rows in the same order)."""
     unique = sorted(set(pairs))
-    for chunk in chunks(unique, HOST_LINKS_PER_STATEMENT):
-        session.execute(dialect_insert(session, HostLink).values(
-            [{"source_host": s, "target_host": t} for s, t in chunk]).on_conflict_do_nothing())
+    if unique:
+        insert_many(session, HostLink, column_arrays(unique, ("source_host", "target_host")))
 
 
 def host_link_chunks(session: Session, size: int) -> Iterable[list[tuple[str, str]]]:
