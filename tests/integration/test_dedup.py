@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import threading
+from hashlib import sha256
 from pathlib import Path
 
+import pytest
+
 from crawlapp.adapters.context import Context
+from crawlapp.adapters.redis.dedup_index import EXACT, NEAR, ORIGINAL, Claim, Held
 from crawlapp.core.records import Page
 from crawlapp.core.settings import load_settings
 from crawlapp.core.simhash import simhash
@@ -87,3 +91,31 @@ def test_two_pages_naming_each_other_canonical_keep_one_body(tmp_path: Path,
     (second,) = dedup_pages(ctx, [second])
     assert first.unstored == "canonical"
     assert second.unstored is None and second.body_gz is not None and second.canonical is None
+
+
+@pytest.mark.parametrize("server", ["redis_url", "redis_cluster_url"])
+def test_the_index_files_finds_and_releases_a_batch_on_one_redis_and_on_a_cluster(
+        tmp_path: Path, server: str, request: pytest.FixtureRequest) -> None:
+    """A batch's look-ups and band writes go as a few scripts on one Redis (one a hash slot
+    on a cluster): exact copies, near copies across batches, the band entries listed with
+    their owners, and released again."""
+    env = {"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": request.getfixturevalue(server)}
+    if server == "redis_cluster_url":
+        env["CRAWL_REDIS_CLUSTER"] = "true"
+    index = Context(load_settings(env)).dedup_index
+    texts = [" ".join(f"w{n}x{i}" for i in range(300)) for n in range(40)]
+    first = [Claim(url_hash(f"http://a.test/{n}"), sha256(t.encode()).hexdigest(), simhash(t))
+             for n, t in enumerate(texts)]
+    assert [o.kind for o in index.claim(first, 3)] == [ORIGINAL] * 40
+    near = [Claim(url_hash(f"http://b.test/{n}"), sha256(f"b{n}".encode()).hexdigest(),
+                  c.fingerprint ^ 0b101) for n, c in enumerate(first)]  # 2 bits off each
+    exact = [Claim(url_hash(f"http://c.test/{n}"), c.content_hash, None)
+             for n, c in enumerate(first)]
+    outcomes = index.claim(near + exact, 3)
+    assert [(o.kind, o.owner) for o in outcomes] == [(NEAR, c.url_hash) for c in first] + [
+        (EXACT, c.url_hash) for c in first]
+    entries = [e for chunk in index.band_entries(100) for e in chunk]
+    assert len(entries) == 4 * 40 and {e.owner for e in entries} == {c.url_hash for c in first}
+    index.release(Held(c.url_hash, c.content_hash, c.fingerprint) for c in first)
+    assert [e for chunk in index.band_entries(100) for e in chunk] == []
+    assert [o.kind for o in index.claim(near, 3)] == [ORIGINAL] * 40

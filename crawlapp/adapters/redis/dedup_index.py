@@ -49,6 +49,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import mmh3
+from redis.cluster import RedisCluster
 
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client, Pipeline
@@ -69,40 +70,61 @@ if #ARGV == 2 then redis.call('HDEL', KEYS[1], ARGV[1]) else redis.call('DEL', K
 return 1
 """)
 
-# KEYS: a band hash. ARGV: a field, then fingerprints of 8 bytes. Appends each one its field
-# does not hold yet; returns how many.
+# KEYS: band hashes (one may come more than once). ARGV: for each key a field, how many
+# fingerprints of 8 bytes follow, then those. Appends to each field the ones it does not hold
+# yet; returns how many in all.
 BAND_ADD = Lua("""
-local blob = redis.call('HGET', KEYS[1], ARGV[1]) or ''
-local added = 0
-for j = 2, #ARGV do
-  local found = false
-  for i = 1, #blob, 8 do
-    if string.sub(blob, i, i + 7) == ARGV[j] then found = true break end
+local added, a = 0, 1
+for k = 1, #KEYS do
+  local field, n = ARGV[a], tonumber(ARGV[a + 1])
+  local blob = redis.call('HGET', KEYS[k], field) or ''
+  local grew = false
+  for j = a + 2, a + 1 + n do
+    local found = false
+    for i = 1, #blob, 8 do
+      if string.sub(blob, i, i + 7) == ARGV[j] then found = true break end
+    end
+    if not found then blob = blob .. ARGV[j] added = added + 1 grew = true end
   end
-  if not found then blob = blob .. ARGV[j] added = added + 1 end
+  if grew then redis.call('HSET', KEYS[k], field, blob) end
+  a = a + 2 + n
 end
-if added > 0 then redis.call('HSET', KEYS[1], ARGV[1], blob) end
 return added
 """)
 
-# KEYS: a band hash. ARGV: a field, then fingerprints of 8 bytes. Cuts each out of its field
-# (a field left empty goes); returns how many.
+# KEYS and ARGV as BAND_ADD's. Cuts each fingerprint out of its field (a field left empty
+# goes); returns how many in all.
 BAND_DROP = Lua("""
-local blob = redis.call('HGET', KEYS[1], ARGV[1])
-if not blob then return 0 end
-local dropped = 0
-for j = 2, #ARGV do
-  for i = 1, #blob, 8 do
-    if string.sub(blob, i, i + 7) == ARGV[j] then
-      blob = string.sub(blob, 1, i - 1) .. string.sub(blob, i + 8)
-      dropped = dropped + 1
-      break
+local dropped, a = 0, 1
+for k = 1, #KEYS do
+  local field, n = ARGV[a], tonumber(ARGV[a + 1])
+  local blob = redis.call('HGET', KEYS[k], field)
+  if blob then
+    local cut = false
+    for j = a + 2, a + 1 + n do
+      for i = 1, #blob, 8 do
+        if string.sub(blob, i, i + 7) == ARGV[j] then
+          blob = string.sub(blob, 1, i - 1) .. string.sub(blob, i + 8)
+          dropped = dropped + 1
+          cut = true
+          break
+        end
+      end
     end
+    if #blob == 0 then redis.call('HDEL', KEYS[k], field)
+    elseif cut then redis.call('HSET', KEYS[k], field, blob) end
   end
+  a = a + 2 + n
 end
-if #blob == 0 then redis.call('HDEL', KEYS[1], ARGV[1])
-elseif dropped > 0 then redis.call('HSET', KEYS[1], ARGV[1], blob) end
 return dropped
+""")
+
+# KEYS: hashes (one may come more than once). ARGV: a field of each. Returns each field's
+# value (nil where it has none).
+HGET_EACH = Lua("""
+local values = {}
+for k = 1, #KEYS do values[k] = redis.call('HGET', KEYS[k], ARGV[k]) end
+return values
 """)
 
 ORIGINAL, EXACT, NEAR = "original", "exact", "near"
@@ -215,6 +237,32 @@ class DedupIndex:
         return [(f"{self._band_prefix}{band >> BAND_FIELD_BITS:x}", bytes([band & low]))
                 for band in bands(fingerprint)]
 
+    def _groups(self, slots: Iterable[Slot]) -> list[list[Slot]]:
+        """`slots` by what one script may touch: all of them on one Redis; on a cluster, the
+        slots of one hash slot (a key of its own each, as a rule, spread over the masters)."""
+        if not isinstance(self.client, RedisCluster):
+            return [list(slots)]
+        by_hash_slot: dict[int, list[Slot]] = defaultdict(list)
+        for slot in slots:
+            by_hash_slot[self.client.keyslot(slot[0])].append(slot)
+        return list(by_hash_slot.values())
+
+    def read(self, slots: Sequence[Slot]) -> dict[Slot, bytes | None]:
+        """The value of each slot, in one round trip: a script a group of slots (`_groups`),
+        a plain HGET for a slot alone (a thousand commands a batch cost their client more
+        than the look-ups cost Redis)."""
+        pipe = self.client.pipeline(transaction=False)
+        groups = [group for group in self._groups(dict.fromkeys(slots)) if group]
+        for group in groups:
+            if len(group) == 1:
+                pipe.hget(*group[0])
+            else:
+                HGET_EACH(pipe, [key for key, _ in group], [field for _, field in group])
+        values: dict[Slot, bytes | None] = {}
+        for group, reply in zip(groups, pipe.execute() if groups else [], strict=True):
+            values.update(zip(group, [reply] if len(group) == 1 else reply, strict=True))
+        return values
+
     def files(self, held: Held, entry: Filed) -> bool:
         """Whether `held` files exactly `entry` (its claim or its fingerprint, owned by it)."""
         if entry.owner != held.url_hash:
@@ -290,14 +338,23 @@ class DedupIndex:
     def _band_write(self, script: Lua, slots: Mapping[int, list[Slot]], pipe: Pipeline
                     ) -> None:
         """Add (BAND_ADD) or cut (BAND_DROP) each fingerprint under its band values (`slots`:
-        fingerprint -> its band slots), one script per band field, on `pipe`, which it sends."""
+        fingerprint -> its band slots), a script a group of band fields (`_groups`), on
+        `pipe`, which it sends."""
         by_slot: dict[Slot, list[bytes]] = defaultdict(list)
         for fp, mine in slots.items():
             for slot in mine:
                 by_slot[slot].append(fp.to_bytes(8, "big"))
-        for (key, field), values in by_slot.items():
-            script(pipe, [key], [field, *values])
+        self._band_scripts(script, by_slot, pipe)
         pipe.execute()
+
+    def _band_scripts(self, script: Lua, by_slot: Mapping[Slot, list[bytes]], pipe: Pipeline
+                      ) -> None:
+        """BAND_ADD or BAND_DROP of the fingerprints of each band field, queued on `pipe`."""
+        for group in self._groups(by_slot):
+            args: list[bytes | int] = []
+            for slot in group:
+                args += [slot[1], len(by_slot[slot]), *by_slot[slot]]
+            script(pipe, [key for key, _ in group], args)
 
     def _scan(self, pattern: str, chunk: int) -> Iterator[list[tuple[str, dict[bytes, bytes]]]]:
         """The keys matching `pattern` and their fields, `chunk` keys at a time (SCAN)."""
@@ -328,11 +385,10 @@ class DedupIndex:
         for contents in self._scan(self._band_prefix + "*", chunk):
             found = [(name, field, fp) for name, fields in contents
                      for field, blob in fields.items() for fp in _fingerprints(blob)]
-            pipe = self.client.pipeline(transaction=False)
-            for _, _, fp in found:
-                pipe.hget(*self.fingerprint_slot(fp))
-            yield [BandEntry(name, field, fp, owner.hex() if owner else None)
-                   for (name, field, fp), owner in zip(found, pipe.execute(), strict=True)]
+            slots = [self.fingerprint_slot(fp) for _, _, fp in found]
+            owners = self.read(slots)
+            yield [BandEntry(name, field, fp, owner.hex() if (owner := owners[slot]) else None)
+                   for (name, field, fp), slot in zip(found, slots, strict=True)]
 
     def forget(self, entries: Iterable[Filed]) -> None:
         """Take these claims and fingerprints out of their buckets if their owner still holds
@@ -344,9 +400,11 @@ class DedupIndex:
 
     def drop(self, entries: Iterable[BandEntry]) -> None:
         """Take these fingerprints out of their band values, in one round trip."""
-        pipe = self.client.pipeline(transaction=False)
+        by_slot: dict[Slot, list[bytes]] = defaultdict(list)
         for e in entries:
-            BAND_DROP(pipe, [e.key], [e.field, e.fingerprint.to_bytes(8, "big")])
+            by_slot[(e.key, e.field)].append(e.fingerprint.to_bytes(8, "big"))
+        pipe = self.client.pipeline(transaction=False)
+        self._band_scripts(BAND_DROP, by_slot, pipe)
         pipe.execute()
 
 
@@ -370,35 +428,26 @@ class _Filing:
 
     def _read(self) -> None:
         index = self.index
-        pipe = index.client.pipeline(transaction=False)
-        hashes = list(dict.fromkeys(c.content_hash for c in self.claims))
-        for h in hashes:
-            pipe.hget(*index.claim_slot(h))
+        claimed = {h: index.claim_slot(h) for h in dict.fromkeys(c.content_hash
+                                                                 for c in self.claims)}
         near = [(c.fingerprint, self.slots[c.fingerprint]) for c in self.claims
                 if c.fingerprint and self.max_distance >= 0]
-        slots = list(dict.fromkeys(slot for _, mine in near for slot in mine))
-        for slot in slots:
-            pipe.hget(*slot)
-        replies = pipe.execute()
-        self.owners = {h: owner.hex()
-                       for h, owner in zip(hashes, replies[:len(hashes)], strict=True) if owner}
-        blobs = dict(zip(slots, replies[len(hashes):], strict=True))
+        values = index.read([*claimed.values(), *(slot for _, mine in near for slot in mine)])
+        self.owners = {h: owner.hex() for h, slot in claimed.items() if (owner := values[slot])}
         # The candidates: fingerprints within max_distance of a page of the batch sharing
         # one of its band values; only their owners are read.
         candidates: dict[Slot, set[int]] = defaultdict(set)
         for fingerprint, mine in near:
             for slot in mine:
-                for fp in _fingerprints(blobs[slot] or b""):
+                for fp in _fingerprints(values[slot] or b""):
                     if (fp ^ fingerprint).bit_count() <= self.max_distance:
                         candidates[slot].add(fp)
-        wanted = sorted({fp for fps in candidates.values() for fp in fps})
+        wanted = {fp: index.fingerprint_slot(fp)
+                  for fp in sorted({fp for fps in candidates.values() for fp in fps})}
         if not wanted:
             return
-        pipe = index.client.pipeline(transaction=False)
-        for fp in wanted:
-            pipe.hget(*index.fingerprint_slot(fp))
-        owners = {fp: owner.hex() for fp, owner in zip(wanted, pipe.execute(), strict=True)
-                  if owner}
+        found = index.read(list(wanted.values()))
+        owners = {fp: owner.hex() for fp, slot in wanted.items() if (owner := found[slot])}
         for slot, fps in candidates.items():
             self.filed[slot] = [(fp, owners[fp]) for fp in sorted(fps) if fp in owners]
 
