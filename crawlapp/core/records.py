@@ -347,6 +347,11 @@ class Page:
         """The fields in declaration order (links and robots as arrays)."""
         return list(_PAGE_FIELDS(self))
 
+    def copy(self) -> Page:
+        """A shallow copy (dataclasses.replace, which reads the fields anew, costs five times
+        as much)."""
+        return Page(*_PAGE_FIELDS(self))
+
     @classmethod
     def from_wire(cls, raw: Sequence[Any]) -> Page:
         page = cls(*raw)

@@ -26,7 +26,6 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from dataclasses import replace
 
 from crawlapp.adapters.browser.cdp import find_chromium
 from crawlapp.adapters.browser.renderer import Answer, HostSlots, Rendered, Renderer
@@ -80,7 +79,7 @@ _CACHE = SubresourceCache()  # used on the process's fetch loop only
 def apply_render(page: Page, rendered: Rendered, store_raw: bool) -> Page:
     """The page with its rendered DOM as body (the fetched body kept as `raw_*` with
     `store_raw`); unchanged but for `render_error` when rendering failed."""
-    page = replace(page)
+    page = page.copy()
     if rendered.html is None:
         page.render_error = rendered.error or "failed"
         return page

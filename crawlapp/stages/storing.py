@@ -5,7 +5,6 @@ transaction. Every row naming a body is written after that body: the invariant
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 
 from crawlapp.adapters.blobstore import body_key
@@ -113,7 +112,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     batch changes nothing. The header blocks leave the batch with the bodies."""
     # Work on copies: the batch as received stays whole (bodies included), so a task retried
     # after a failure below uploads the same bodies again.
-    pages = [replace(page) for page in pages]
+    pages = [page.copy() for page in pages]
     robots_pages = [p for p in pages if p.robots is not None]
     robots = [p.robots for p in robots_pages if p.robots is not None]
     robots_at = [p.fetched_at for p in robots_pages]
