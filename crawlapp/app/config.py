@@ -10,11 +10,14 @@ ALL_QUEUES = Queues.of(_settings).all
 
 broker_url = _settings.broker_url
 broker_connection_retry_on_startup = True
-# AMQP heartbeats every 10 s (Celery's default is 120 s): a worker whose consumer waits on a
-# reply that never comes after a reconnection (seen after RabbitMQ cut every connection)
-# misses them, RabbitMQ closes its connection within about 30 s, and the worker connects
-# again, instead of consuming nothing for minutes. The Redis transport has no heartbeats.
-broker_heartbeat = 10
+# AMQP heartbeats every 4 s (Celery's default is 120 s): a worker whose consumer waits on a
+# reply that never comes after a reconnection (seen after RabbitMQ cut every connection
+# twice within seconds) misses them, RabbitMQ closes its connection after two or three of
+# them, and the worker connects again, instead of consuming nothing for minutes (at 10 s a
+# crawl stood still up to 30 s). A worker's consumer sends them from its event loop, which
+# its tasks do not hold (pool processes and threads); producers negotiate none. The Redis
+# transport has no heartbeats.
+broker_heartbeat = 4
 # Unacknowledged messages of a worker that vanished come back after this many seconds
 # (a task of a worker process killed under a live worker comes back at once).
 broker_transport_options = {"visibility_timeout": 600}
