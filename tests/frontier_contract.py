@@ -29,10 +29,12 @@ MakeFrontier = Callable[..., Frontier]  # make(shards=2)
 
 def lease_all(f: Frontier, now: float, max_hosts: int = 100, lease: float = 60.0,
               max_leased: int = 1000, lookahead: float = 0.0, due_by: float | None = None,
-              per_lease: int = 1) -> tuple[list[Lease], float | None]:
+              per_lease: int = 1, warm_hosts: int = 0, warm_seconds: float = 0.0
+              ) -> tuple[list[Lease], float | None]:
     leases, next_ready = f.dispatch(range(f.shards), now, max_hosts=max_hosts,
                                     lease_seconds=lease, max_leased=max_leased,
-                                    lookahead=lookahead, due_by=due_by, per_lease=per_lease)
+                                    lookahead=lookahead, due_by=due_by, per_lease=per_lease,
+                                    warm_hosts=warm_hosts, warm_seconds=warm_seconds)
     return [lease for batch in leases.values() for lease in batch], next_ready
 
 
@@ -328,6 +330,44 @@ class FrontierContract:
         assert [lease.host for lease in leases] == ["e.com"]  # at equal times, the boost
         f.boost({"e.com": 0.0})
         assert [lease.host for lease in lease_all(f, NOW + 11, max_hosts=1)[0]] == ["c.com"]
+
+    def test_warm_hosts_go_first_among_those_due_until_their_session_ends(
+            self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.9 - i / 10) for h in "abcdef"
+               for i in range(3)], NOW)
+        f.boost({"e.com": 0.9})
+        warm = {"warm_hosts": 4, "warm_seconds": 10.0}
+        leases, _ = lease_all(f, NOW, max_hosts=2, **warm)
+        assert [lease.host for lease in leases] == ["e.com", "a.com"]  # none warm yet
+        f.release([Release(lease, NOW + 1) for lease in leases])
+        # b, c, d and f have waited longer, but e and a are warm (boost or not)
+        leases, _ = lease_all(f, NOW + 1, max_hosts=2, **warm)
+        assert [lease.host for lease in leases] == ["e.com", "a.com"]
+        f.release([Release(lease, NOW + 2) for lease in leases])
+        leases, _ = lease_all(f, NOW + 1.5, max_hosts=2, **warm)
+        assert [lease.host for lease in leases] == ["b.com", "c.com"]  # warm, but not due
+        f.release([Release(lease, NOW + 20) for lease in leases])
+        # e's and a's sessions began at NOW: at NOW + 10 they give way (e is still boosted)
+        leases, _ = lease_all(f, NOW + 10, max_hosts=2, **warm)
+        assert [lease.host for lease in leases] == ["e.com", "d.com"]
+        f.release([Release(lease, NOW + 11) for lease in leases])
+        # without warm hosts, d (warm, due) waits behind f and a, due earlier (e is done)
+        assert [lease.host for lease in lease_all(f, NOW + 11, max_hosts=2)[0]] == [
+            "f.com", "a.com"]
+
+    def test_only_the_hosts_leased_last_stay_warm(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.5) for h in "abcdef" for i in range(2)],
+              NOW)
+        warm = {"warm_hosts": 2, "warm_seconds": 60.0}
+        for expected, at in (("a.com", NOW), ("b.com", NOW + 0.1), ("c.com", NOW + 0.2)):
+            leases, _ = lease_all(f, at, max_hosts=1, **warm)
+            assert [lease.host for lease in leases] == [expected]
+            f.release([Release(lease, NOW + 1) for lease in leases])
+        # a, b and c are due again and d, e, f waited longer: of the warm, a left first
+        leases, _ = lease_all(f, NOW + 1, max_hosts=1, **warm)
+        assert [lease.host for lease in leases] == ["b.com"]
 
     def test_a_single_free_slot_still_chooses_among_a_batch_worth_of_hosts(
             self, make: MakeFrontier) -> None:

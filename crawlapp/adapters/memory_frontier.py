@@ -64,6 +64,7 @@ class _Shard:
     queues: dict[str, dict[str, float]] = field(default_factory=dict)  # never an empty one
     queued: int = 0
     boost: dict[str, float] = field(default_factory=dict)
+    warm: dict[str, float] = field(default_factory=dict)  # host -> when its session began
 
     def queue_add(self, host: str, member: str, score: float) -> int:
         """ZADD LT: a member queued already keeps its lower score; 1 if it is new."""
@@ -113,7 +114,8 @@ class _Shard:
         return added
 
     def dispatch(self, now: float, *, max_hosts: int, lease: float, max_leased: int,
-                 token_prefix: str, horizon: float, due_by: float, per_lease: int
+                 token_prefix: str, horizon: float, due_by: float, per_lease: int,
+                 warm_hosts: int, warm_seconds: float
                  ) -> tuple[float | None, list[tuple[str, str, str, float]]]:
         for _, host in _lowest(self.leases, now, EXPIRED_PER_DISPATCH):
             for member, score in self.leased[host].items():
@@ -129,8 +131,13 @@ class _Shard:
         room = min(max_hosts, max_leased - len(self.leases))
         if room > 0:
             window = _lowest(self.ready, horizon, BOOST_WINDOW * max_hosts)
+            warm = self._warm_hosts(now - warm_seconds) if warm_hosts else []
+            listed = {host for _, host in window}
+            window += [(self.ready[host], host) for host in warm
+                       if host not in listed and self.ready.get(host, math.inf) <= horizon]
+            first = set(warm)
             hosts = window if len(window) <= room else sorted(
-                window, key=lambda c: (-self.boost.get(c[1], 0.0), c))[:room]
+                window, key=lambda c: (c[1] not in first, -self.boost.get(c[1], 0.0), c))[:room]
             if hosts and len(hosts) < max_hosts and window[0][0] > due_by:
                 hosts = []  # not full and nothing due yet: let the batch grow until the next tick
             take = (max(1, min(per_lease, max_hosts // len(hosts)))
@@ -149,7 +156,19 @@ class _Shard:
                 self.leased[host] = {member: score for score, member in popped}
                 self.queued -= len(popped)
                 out += [(host, token, member, not_before) for _, member in popped]
+                if warm_hosts:
+                    self.warm.setdefault(host, now)
+            if warm_hosts:
+                for host in self._warm_hosts(-math.inf)[:max(0, len(self.warm) - warm_hosts)]:
+                    del self.warm[host]
         return min(self.ready.values(), default=None), out
+
+    def _warm_hosts(self, ended: float) -> list[str]:
+        """The warm hosts in the order of `warm` (by when their session began, then name),
+        after forgetting those whose session began at or before `ended`."""
+        for host in [host for host, since in self.warm.items() if since <= ended]:
+            del self.warm[host]
+        return sorted(self.warm, key=lambda host: (self.warm[host], host))
 
     def renew(self, now: float, lease: float, host: str, token: str) -> int | None:
         if self.token.get(host) != token:
@@ -250,7 +269,8 @@ class MemoryFrontier:
 
     def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,
                  lease_seconds: float, max_leased: int, lookahead: float = 0.0,
-                 due_by: float | None = None, per_lease: int = 1, call: str | None = None
+                 due_by: float | None = None, per_lease: int = 1, call: str | None = None,
+                 warm_hosts: int = 0, warm_seconds: float = 0.0
                  ) -> tuple[dict[int, list[Lease]], float | None]:
         due_by = now + lookahead if due_by is None else due_by
         leases: dict[int, list[Lease]] = {}
@@ -265,7 +285,8 @@ class MemoryFrontier:
                     first, got = self._shards[shard].dispatch(
                         now, max_hosts=max_hosts, lease=lease_seconds, max_leased=max_leased,
                         token_prefix=f"{call}.{shard}", horizon=now + lookahead,
-                        due_by=due_by, per_lease=per_lease)
+                        due_by=due_by, per_lease=per_lease, warm_hosts=warm_hosts,
+                        warm_seconds=warm_seconds)
                     self._last[shard] = (call, first, got)
                 if first is not None:
                     next_ready = first if next_ready is None else min(next_ready, first)

@@ -39,7 +39,8 @@ class Frontier(Protocol):
 
     def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,
                  lease_seconds: float, max_leased: int, lookahead: float = 0.0,
-                 due_by: float | None = None, per_lease: int = 1, call: str | None = None
+                 due_by: float | None = None, per_lease: int = 1, call: str | None = None,
+                 warm_hosts: int = 0, warm_seconds: float = 0.0
                  ) -> tuple[dict[int, list[Lease]], float | None]:
         """Hand expired leases' URLs back (every URL of each), bring back parked hosts whose
         time came, then lease each shard's hosts ready by now + lookahead (their best URL
@@ -52,7 +53,18 @@ class Frontier(Protocol):
 
         `call` names the dispatch: asked again by the same call (its reply was lost), a
         shard whose last dispatch was that call's gives the same leases and changes nothing
-        (within a lease period); the other shards dispatch as usual."""
+        (within a lease period); the other shards dispatch as usual.
+
+        With `warm_hosts`, a shard's hosts leased lately are warm: from a host's lease on,
+        until `warm_seconds` after its first or until `warm_hosts` hosts of the shard were
+        leased after that, it goes first among the hosts due, before the boosted ones. When
+        more hosts are due than are fetched in the time a host waits between two requests,
+        leasing the earliest first cycles through all of them: a host's next request comes
+        after every other host's, once its connection has been closed (by a fetch worker
+        keeping fewer, or by a server's keep-alive timeout), so each request opens a new
+        one. Warm hosts keep being fetched at their polite pace on the connections they
+        have, and the others take their turn as warm hosts run dry or their session ends
+        (a host with endless URLs gives way every `warm_seconds`)."""
         ...
 
     def boost(self, scores: Mapping[str, float]) -> None:

@@ -203,6 +203,15 @@ class Settings:
         "CRAWL_MAX_LEASED_PER_SHARD", "most hosts of one shard leased at once",
         default=lambda read: 4 * read["batch_size"], convert=bounded(int, 1, 1_000_000),
         doc_default="4 x batch size")
+    warm_hosts: int = setting(
+        "CRAWL_WARM_HOSTS",
+        "hosts of a shard leased lately (warm) that go first among those due, while a fetch "
+        "worker keeps their connections (0: none, the earliest due go first)",
+        default=lambda read: read["max_leased_per_shard"], convert=bounded(int, 0, 1_000_000),
+        doc_default="max leased per shard")
+    warm_seconds: float = setting(
+        "CRAWL_WARM_SECONDS", "a warm host gives way to the others this long after its first lease",
+        default=60.0, convert=bounded(float, 1, 86400))
     fetch_timeout: float = setting(
         "CRAWL_FETCH_TIMEOUT", "total seconds for one request, body included",
         default=30.0, convert=bounded(float, 0.1, 600))

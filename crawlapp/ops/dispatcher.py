@@ -50,7 +50,8 @@ def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
         range(settings.shards), now, max_hosts=settings.batch_size,
         lease_seconds=settings.lease_seconds, max_leased=settings.max_leased_per_shard,
         lookahead=settings.dispatch_lookahead, due_by=due_by, per_lease=settings.urls_per_lease,
-        call=call), "dispatching")
+        call=call, warm_hosts=settings.warm_hosts, warm_seconds=settings.warm_seconds),
+        "dispatching")
     failed: Exception | None = None
     for shard, batch in leases.items():
         try:

@@ -48,6 +48,8 @@ SAMPLES = {
     "urls_per_lease": ("4", "0"),
     "max_batches_in_flight": ("3", "0"),
     "max_leased_per_shard": ("99", "1.5"),
+    "warm_hosts": ("0", "-1"),
+    "warm_seconds": ("30", "0"),
     "fetch_timeout": ("12", "0"),
     "lease_seconds": ("300", "0.5"),
     "max_body_bytes": ("2048", "1023"),

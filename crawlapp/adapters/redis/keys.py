@@ -70,8 +70,10 @@ BOOST = Key("{P:f:<shard>}:boost", "hash", "host -> authority: the first hosts l
 DISPATCHED = Key("{P:f:<shard>}:dispatched", "string", "the shard's last dispatch: its call "
                  "and its reply (MessagePack), replayed to that call tried again after its "
                  "reply was lost; expires after a lease period")
+WARM = Key("{P:f:<shard>}:warm", "zset", "host -> when its warm session began: the hosts leased "
+           "lately, first among those due while their connections are open")
 FRONTIER = (READY, IDLE, LEASES, TOKEN, LEASED, PARKED, WHY, PAUSED, FAILS, QUEUED, QUEUE, BOOST,
-            DISPATCHED)
+            DISPATCHED, WARM)
 
 # The frontier, global.
 ALIVE = Key("P:alive", "string", "time of the last rebuild (the first start's included): Redis "

@@ -66,6 +66,7 @@ class ShardKeys:
     queues: str  # a host's queue is this prefix followed by the host
     boost: str
     dispatched: str
+    warm: str
 
     @classmethod
     def of(cls, prefix: str, shard: int) -> ShardKeys:
@@ -76,7 +77,8 @@ class ShardKeys:
                    token=key(keys.TOKEN), leased=key(keys.LEASED), parked=key(keys.PARKED),
                    why=key(keys.WHY), paused=key(keys.PAUSED), fails=key(keys.FAILS),
                    queued=key(keys.QUEUED), queues=keys.QUEUE.of(prefix, shard=shard, host=""),
-                   boost=key(keys.BOOST), dispatched=key(keys.DISPATCHED))
+                   boost=key(keys.BOOST), dispatched=key(keys.DISPATCHED),
+                   warm=key(keys.WARM))
 
     def queue(self, host: str) -> str:
         return self.queues + host
@@ -132,11 +134,13 @@ class RedisFrontier:
 
     def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,
                  lease_seconds: float, max_leased: int, lookahead: float = 0.0,
-                 due_by: float | None = None, per_lease: int = 1, call: str | None = None
+                 due_by: float | None = None, per_lease: int = 1, call: str | None = None,
+                 warm_hosts: int = 0, warm_seconds: float = 0.0
                  ) -> tuple[dict[int, list[Lease]], float | None]:
         """Lease hosts of each shard ready by now + lookahead, once full or due by `due_by`,
-        up to `per_lease` URLs each when fewer than `max_hosts` hosts are leased. A shard
-        asked again by the same `call` gives the leases it gave it (ports.Frontier).
+        up to `per_lease` URLs each when fewer than `max_hosts` hosts are leased, warm hosts
+        first. A shard asked again by the same `call` gives the leases it gave it
+        (ports.Frontier).
 
         Returns the leases (one per URL) and the earliest next ready time of a host not leased.
         """
@@ -147,9 +151,9 @@ class RedisFrontier:
         for shard in shards:
             k = self._keys[shard]
             scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
-                                    k.queued, k.queues, k.boost, k.dispatched],
+                                    k.queued, k.queues, k.boost, k.dispatched, k.warm],
                              [now, max_hosts, lease_seconds, max_leased, f"{token}.{shard}",
-                              lookahead, due_by, per_lease])
+                              lookahead, due_by, per_lease, warm_hosts, warm_seconds])
         leases: dict[int, list[Lease]] = {}
         next_ready: float | None = None
         replies = self._acks.execute(pipe, [self._keys[shard].leases for shard in shards])
@@ -373,8 +377,8 @@ class RedisFrontier:
         pipe = self.client.pipeline(transaction=False)
         for k in shards.values():
             scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
-                                    k.queued, k.queues, k.boost, k.dispatched],
-                             [now, 0, 0, 0, "", 0, now, 1])  # leases no host
+                                    k.queued, k.queues, k.boost, k.dispatched, k.warm],
+                             [now, 0, 0, 0, "", 0, now, 1, 0, 0])  # leases no host
             pipe.zcard(k.leases)
         held = sum(int(n) for n in self._acks.execute(
             pipe, [k.leases for k in shards.values()])[1::2])
@@ -385,6 +389,7 @@ class RedisFrontier:
         for shard, k in shards.items():
             if shard >= self.shards:  # a shard the new number does not have: its count goes
                 pipe.delete(k.queued)
+                pipe.delete(k.warm)
         pipe.execute()
         if whole:
             self.mark_alive(now)

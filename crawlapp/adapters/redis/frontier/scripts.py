@@ -16,6 +16,8 @@ cluster slot):
   {P:f:s}:queued  STRING number of URLs waiting in the shard's host queues
   {P:f:s}:boost   HASH host -> authority (ops/authority.py): which due hosts go first when
                   more are due than a dispatch takes
+  {P:f:s}:warm    ZSET host -> when its warm session began: hosts leased lately, which go
+                  first among those due (their connections are still open)
 A member is "depth\\t<h|s>path?query", "depth.hops\\t..." off scope (see encode_member).
 
 A host with URLs queued is in exactly one of ready, leases, parked:
@@ -115,8 +117,9 @@ return added
 """)
 
 # KEYS: ready, idle, leases, token, leased, parked, why, queued, host queue prefix, boost,
-#       dispatched
-# ARGV: now, max_hosts, lease_seconds, max_leased, token_prefix, lookahead, due_by, per_lease
+#       dispatched, warm
+# ARGV: now, max_hosts, lease_seconds, max_leased, token_prefix, lookahead, due_by, per_lease,
+#       warm_hosts, warm_seconds
 # The token prefix names the call: called again with the one of the shard's last dispatch
 # (its reply was lost: a failover, a connection cut), it returns that dispatch's reply and
 # changes nothing, so the caller gets the leases it took instead of leaving them to expire.
@@ -126,8 +129,11 @@ return added
 # popping each host's best URL; but only once the batch is full or its earliest host is due
 # by `due_by`, so batches grow without making any host late. When more hosts are ready than
 # there is room for, the earliest BOOST_WINDOW x max_hosts of them are candidates (not x room:
-# a slot freed alone must not shrink the choice to the hosts that waited longest), and
-# those with the highest boost go first (ties: the earliest, then by name). When fewer than
+# a slot freed alone must not shrink the choice to the hosts that waited longest), and so
+# are the warm hosts due: warm hosts go first, then those with the highest boost (ties: the
+# earliest, then by name). A host is warm from a lease on (`warm`: host -> when its session
+# began) until its session is warm_seconds old or warm_hosts hosts joined after it; with
+# warm_hosts 0, none is (ports.Frontier.dispatch says why). When fewer than
 # max_hosts hosts are leased, each lease takes up to per_lease of its host's best URLs, as
 # many as keep the batch within max_hosts URLs (the fetch asks them one after the other).
 # A lease carries its host's next time: the fetch must not start before it.
@@ -141,7 +147,8 @@ local now = tonumber(ARGV[1])
 local max_hosts, lease, max_leased = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local token_prefix, horizon, due_by = ARGV[5], now + tonumber(ARGV[6]), tonumber(ARGV[7])
 local per_lease = tonumber(ARGV[8])
-local dispatched = KEYS[11]
+local dispatched, warm = KEYS[11], KEYS[12]
+local warm_hosts, warm_seconds = tonumber(ARGV[9]), tonumber(ARGV[10])
 if token_prefix ~= '' then
   local last = redis.call('GET', dispatched)
   if last then
@@ -177,6 +184,20 @@ local room = math.min(max_hosts, max_leased - redis.call('ZCARD', leases))
 if room > 0 then
   local window = redis.call('ZRANGEBYSCORE', ready, '-inf', horizon, 'WITHSCORES',
                             'LIMIT', 0, BOOST_WINDOW * max_hosts)
+  local is_warm = {}
+  if warm_hosts > 0 then
+    redis.call('ZREMRANGEBYSCORE', warm, '-inf', now - warm_seconds)
+    local listed = {}
+    for i = 1, #window, 2 do listed[window[i]] = true end
+    for _, host in ipairs(redis.call('ZRANGE', warm, 0, -1)) do
+      is_warm[host] = 1
+      local at = not listed[host] and redis.call('ZSCORE', ready, host)
+      if at and tonumber(at) <= horizon then
+        table.insert(window, host)
+        table.insert(window, at)
+      end
+    end
+  end
   local hosts = {}
   if #window > 2 * room then
     local names = {}
@@ -185,9 +206,10 @@ if room > 0 then
     local order = {}
     for n, host in ipairs(names) do
       table.insert(order, {host, tonumber(window[2 * n]), tonumber(boosts[n] or '0'),
-                           window[2 * n]})
+                           window[2 * n], is_warm[host] or 0})
     end
     table.sort(order, function(a, b)
+      if a[5] ~= b[5] then return a[5] > b[5] end
       if a[3] ~= b[3] then return a[3] > b[3] end
       if a[2] ~= b[2] then return a[2] < b[2] end
       return a[1] < b[1]
@@ -227,8 +249,11 @@ if room > 0 then
       end
       redis.call('HSET', leased, host, table.concat(held, '\\n'))
       redis.call('DECRBY', queued, #held)
+      if warm_hosts > 0 then redis.call('ZADD', warm, 'NX', now, host) end
     end
   end
+  local over = warm_hosts > 0 and redis.call('ZCARD', warm) - warm_hosts or 0
+  if over > 0 then redis.call('ZREMRANGEBYRANK', warm, 0, over - 1) end
 end
 local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
 if #first > 0 then out[1] = first[2] end
