@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import re
+import resource
 import ssl
 import threading
 import time
@@ -39,6 +40,8 @@ KEPT_HEADERS = ("content-type", "etag", "last-modified", "location", "retry-afte
                 "x-robots-tag", "content-encoding")
 _KEPT = frozenset(name.encode("ascii") for name in KEPT_HEADERS)
 KEEPALIVE_SECONDS = 60.0
+MAX_ORIGINS = 2048  # origins whose pools (and keep-alive connections) a Fetcher keeps
+WANTED_FILES = 65536  # the open files a fetch process asks for (files_for_connections)
 _LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)\Z")
 _HASHED = re.compile(r"[0-9a-f]{8}\.[0-9]+")  # a certificate in an OpenSSL CA directory
 MAX_REASON = 200  # characters of a TLS failure's reason kept
@@ -144,7 +147,7 @@ class Fetcher:
     no name is resolved and no address guarded: requests keep their host.
     """
 
-    def __init__(self, settings: Settings, dns: DnsCache | None, max_origins: int = 2048,
+    def __init__(self, settings: Settings, dns: DnsCache | None, max_origins: int = MAX_ORIGINS,
                  pool: Pool | None = None) -> None:
         if dns is None and pool is None:
             raise ValueError("a Fetcher on the network needs a DNS cache")
@@ -380,6 +383,36 @@ class _FetchLoop:
         return delta
 
 
+def files_for_connections() -> int:
+    """Raise this process's soft limit on open files to its hard limit (at most
+    WANTED_FILES) and return it. A fetch process holds a socket per host it is fetching
+    and per host whose connection it keeps: thousands on a large web, where the soft limit
+    many systems start a shell or service with is 1,024 (a connect past it fails with
+    EMFILE, and its host would be counted unreachable)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return WANTED_FILES
+    want = WANTED_FILES if hard == resource.RLIM_INFINITY else min(hard, WANTED_FILES)
+    if soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            soft = want
+        except (ValueError, OSError) as exc:
+            log.warning("open files stay limited to %d (%s)", soft, exc)
+    return soft
+
+
+def _kept_origins(files: int) -> int:
+    """How many origins' connections a fetch process may keep with `files` open files: a
+    quarter of them (as many again for requests under way, the rest for the process's
+    other sockets and files), at most MAX_ORIGINS."""
+    kept = min(MAX_ORIGINS, max(1, files // 4))
+    if kept < MAX_ORIGINS:
+        log.warning("open files limited to %d (ulimit -n): a fetch process keeps the "
+                    "connections of %d hosts, not %d", files, kept, MAX_ORIGINS)
+    return kept
+
+
 _LOOP: _FetchLoop | None = None
 _LOOP_LOCK = threading.Lock()
 
@@ -391,7 +424,8 @@ def _fetch_loop(settings: Settings, dns: Callable[[], DnsCache]) -> _FetchLoop:
             loop = asyncio.new_event_loop()
             thread = threading.Thread(target=loop.run_forever, name="fetch-loop", daemon=True)
             thread.start()
-            _LOOP = _FetchLoop(os.getpid(), loop, Fetcher(settings, dns()), thread)
+            fetcher = Fetcher(settings, dns(), _kept_origins(files_for_connections()))
+            _LOOP = _FetchLoop(os.getpid(), loop, fetcher, thread)
         return _LOOP
 
 

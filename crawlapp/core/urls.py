@@ -188,7 +188,6 @@ def _drop_path_params(path: str) -> str:
 
 
 @lru_cache(maxsize=1 << 16)
-@lru_cache(maxsize=MEMO)
 def dedup_key(url: str) -> str:
     """The dedup key of a request URL: no user info, fragment, tracking or session
     parameters; query sorted; case and percent-escapes normalised (w3lib)."""
