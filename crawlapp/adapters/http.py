@@ -148,7 +148,7 @@ class Fetcher:
     """
 
     def __init__(self, settings: Settings, dns: DnsCache | None, max_origins: int = MAX_ORIGINS,
-                 pool: Pool | None = None) -> None:
+                 pool: Pool | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         if dns is None and pool is None:
             raise ValueError("a Fetcher on the network needs a DNS cache")
         self.settings = settings
@@ -165,24 +165,37 @@ class Fetcher:
         # request's (get), so the streams set no timer of their own on each read and write.
         self._timeout = {"connect": min(10.0, settings.fetch_timeout), "read": None,
                          "write": None, "pool": None}
-        self._pools: OrderedDict[str, Pool] = OrderedDict()
+        self._clock = clock
+        # origin -> its pool and when a request last asked for it, the least recent first
+        self._pools: OrderedDict[str, tuple[Pool, float]] = OrderedDict()
 
     async def _pool(self, origin: str) -> Pool:
         if self.pool is not None:
             return self.pool
-        pool = self._pools.get(origin)
-        if pool is not None:
-            self._pools.move_to_end(origin)
-            return pool
+        now = self._clock()
+        kept = self._pools.pop(origin, None)
         # A host's connection is kept a minute between requests (httpx's default is 5 s):
         # while the pipeline is busy a host's next URL may take longer than that to come.
         # With HTTP/2 an origin's requests share its one connection (one at a time: politeness).
-        pool = self._pools[origin] = origin_pool(self._ssl, self.settings.http2,
-                                                 keepalive_expiry=KEEPALIVE_SECONDS)
-        while len(self._pools) > self.max_origins:
-            _, oldest = self._pools.popitem(last=False)
-            await oldest.aclose()
+        pool = kept[0] if kept else origin_pool(self._ssl, self.settings.http2,
+                                                keepalive_expiry=KEEPALIVE_SECONDS)
+        self._pools[origin] = (pool, now)
+        await self._close_unused(now)
         return pool
+
+    async def _close_unused(self, now: float) -> None:
+        """Close the pools of the origins no request asked for within the keep-alive time
+        (or a request's longest, so that none is closed under a request), and of the least
+        recent beyond max_origins: httpcore closes an expired connection only when its pool
+        is asked again, and a host done with would hold its connection (and a file on
+        either side) until then."""
+        unused = now - max(KEEPALIVE_SECONDS, self.settings.fetch_timeout)
+        while self._pools:
+            origin, (pool, used) = next(iter(self._pools.items()))
+            if used > unused and len(self._pools) <= self.max_origins:
+                return
+            del self._pools[origin]
+            await pool.aclose()
 
     async def _address(self, host: str) -> tuple[str | None, str | None]:
         """The address to connect to, or None and why not (the SSRF guard's refusal, DNS).

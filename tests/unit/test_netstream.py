@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -36,6 +37,7 @@ class Server:
         self.silent, self.close_after, self.stall_first = silent, close_after, stall_first
         self.response = response
         self.connections = 0
+        self.closed_by_client = 0
         self.requests: list[bytes] = []
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -54,7 +56,9 @@ class Server:
                     break
             if self.silent:
                 await asyncio.sleep(10)
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except asyncio.IncompleteReadError:
+            self.closed_by_client += 1
+        except ConnectionError:
             pass
         finally:
             writer.close()
@@ -67,10 +71,10 @@ async def serving(server: Server, tls: ssl.SSLContext | None = None) -> AsyncIte
         yield listener.sockets[0].getsockname()[1]
 
 
-def fetcher(timeout: str = "5") -> Fetcher:
+def fetcher(timeout: str = "5", clock: Callable[[], float] = time.monotonic) -> Fetcher:
     settings = load_settings({"CRAWL_ALLOWED_NETWORKS": "127.0.0.0/8",
                               "CRAWL_FETCH_TIMEOUT": timeout})
-    return Fetcher(settings, DnsCache(None, "test", 60, 60))
+    return Fetcher(settings, DnsCache(None, "test", 60, 60), clock=clock)
 
 
 def test_requests_to_a_host_share_one_keep_alive_connection() -> None:
@@ -84,6 +88,32 @@ def test_requests_to_a_host_share_one_keep_alive_connection() -> None:
 
     assert asyncio.run(body()) == [(200, b"hello", "127.0.0.1")] * 3
     assert server.connections == 1
+
+
+def test_a_host_no_request_asked_for_within_keep_alive_has_its_connection_closed() -> None:
+    """httpcore closes an expired connection only when its pool is asked again: the Fetcher
+    closes those of the hosts no request asked for within KEEPALIVE_SECONDS (60 s), at the
+    next request to any host, and keeps the others."""
+    a, b, c = Server(), Server(), Server()
+    now = [1000.0]
+
+    async def body() -> list[int | None]:
+        async with serving(a) as pa, serving(b) as pb, serving(c) as pc:
+            client = fetcher(clock=lambda: now[0])
+            got = [await client.get(f"http://127.0.0.1:{pa}/1")]
+            now[0] += 30
+            got.append(await client.get(f"http://127.0.0.1:{pb}/1"))
+            now[0] += 31  # a was last asked for 61 s ago, b 31 s ago
+            got.append(await client.get(f"http://127.0.0.1:{pc}/1"))
+            await asyncio.sleep(0.05)  # the close reaches the server
+            assert (a.closed_by_client, b.closed_by_client) == (1, 0)
+            now[0] += 1
+            got += [await client.get(f"http://127.0.0.1:{pa}/2"),
+                    await client.get(f"http://127.0.0.1:{pb}/2")]
+            return [r.status for r in got]
+
+    assert asyncio.run(body()) == [200] * 5
+    assert (a.connections, b.connections, c.connections) == (2, 1, 1)
 
 
 def test_a_connection_the_server_closed_while_idle_is_not_used_again() -> None:
@@ -111,7 +141,7 @@ def test_a_request_cut_short_by_its_timeout_leaves_the_host_usable() -> None:
         async with serving(server) as port:
             client = fetcher(timeout="0.5")
             results = [await client.get(f"http://127.0.0.1:{port}/{n}") for n in range(2)]
-            pool = next(iter(client._pools.values()))
+            pool, _ = next(iter(client._pools.values()))
             assert isinstance(pool, httpcore.AsyncConnectionPool)
             lock = pool.connections[0]._connection._state_lock
             return [(r.status, r.error) for r in results], lock
