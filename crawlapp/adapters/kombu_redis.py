@@ -91,4 +91,3 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
 
 class Transport(kombu_redis.Transport):  # type: ignore[misc]
     Channel = Channel
-
