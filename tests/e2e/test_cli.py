@@ -34,7 +34,7 @@ from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
 from crawlapp.adapters.redis.dedup_index import LOOK, NEAR, NO_NEAR, Claim, Held, Outcome
 from crawlapp.cli import cli
-from crawlapp.core.records import Link, Page, QueuedURL, Status
+from crawlapp.core.records import Link, Page, QueuedURL, RobotsAnswer, Status
 from crawlapp.core.rows import FetchOutcome, HistoryRow, LinkEdge, UrlRow
 from crawlapp.core.settings import get_settings
 from crawlapp.core.urls import url_hash
@@ -113,7 +113,8 @@ def seed_state(ctx: Context) -> None:
             for t, anchor, nofollow in ((f"{a}/copy", "a copy", False), (f"{a}/solo", None, True),
                                         (f"http://{B}/1", "B one", False))]
             + [LinkEdge(url_hash(f"{a}/solo"), url_hash(f"{a}/"), "home", False)])
-        repository.save_robots(session, a, 200, "User-agent: *\nCrawl-delay: 2\n", 2.0, NOW)
+        repository.save_robots(session, [RobotsAnswer(a, 200, "User-agent: *\nCrawl-delay: 2\n", 2.0)],
+                               [NOW])
     ctx.frontier.add([QueuedURL(u, 1, 0.9) for u in queued], time.time())
     ctx.dedup_index.restore([Held(url_hash(f"{a}/"),
                                   _fetched(ctx, f"{a}/", b"<p>home</p>").content_hash, None)])

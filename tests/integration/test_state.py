@@ -11,7 +11,9 @@ from sqlalchemy.exc import DBAPIError
 
 from crawlapp.adapters.blobstore import LocalBlobStore, S3BlobStore, body_key, open_blobstore
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.models import Host
 from crawlapp.adapters.db.engine import session_factory, upgrade
+from crawlapp.core.records import RobotsAnswer
 from crawlapp.core.rows import FetchOutcome, LinkEdge, UrlRow
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
@@ -135,3 +137,23 @@ def test_s3_blob_store_round_trip(s3_endpoint: str, tmp_path: Path) -> None:
 def test_object_keys_come_only_from_hashes(bad: str) -> None:
     with pytest.raises(ValueError):
         body_key(bad)
+
+
+def test_robots_answers_are_recorded_in_one_statement_the_last_one_kept(sessions) -> None:  # type: ignore[no-untyped-def]
+    later = datetime(2026, 1, 2, tzinfo=UTC)
+    with sessions.begin() as s:
+        repository.save_robots(s, [RobotsAnswer("http://a.com", 200, "User-agent: *\n", None),
+                                   RobotsAnswer("http://b.com", 404, "", None)], [NOW, NOW])
+    with sessions.begin() as s:
+        repository.save_robots(s, [
+            RobotsAnswer("http://a.com", 503, "", None),
+            RobotsAnswer("http://a.com", 200, "User-agent: *\nCrawl-delay: 2\n", 2.0),
+            RobotsAnswer("http://c.com", 200, "Disallow: /", None)], [NOW, later, later])
+        repository.save_robots(s, [], [])
+    with sessions() as s:
+        assert repository.robots_of(s, "http://a.com") == (200, "User-agent: *\nCrawl-delay: 2\n")
+        assert repository.robots_of(s, "http://b.com") == (404, "")
+        assert repository.robots_of(s, "http://c.com") == (200, "Disallow: /")
+        host = s.get(Host, "http://a.com")
+        assert host is not None and host.crawl_delay == 2.0
+        assert host.robots_fetched_at.replace(tzinfo=UTC) == later

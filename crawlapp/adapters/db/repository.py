@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -41,7 +42,7 @@ from crawlapp.adapters.db.models import (
     Url,
     host_count_deltas,
 )
-from crawlapp.core.records import Status
+from crawlapp.core.records import RobotsAnswer, Status
 from crawlapp.core.rows import (
     FetchOutcome,
     HistoryRow,
@@ -265,12 +266,26 @@ def authority_of(session: Session, hosts: Sequence[str]) -> dict[str, float]:
     return found
 
 
-def save_robots(session: Session, origin: str, status: int, body: str,
-                crawl_delay: float | None, fetched_at: datetime) -> None:
-    values = {"robots_status": status, "robots_body": body, "crawl_delay": crawl_delay,
-              "robots_fetched_at": fetched_at}
-    stmt = dialect_insert(session, Host).values(origin=origin, **values)
-    session.execute(stmt.on_conflict_do_update(index_elements=["origin"], set_=values))
+_ROBOTS = ("robots_status", "robots_body", "crawl_delay", "robots_fetched_at")
+
+
+def save_robots(session: Session, answers: Iterable[RobotsAnswer],
+                fetched_at: Iterable[datetime]) -> None:
+    """Record each robots.txt answer, fetched at its time, on its origin's hosts row (one
+    statement; an origin answered twice keeps its last answer)."""
+    rows = {answer.origin: (answer.origin, answer.status, answer.body, answer.crawl_delay, at)
+            for answer, at in zip(answers, fetched_at, strict=True)}
+    if not rows:
+        return
+
+    def statement() -> Any:
+        insert = dialect_insert(session, Host).values(
+            {name: bindparam(name) for name in ("origin", *_ROBOTS)})
+        return insert.on_conflict_do_update(index_elements=["origin"], set_={
+            name: insert.excluded[name] for name in _ROBOTS})
+
+    executemany(session, "save_robots", statement,
+                column_arrays(list(rows.values()), ("origin", *_ROBOTS)))
 
 
 def robots_of(session: Session, origin: str) -> tuple[int, str] | None:

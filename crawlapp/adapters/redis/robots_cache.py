@@ -95,6 +95,4 @@ def write(session: Session, records: Iterable[RobotsAnswer], when: Iterable[floa
     """Record each robots.txt answer on its hosts row."""
     # Imported here: the fetch workers read this cache and never load the database's modules.
     from crawlapp.adapters.db import repository
-    for (origin, status, body, crawl_delay), fetched_at in zip(records, when, strict=True):
-        repository.save_robots(session, origin, status, body, crawl_delay,
-                               datetime.fromtimestamp(fetched_at, UTC))
+    repository.save_robots(session, records, (datetime.fromtimestamp(at, UTC) for at in when))
