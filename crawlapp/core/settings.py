@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -412,7 +412,7 @@ class Settings:
         "CRAWL_AUTHORITY_INTERVAL", "seconds between two computations of host authority "
         "from the host graph (beat)", default=600.0, convert=bounded(float, 1, 7 * 86400))
 
-    @property
+    @cached_property
     def product_token(self) -> str:
         """The User-Agent's product token, the name robots.txt groups are matched by."""
         return self.user_agent.split("/", 1)[0].split()[0]
@@ -421,12 +421,12 @@ class Settings:
     def blob_dir(self) -> Path:
         return self.data_dir / "blobs"
 
-    @property
+    @cached_property
     def traps(self) -> TrapRules:
         return TrapRules(max_length=self.max_url_length, pattern_cap=self.trap_pattern_cap,
                          skip_binaries=not self.fetch_binaries)
 
-    @property
+    @cached_property
     def backoff(self) -> Backoff:
         return Backoff(max_backoff=self.max_backoff, max_retry_after=self.max_retry_after,
                        park_after=self.park_after, park_seconds=self.park_seconds,
