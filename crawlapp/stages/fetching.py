@@ -144,7 +144,8 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
     return robots, pages
 
 
-def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lease]) -> set[str]:
+def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lease],
+             known: _Known) -> set[str]:
     """The asked URLs that go back to be tried again: their retry counts are bumped and
     those past CRAWL_MAX_RETRIES are done with, as are the URLs answered and `refused`
     (their retries, validators and hops forgotten); the batch's fetch counters are added
@@ -155,21 +156,24 @@ def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lea
         return set()
     pipe = ctx.redis.pipeline(transaction=False)
     counts = ctx.retries.bump([lease.url for lease in to_retry], pipe)
-    _forget_url_state(ctx, [lease.url for lease in done], pipe)
+    _forget_url_state(ctx, [lease.url for lease in done], known, pipe)
     ctx.counters.bump(fetch_counts(r for _, r in asked), pipe=pipe)
     retry = {lease.url for lease, n in zip(to_retry, counts(pipe.execute()), strict=True)
              if n <= ctx.settings.max_retries}
-    _forget_url_state(ctx, [lease.url for lease in to_retry if lease.url not in retry])
+    _forget_url_state(ctx, [lease.url for lease in to_retry if lease.url not in retry], known)
     return retry
 
 
-def _forget_url_state(ctx: Context, urls: list[str], pipe: Pipeline | None = None) -> None:
-    """The URLs are done with (fetched, refused or given up): their retries, validators and
-    hops go, in one round trip (the caller's, with `pipe`)."""
+def _forget_url_state(ctx: Context, urls: list[str], known: _Known,
+                      pipe: Pipeline | None = None) -> None:
+    """The URLs are done with (fetched, refused or given up): their retries go, and the
+    validators and hops of those that had some when the batch read them (`known`: most
+    URLs have neither, and are asked nothing more), in one round trip (the caller's, with
+    `pipe`)."""
     with joined(ctx.redis, pipe) as p:
         ctx.retries.forget(urls, p)
-        ctx.validators.forget(urls, p)
-        ctx.hops.forget(urls, p)
+        ctx.validators.forget([url for url in urls if url in known.validators], p)
+        ctx.hops.forget([url for url in urls if known.hops.get(url)], p)
 
 
 class _Known(NamedTuple):
@@ -318,8 +322,8 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     for lease, r in zip(plan.pages, fetched, strict=True):
         if r is None:
             ledger.not_asked(lease)
-    retry = ctx.steady(lambda: _retries(ctx, asked, [lease for lease, _ in plan.refused]),
-                   "counting retries")
+    retry = ctx.steady(lambda: _retries(ctx, asked, [lease for lease, _ in plan.refused], known),
+                       "counting retries")
     for lease, result in asked:
         ledger.answered(lease, result, lease.url in retry)
     answered, handovers = _answered_pages(ctx, ledger, asked, known.hops)

@@ -172,9 +172,19 @@ def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_ur
     key = ctx.hops.key("http://a.com/new")
     assert 0 < ctx.redis.ttl(key) <= redirect_hops.TTL  # gone within a week, whatever happens
     lease = Lease(0, "a.com", "t", "http://a.com/new", 1)
-    assert _known(ctx, [lease]).hops == {"http://a.com/new": 3}
-    assert _retries(ctx, [(lease, Fetched(lease.url, 200))], []) == set()  # fetched
+    plain = Lease(0, "a.com", "t", "http://a.com/plain", 1)
+    ctx.validators.store({"http://a.com/new": '"v1"\t', "http://a.com/plain": '"v2"\t'})
+    known = _known(ctx, [lease, plain])
+    assert known.hops == {"http://a.com/new": 3, "http://a.com/plain": 0}
+    assert set(known.validators) == {"http://a.com/new", "http://a.com/plain"}
+    ctx.hops.record({"http://a.com/plain": 1})  # found as a redirect's target while fetched
+    assert _retries(ctx, [(lease, Fetched(lease.url, 200)), (plain, Fetched(plain.url, 200))],
+                    [], known) == set()  # fetched
     assert not ctx.redis.exists(key)
+    assert _known(ctx, [lease, plain]).validators == {}
+    # Only a count there when the batch began is deleted: this one waits out its TTL.
+    assert ctx.redis.exists(ctx.hops.key("http://a.com/plain"))
+    ctx.hops.forget(["http://a.com/plain"])
     assert list(ctx.redis.scan_iter(match=keys.HOPS.of(ctx.settings.redis_prefix, url_hash="*"))) == []
 
 
