@@ -62,6 +62,9 @@ _REFUSED_CODECS = frozenset({"utf-7", "idna", "punycode", "unicode-escape", "raw
                              "undefined", "utf-32", "utf-32-le", "utf-32-be", "mbcs", "oem"})
 _UTF16 = frozenset({"utf-16-le", "utf-16-be"})
 _PARSER = etree.HTMLParser(encoding="utf-8")
+# The text of an element and its descendants joined, as "".join(itertext()) gives it
+# (comments and processing instructions are not text), in half its time.
+_TEXT_CONTENT = etree.XPath("string()", smart_strings=False)
 # What the URL parser strips from both ends of an href: C0 controls and space, not U+00A0.
 _C0_SPACE = "".join(map(chr, range(0x21)))
 
@@ -277,7 +280,9 @@ def _read(root: etree._Element, page: ParsedPage, max_links: int) -> None:
         if not href:
             continue
         rel = (element.get("rel") or "").lower().split()
-        anchor = " ".join("".join(element.itertext()).split())[:256]
+        # An anchor of text alone (most) is the element's text; else its text nodes'.
+        anchor = " ".join(((element.text or "") if len(element) == 0
+                           else _TEXT_CONTENT(element)).split())[:256]
         page.links.append(Link(href, anchor, "nofollow" in rel,
                                element in boilerplate))
         if len(page.links) >= max_links:

@@ -49,12 +49,15 @@ def test_links_titles_base_and_nofollow() -> None:
         b"<HTML><head><TITLE> A  page </TITLE><base href='http://b.com/d/'></head><body>"
         b"<A HREF=one.html>One <b>bold</b></A><area href='/map'>"
         b"<a href='x' rel='nofollow'>x</a><a>no href</a>"
+        b"<a href='c'>caf&eacute; <!-- no -->au <?pi no?>lait<img alt='no'></a>"
+        b"<a href='t'>  two\n\tlines &amp; more </a>"
         b"<script>document.write('<a href=\"s.html\">')</script><!-- <a href='c.html'> -->"
         b"</body></HTML>", "text/html")
     assert page.title == "A page"
     assert page.base == "http://b.com/d/"
     assert [(link.url, link.anchor, link.nofollow) for link in page.links] == [
-        ("one.html", "One bold", False), ("/map", "", False), ("x", "x", True)]
+        ("one.html", "One bold", False), ("/map", "", False), ("x", "x", True),
+        ("c", "caf\u00e9 au lait", False), ("t", "two lines & more", False)]
 
 
 def test_meta_robots_nofollow_and_link_cap() -> None:
