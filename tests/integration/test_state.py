@@ -11,8 +11,8 @@ from sqlalchemy.exc import DBAPIError
 
 from crawlapp.adapters.blobstore import LocalBlobStore, S3BlobStore, body_key, open_blobstore
 from crawlapp.adapters.db import repository
-from crawlapp.adapters.db.models import Host
 from crawlapp.adapters.db.engine import session_factory, upgrade
+from crawlapp.adapters.db.models import Host
 from crawlapp.core.records import RobotsAnswer
 from crawlapp.core.rows import FetchOutcome, LinkEdge, UrlRow
 from crawlapp.core.settings import load_settings
