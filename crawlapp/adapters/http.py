@@ -10,7 +10,7 @@ import resource
 import ssl
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar
@@ -168,6 +168,7 @@ class Fetcher:
         self._clock = clock
         # origin -> its pool and when a request last asked for it, the least recent first
         self._pools: OrderedDict[str, tuple[Pool, float]] = OrderedDict()
+        self._asking: Counter[str] = Counter()  # origin -> its requests under way
 
     async def _pool(self, origin: str) -> Pool:
         if self.pool is not None:
@@ -186,14 +187,20 @@ class Fetcher:
     async def _close_unused(self, now: float) -> None:
         """Close the pools of the origins no request asked for within the keep-alive time
         (or a request's longest, so that none is closed under a request), and of the least
-        recent beyond max_origins: httpcore closes an expired connection only when its pool
-        is asked again, and a host done with would hold its connection (and a file on
+        recent beyond max_origins, but never a pool with a request under way (it goes to
+        the end of the line instead): httpcore closes an expired connection only when its
+        pool is asked again, and a host done with would hold its connection (and a file on
         either side) until then."""
         unused = now - max(KEEPALIVE_SECONDS, self.settings.fetch_timeout)
-        while self._pools:
+        passed = 0  # pools under way moved to the end: each once at most
+        while self._pools and passed < len(self._pools):
             origin, (pool, used) = next(iter(self._pools.items()))
             if used > unused and len(self._pools) <= self.max_origins:
                 return
+            if self._asking[origin]:
+                self._pools.move_to_end(origin)
+                passed += 1
+                continue
             del self._pools[origin]
             await pool.aclose()
 
@@ -260,7 +267,19 @@ class Fetcher:
 
     async def _stream(self, target: _Target, address: str, extra: dict[str, str], cap: int,
                       truncate: bool, result: Fetched) -> None:
-        pool = await self._pool(f"{target.scheme}://{target.netloc}")
+        origin = f"{target.scheme}://{target.netloc}"
+        pool = await self._pool(origin)
+        self._asking[origin] += 1
+        try:
+            await self._exchange(pool, target, address, extra, cap, truncate, result)
+        finally:
+            self._asking[origin] -= 1
+            if not self._asking[origin]:
+                del self._asking[origin]
+
+    async def _exchange(self, pool: Pool, target: _Target, address: str, extra: dict[str, str],
+                        cap: int, truncate: bool, result: Fetched) -> None:
+        """One request on `pool` and its response, read into `result`."""
         headers = [(b"Host", target.netloc.encode("ascii")), *self._headers,
                    *((_header_bytes(name), _header_bytes(value)) for name, value in extra.items())]
         extensions: dict[str, object] = {"timeout": self._timeout}

@@ -29,13 +29,15 @@ RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\
 
 
 class Server:
-    """Answers each request RESPONSE (or nothing with `silent`), keeping the connection
-    open, or closing it right after the response with `close_after`; counts connections."""
+    """Answers each request RESPONSE (or nothing with `silent`; `delay` seconds after it),
+    keeping the connection open, or closing it right after the response with `close_after`;
+    counts connections."""
 
     def __init__(self, silent: bool = False, close_after: bool = False,
-                 stall_first: bool = False, response: bytes = RESPONSE) -> None:
+                 stall_first: bool = False, response: bytes = RESPONSE,
+                 delay: float = 0.0) -> None:
         self.silent, self.close_after, self.stall_first = silent, close_after, stall_first
-        self.response = response
+        self.response, self.delay = response, delay
         self.connections = 0
         self.closed_by_client = 0
         self.requests: list[bytes] = []
@@ -50,6 +52,7 @@ class Server:
                 await asyncio.sleep(10)
             while (request := await reader.readuntil(b"\r\n\r\n")) and not self.silent:
                 self.requests.append(request)
+                await asyncio.sleep(self.delay)
                 writer.write(self.response)
                 await writer.drain()
                 if self.close_after:
@@ -114,6 +117,30 @@ def test_a_host_no_request_asked_for_within_keep_alive_has_its_connection_closed
 
     assert asyncio.run(body()) == [200] * 5
     assert (a.connections, b.connections, c.connections) == (2, 1, 1)
+
+
+def test_a_host_beyond_the_kept_origins_keeps_its_connection_while_its_request_is_under_way(
+        ) -> None:
+    """The least recent origins beyond max_origins are closed as other hosts are asked, but
+    not under a request: a slow answer is read whole, and its pool is closed after it."""
+    slow, quick = Server(delay=0.3), Server()
+
+    async def body() -> list[tuple[int | None, str | None]]:
+        async with serving(slow) as ps, serving(quick) as pq:
+            client = fetcher()
+            client.max_origins = 1
+            asked = asyncio.ensure_future(client.get(f"http://127.0.0.1:{ps}/slow"))
+            await asyncio.sleep(0.1)  # the slow request is under way
+            others = [await client.get(f"http://127.0.0.1:{pq}/{n}") for n in range(3)]
+            await asyncio.sleep(0.05)
+            assert slow.closed_by_client == 0
+            results = [await asked, *others]
+            await client.get(f"http://127.0.0.1:{pq}/last")  # the slow host's pool goes now
+            await asyncio.sleep(0.05)
+            assert slow.closed_by_client == 1
+            return [(r.status, r.error) for r in results]
+
+    assert asyncio.run(body()) == [(200, None)] * 4
 
 
 def test_a_connection_the_server_closed_while_idle_is_not_used_again() -> None:
