@@ -268,10 +268,10 @@ class Fetcher:
     async def _stream(self, target: _Target, address: str, extra: dict[str, str], cap: int,
                       truncate: bool, result: Fetched) -> None:
         origin = f"{target.scheme}://{target.netloc}"
-        pool = await self._pool(origin)
-        self._asking[origin] += 1
+        self._asking[origin] += 1  # before its pool is looked up: closing others spares it
         try:
-            await self._exchange(pool, target, address, extra, cap, truncate, result)
+            await self._exchange(await self._pool(origin), target, address, extra, cap,
+                                 truncate, result)
         finally:
             self._asking[origin] -= 1
             if not self._asking[origin]:

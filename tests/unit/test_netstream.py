@@ -134,6 +134,7 @@ def test_a_host_beyond_the_kept_origins_keeps_its_connection_while_its_request_i
             others = [await client.get(f"http://127.0.0.1:{pq}/{n}") for n in range(3)]
             await asyncio.sleep(0.05)
             assert slow.closed_by_client == 0
+            assert quick.connections == 1  # nor the pool of the host being asked
             results = [await asked, *others]
             await client.get(f"http://127.0.0.1:{pq}/last")  # the slow host's pool goes now
             await asyncio.sleep(0.05)
