@@ -18,6 +18,7 @@ from crawlapp.adapters.redis.authority import HostAuthorities
 from crawlapp.adapters.redis.batches import BatchLedger
 from crawlapp.adapters.redis.budgets import PATTERNS_PER_URL_BUCKET, TrapBudgets
 from crawlapp.adapters.redis.canonicals import CanonicalPointers
+from crawlapp.adapters.redis.change_rates import ChangeRates
 from crawlapp.adapters.redis.client import Client, connect, ride_out
 from crawlapp.adapters.redis.counters import Counters
 from crawlapp.adapters.redis.denylist import Denylist
@@ -31,6 +32,7 @@ from crawlapp.adapters.redis.replicas import ReplicaAcks
 from crawlapp.adapters.redis.retries import FetchRetries
 from crawlapp.adapters.redis.robots_cache import RobotsCache
 from crawlapp.adapters.redis.scope import SeedScopes
+from crawlapp.adapters.redis.sitemap_trust import SitemapTrust
 from crawlapp.adapters.redis.slots import PolitenessSlots
 from crawlapp.adapters.redis.throttles import Throttles
 from crawlapp.adapters.redis.urlseen import RedisBloom
@@ -148,6 +150,14 @@ class Context:
     @cached_property
     def recrawls(self) -> RecrawlSets:
         return RecrawlSets(self.dedup_redis, self._prefix, self.parts)
+
+    @cached_property
+    def change_rates(self) -> ChangeRates:
+        return ChangeRates(self.redis, self._prefix)
+
+    @cached_property
+    def sitemap_trust(self) -> SitemapTrust:
+        return SitemapTrust(self.redis, self._prefix)
 
     @cached_property
     def budgets(self) -> TrapBudgets:

@@ -65,9 +65,12 @@ task_routes = {
     # crawl.render to render.<the same shard>.
 }
 
+# The re-crawl drain's period: a tenth of the shortest interval, between 1 and 2 seconds.
+DRAIN_PERIOD = min(2.0, max(1.0, _settings.recrawl_min_interval / 10))
 beat_schedule = {
-    # Pages whose next crawl time has come go back into the frontier.
-    "recrawl-due-pages": {"task": "crawl.recrawl", "schedule": 5.0, "options": {"expires": 10}},
+    # Pages whose next crawl time has come go back into the frontier, a second or two after.
+    "recrawl-due-pages": {"task": "crawl.recrawl", "schedule": DRAIN_PERIOD,
+                          "options": {"expires": 5 * DRAIN_PERIOD}},
     # Host authority from the host graph: the links stage's scores and the frontier's boost.
     "host-authority": {"task": "crawl.authority", "schedule": _settings.authority_interval,
                        "options": {"expires": _settings.authority_interval}},

@@ -205,7 +205,8 @@ def extract_links(pages: Wire, batch_id: str, carried: Wire | None = None) -> in
                                    [QueuedURL.from_wire(q) for q in carried or ()])
     except NotQueued as exc:
         raise _retry_with(exc, carried=[q.to_wire() for q in exc.urls]) from exc
-    ctx.counters.bump({"urls:known": done.known, "pages:blocked": done.robots_blocked},
+    ctx.counters.bump({"urls:known": done.known, "pages:blocked": done.robots_blocked,
+                       "recrawl:sitemap_due": done.sitemap_due},
                   refused=done.refused)
     ctx.batches.finish(batch_id)
     return done.added

@@ -41,6 +41,14 @@ def _text(data: dict[str, Any], where: str) -> str:
     lines.append(f"{'last verify':>18}: {verify_line(data['last_verify'])}")
     lines.append(f"{'recrawl':>18}: " + ", ".join(
         f"{tier}={v['pages']} ({v['overdue']} overdue)" for tier, v in data["recrawl"].items()))
+    fresh = data["freshness"]
+    if fresh["pages_planned"]:
+        fetches, refreshes = fresh["fetches"], fresh["refreshes"]
+        lines.append(f"{'freshness':>18}: {fresh['estimated']:.1%} estimated over "
+                     f"{fresh['pages_planned']} pages ({fresh['policy']}), {fresh['due']} due; "
+                     f"fetches {fetches['discovery']} new, {fetches['refresh']} again "
+                     f"({refreshes['changed']} changed, {refreshes['unchanged']} unchanged, "
+                     f"{refreshes['made_due_by_sitemaps']} by sitemaps)")
     if data["hosts_given_up"]:
         lines.append(f"{'hosts given up':>18}: {len(data['hosts_given_up'])}")
         lines += [f"{'':>20}{line}" for line in given_up_lines(data["hosts_given_up"])]

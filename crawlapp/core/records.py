@@ -342,6 +342,7 @@ class Page:
     # The body as fetched of a redirect or an error answer, kept for the archive as `raw_gz`,
     # was cut at CRAWL_ARCHIVE_ANSWER_BYTES.
     truncated: bool = False
+    lastmods: dict[str, float] | None = None  # a sitemap's: URL -> its <lastmod> (POSIX time)
 
     def to_wire(self) -> list[Any]:
         """The fields in declaration order (links and robots as arrays)."""

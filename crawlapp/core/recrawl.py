@@ -1,14 +1,17 @@
 """When to fetch a page again. Pure: times are passed in.
 
-A page's interval between two fetches adapts to what the last fetch saw:
-- changed content (a new content hash): the interval halves, down to MIN_INTERVAL;
-- unchanged (304 Not Modified, or the same content hash): it grows by half, up to
-  MAX_INTERVAL;
-- first fetch: a day for important pages (priority >= 0.5), a week for the others.
-The interval decides the page's tier, one Redis sorted set per tier (score = next fetch
-time), so an operator sees at a glance how much is hourly, daily, weekly or monthly. The
-database keeps every page's next fetch (urls.next_crawl_at); Redis only those due within
-CRAWL_RECRAWL_WINDOW (adapters/redis/recrawl_sets.py).
+The `optimal` policy (CRAWL_RECRAWL_POLICY, the default) learns each page's change rate and
+allocates its host's capacity (core/freshness.py). The `adaptive` one is the fixed rule of
+Heritrix's and StormCrawler's adaptive revisits (`next_schedule`):
+- changed content (a new content hash): the interval halves, down to the minimum interval;
+- unchanged (304 Not Modified, or the same content hash): it grows by half, up to the maximum;
+- first fetch: CRAWL_RECRAWL_FIRST_INTERVAL for important pages (priority >= 0.5), seven times
+  that for the others.
+Either way an operator's rules (`RecrawlRules`, CRAWL_RECRAWL_RULES) bound or fix a host's or a
+URL prefix's interval. The interval decides the page's tier, one Redis sorted set per tier
+(score = next fetch time), so an operator sees at a glance how much is hourly, daily, weekly or
+monthly. The database keeps every page's next fetch (urls.next_crawl_at); Redis only those due
+within CRAWL_RECRAWL_WINDOW (adapters/redis/recrawl_sets.py).
 """
 
 from __future__ import annotations
@@ -17,16 +20,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from crawlapp.core import hostpatterns
+from crawlapp.core.errors import InputError
 from crawlapp.core.records import Status
 
 HOUR = 3600.0
 DAY = 24 * HOUR
-MIN_INTERVAL = HOUR
-MAX_INTERVAL = 60 * DAY
-FIRST_INTERVAL_IMPORTANT = DAY
-FIRST_INTERVAL = 7 * DAY
-# tier name -> the longest interval it holds
-TIERS = (("hourly", 6 * HOUR), ("daily", 2 * DAY), ("weekly", 14 * DAY), ("monthly", MAX_INTERVAL))
+UNIMPORTANT_FIRST = 7  # `adaptive`: a page of priority below 0.5 waits this many first intervals
+# tier name -> the longest interval it holds (the last one holds every longer interval)
+TIERS = (("minutes", 600.0), ("hourly", 6 * HOUR), ("daily", 2 * DAY), ("weekly", 14 * DAY),
+         ("monthly", float("inf")))
 # The statuses of the rows a drain queues again (a row of another status keeps its
 # next_crawl_at but is not re-crawled: queued already, blocked, deleted).
 RECRAWLED_STATUSES = (Status.FETCHED, Status.REDIRECTED, Status.FAILED)
@@ -57,16 +60,105 @@ def timestamp(at: datetime) -> float:
 
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """The interval between two fetches of a page: at least `low`, at most `high`, `first`
+    the prior of a page without history; `fixed` (a rule's ttl) overrides them all."""
+
+    low: float
+    high: float
+    first: float
+    fixed: float | None = None
+
+    def clamp(self, interval: float) -> float:
+        if self.fixed is not None:
+            return self.fixed
+        return min(self.high, max(self.low, interval))
+
+
 def next_schedule(fetched_at: float, previous_interval: float | None, changed: bool,
-                  priority: float) -> Schedule:
-    """The next fetch of a page fetched at `fetched_at`."""
+                  priority: float, bounds: Bounds) -> Schedule:
+    """The `adaptive` policy's next fetch of a page fetched at `fetched_at`."""
     if previous_interval is None:
-        interval = FIRST_INTERVAL_IMPORTANT if priority >= 0.5 else FIRST_INTERVAL
+        interval = bounds.first * (1 if priority >= 0.5 else UNIMPORTANT_FIRST)
     elif changed:
-        interval = max(MIN_INTERVAL, previous_interval / 2)
+        interval = previous_interval / 2
     else:
-        interval = min(MAX_INTERVAL, previous_interval * 1.5)
+        interval = previous_interval * 1.5
+    interval = bounds.clamp(interval)
     return Schedule(interval, fetched_at + interval, tier_of(interval))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An operator's re-crawl rule for a host pattern or a URL prefix: bounds of the interval
+    (`low`, `high`) or a fixed one (`ttl`), in seconds; None: the setting's."""
+
+    pattern: str
+    low: float | None = None
+    high: float | None = None
+    ttl: float | None = None
+
+    def bounds(self, default: Bounds) -> Bounds:
+        low = default.low if self.low is None else self.low
+        high = default.high if self.high is None else self.high
+        return Bounds(min(low, high), max(low, high), default.first, self.ttl)
+
+
+class BadRule(InputError):
+    """A line of the re-crawl rules that is not `PATTERN min=S max=S` or `PATTERN ttl=S`."""
+
+
+_RULE_FIELDS = {"min": "low", "max": "high", "ttl": "ttl"}
+
+
+@dataclass(frozen=True)
+class RecrawlRules:
+    """CRAWL_RECRAWL_RULES: for a URL, the rule of the longest URL prefix that starts it, else
+    that of the most specific host pattern (`host:port`, `host`, `*.host`, `*.parent`...)."""
+
+    rules: tuple[Rule, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> RecrawlRules:
+        """One rule a line (`#` starts a comment): `https://example.com/news/ ttl=600`,
+        `*.example.org min=3600 max=604800`."""
+        rules = []
+        for number, line in enumerate(text.splitlines(), 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            pattern, values = words[0], {}
+            try:
+                if "://" not in pattern:
+                    pattern = hostpatterns.normalize(pattern)
+                for word in words[1:]:
+                    name, _, raw = word.partition("=")
+                    seconds = float(raw)
+                    if name not in _RULE_FIELDS or not 0 < seconds < 1e10:
+                        raise ValueError(word)
+                    values[_RULE_FIELDS[name]] = seconds
+            except (ValueError, InputError):
+                raise BadRule(f"line {number}: expected PATTERN min=S max=S or PATTERN ttl=S "
+                              f"(seconds > 0), got {line.strip()!r}") from None
+            if not values:
+                raise BadRule(f"line {number}: {pattern} names no min=, max= or ttl=")
+            rules.append(Rule(pattern, **values))
+        return cls(tuple(rules))
+
+    def rule_for(self, url: str, host: str) -> Rule | None:
+        prefixes = [r for r in self.rules if "://" in r.pattern and url.startswith(r.pattern)]
+        if prefixes:
+            return max(prefixes, key=lambda r: len(r.pattern))
+        hosts = {r.pattern: r for r in self.rules if "://" not in r.pattern}
+        return next((hosts[p] for p in hostpatterns.candidates(host) if p in hosts), None)
+
+    def bounds(self, url: str, host: str, default: Bounds) -> Bounds:
+        """The bounds of `url`'s interval (`default` where no rule applies)."""
+        if not self.rules:
+            return default
+        rule = self.rule_for(url, host)
+        return default if rule is None else rule.bounds(default)
 
 
 def validators(etag: str | None, last_modified: str | None) -> str | None:

@@ -70,6 +70,8 @@ class FetchOutcome(NamedTuple):
     rendered: bool = False
     render_error: str | None = None
     raw_storage_key: str | None = None
+    changes: bytes | None = None  # its change record (core/freshness.py), packed
+    links_digest: int | None = None
 
 
 class HistoryRow(NamedTuple):
@@ -116,6 +118,9 @@ class Previous:
     last_fetched_at: datetime | None
     next_crawl_at: datetime | None
     priority: float  # the row's link context: the depth and link it was found at
+    changes: bytes | None = None  # its change record (core/freshness.py), packed
+    links_digest: int | None = None
+    sitemap_lastmod: datetime | None = None
 
     @property
     def interval(self) -> float | None:
@@ -193,6 +198,14 @@ class StoredContent(NamedTuple):
     simhash: int | None
 
 
+class ChangeRow(NamedTuple):
+    """A page's change record (core/freshness.py), packed, and its host."""
+
+    id: int
+    host: str
+    changes: bytes
+
+
 class CanonicalPointer(NamedTuple):
     """A page that defers to its <link rel=canonical>."""
 
@@ -217,6 +230,24 @@ class ScheduledRow(NamedTuple):
                          .total_seconds())
         return Planned(self.url_hash, tier_of(interval),
                        timestamp(self.next_crawl_at) if at is None else at)
+
+
+class SitemapEntry(NamedTuple):
+    """A page a sitemap lists, as its row holds it for the sitemap's <lastmod>."""
+
+    id: int
+    url_hash: str
+    host: str
+    status: str
+    last_fetched_at: datetime | None
+    next_crawl_at: datetime | None
+    changes: bytes | None
+    sitemap_lastmod: datetime | None
+
+    def scheduled(self) -> ScheduledRow | None:
+        if self.next_crawl_at is None:
+            return None
+        return ScheduledRow(self.id, self.url_hash, self.last_fetched_at, self.next_crawl_at)
 
 
 class HostRow(NamedTuple):

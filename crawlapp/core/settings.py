@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from crawlapp.core.errors import InputError
 from crawlapp.core.politeness import POLITENESS_KEYS, Backoff
 from crawlapp.core.priority import Weights
+from crawlapp.core.recrawl import RecrawlRules
 from crawlapp.core.scope import SCOPES, Patterns
 from crawlapp.core.setting_values import (
     IPNetwork,
@@ -270,6 +271,41 @@ class Settings:
         "seconds of the re-crawl schedule kept in Redis: pages due later wait in the database "
         "(urls.next_crawl_at) until the beat's drain loads them this long ahead",
         default=3600.0, convert=bounded(float, 60, 30 * 86400))
+    recrawl_policy: str = setting(
+        "CRAWL_RECRAWL_POLICY",
+        "`optimal`: each page's change rate learned from its visits, revisits allocated to "
+        "maximise freshness within its host's capacity (docs/freshness.md); `adaptive`: the "
+        "interval halves on a change and grows by half otherwise",
+        default="optimal", convert=one_of(("optimal", "adaptive")))
+    recrawl_min_interval: float = setting(
+        "CRAWL_RECRAWL_MIN_INTERVAL", "seconds a page waits at least between two fetches",
+        default=3600.0, convert=bounded(float, 1, 365 * 86400))
+    recrawl_max_interval: float = setting(
+        "CRAWL_RECRAWL_MAX_INTERVAL",
+        "seconds a page waits at most between two fetches (a page that never changes, or "
+        "changes faster than any visit could follow)",
+        default=60 * 86400.0, convert=bounded(float, 1, 10 * 365 * 86400))
+    recrawl_first_interval: float = setting(
+        "CRAWL_RECRAWL_FIRST_INTERVAL",
+        "the prior of a page's change: a page without history changes about once this "
+        "often, until its host's pages and its own visits teach better (`adaptive`: its "
+        "first interval, seven times as long for a priority below 0.5)",
+        default=86400.0, convert=bounded(float, 1, 10 * 365 * 86400))
+    recrawl_share: float = setting(
+        "CRAWL_RECRAWL_SHARE",
+        "share of each host's capacity (one request per delay) that re-crawls may plan for; "
+        "the rest is kept for new URLs while the host has some (all of it otherwise)",
+        default=0.9, convert=bounded(float, 0.05, 1))
+    recrawl_budget: float | None = setting(
+        "CRAWL_RECRAWL_BUDGET",
+        "re-crawls a second across the whole fleet at most (planned: pages of the most "
+        "authoritative hosts and the best freshness per visit first); unset: no limit",
+        default=None, convert=bounded(float, 0.001, 1e6))
+    recrawl_rules: Path | None = setting(
+        "CRAWL_RECRAWL_RULES",
+        "a file of re-crawl rules per host or URL prefix, one a line: `PATTERN min=S max=S` "
+        "or `PATTERN ttl=S` (docs/freshness.md); `crawlctl recrawl rules URL` shows the one "
+        "that applies", default=None, convert=Path)
     max_backoff: float = setting(
         "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors",
         default=300.0, convert=bounded(float, 0, 86400))
@@ -427,6 +463,13 @@ class Settings:
                          skip_binaries=not self.fetch_binaries)
 
     @cached_property
+    def recrawl_rule_set(self) -> RecrawlRules:
+        """The re-crawl rules of CRAWL_RECRAWL_RULES (none without the file)."""
+        if self.recrawl_rules is None:
+            return RecrawlRules(())
+        return RecrawlRules.parse(self.recrawl_rules.read_text(encoding="utf-8"))
+
+    @cached_property
     def backoff(self) -> Backoff:
         return Backoff(max_backoff=self.max_backoff, max_retry_after=self.max_retry_after,
                        park_after=self.park_after, park_seconds=self.park_seconds,
@@ -463,6 +506,15 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     if settings.redis_cluster and settings.broker_url == settings.redis_url:
         raise SettingsError("CRAWL_REDIS_CLUSTER: a Redis Cluster cannot be the Celery "
                             "broker; set CELERY_BROKER_URL to a plain Redis or RabbitMQ")
+    if settings.recrawl_min_interval > settings.recrawl_max_interval:
+        raise SettingsError("CRAWL_RECRAWL_MIN_INTERVAL: must not exceed "
+                            "CRAWL_RECRAWL_MAX_INTERVAL")
+    if settings.recrawl_rules is not None:
+        try:
+            settings.recrawl_rule_set  # noqa: B018 - read now: a bad file stops the start
+        except (OSError, InputError) as exc:
+            raise SettingsError(f"CRAWL_RECRAWL_RULES={str(settings.recrawl_rules)!r}: {exc}"
+                                ) from None
     if settings.s3_endpoint_url and not settings.s3_bucket:
         raise SettingsError("S3_BUCKET: must be set when S3_ENDPOINT_URL is set")
     return settings

@@ -6,6 +6,7 @@ import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -30,6 +31,20 @@ class SitemapResult:
     urls: list[str] = field(default_factory=list)
     sitemaps: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    lastmods: dict[str, float] = field(default_factory=dict)  # <loc> -> its <lastmod>
+
+
+def lastmod_time(text: str) -> float | None:
+    """A <lastmod> (W3C Datetime: a date, or a date and time with its zone, UTC when none is
+    given) as a POSIX time; a date alone is its day's start. None when it is not one."""
+    text = text.strip()
+    if len(text) < 10:  # a year or a month alone says too little to act on
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
 def _gunzip(data: bytes, max_bytes: int) -> tuple[bytes, list[str]]:
@@ -90,16 +105,25 @@ def _release(element: etree._Element) -> None:
         del parent[0]
 
 
-def _entry_locs(events: etree.iterparse, entry: str) -> Iterator[str]:
-    """The <loc> text of each `entry` element, freeing each entry once it is done."""
+def _entry_locs(events: etree.iterparse, entry: str) -> Iterator[tuple[str, str | None]]:
+    """The <loc> and <lastmod> texts of each `entry` element (not <image:loc> inside
+    <image:image>), freeing each entry once it is done."""
+    loc: str | None = None
+    lastmod: str | None = None
     for event, element in events:
         if event != "end":
             continue
         name = _local_name(element)
         if name == entry:
+            if loc is not None:
+                yield loc, lastmod
+            loc = lastmod = None
             _release(element)
-        elif name == "loc" and _local_name(element.getparent()) == entry:
-            yield (element.text or "").strip()  # not <image:loc> inside <image:image>
+        elif name in ("loc", "lastmod") and _local_name(element.getparent()) == entry:
+            if name == "loc":
+                loc = (element.text or "").strip()
+            else:
+                lastmod = element.text or ""
 
 
 def _collect(xml: bytes, base_url: str, max_urls: int, result: SitemapResult) -> None:
@@ -115,15 +139,17 @@ def _collect(xml: bytes, base_url: str, max_urls: int, result: SitemapResult) ->
     entry, target = root
     kept: list[str] = getattr(result, target)
     base_host = _host(base_url)
-    for count, loc in enumerate(_entry_locs(events, entry), start=1):
+    for count, (loc, lastmod) in enumerate(_entry_locs(events, entry), start=1):
         if count > max_urls:
             result.errors.append("too_many_urls")
             return
         problem = _loc_problem(loc, base_host)
         if problem:
             result.errors.append(problem)
-        else:
-            kept.append(loc)
+            continue
+        kept.append(loc)
+        if lastmod is not None and (when := lastmod_time(lastmod)) is not None:
+            result.lastmods[loc] = when
 
 
 def parse_sitemap(data: bytes, base_url: str, max_urls: int = MAX_URLS,

@@ -12,6 +12,7 @@ from crawlapp.adapters.broker import queue_lengths
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository, schedule
 from crawlapp.adapters.db.models import Host
+from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core import hostpatterns
 from crawlapp.core.deferral import Deferred, waiting_reason
 from crawlapp.core.politeness import unreachable_sentence
@@ -141,6 +142,26 @@ def recrawl_tiers(ctx: Context, now: float, started: bool | None = None
         return schedule.tiers(session, datetime.fromtimestamp(now, UTC))
 
 
+def freshness_summary(ctx: Context, counts: dict[str, int], tiers: dict[str, dict[str, int]]
+                      ) -> dict[str, Any]:
+    """How fresh the collection is estimated to be (the mean over the pages the policy planned
+    of the share of time each is fresh under its schedule, core/freshness.py), the re-crawls
+    due now, and the fetches of new pages against those of known ones."""
+    fleet = ctx.change_rates.read(())[ALL_HOSTS]
+    planned = int(fleet.get("n", 0))
+    return {
+        "policy": ctx.settings.recrawl_policy,
+        "estimated": round(fleet.get("F", 0.0) / planned, 4) if planned else None,
+        "pages_planned": planned,
+        "due": sum(t["overdue"] for t in tiers.values()),
+        "fetches": {"discovery": counts.get("recrawl:discovery", 0),
+                    "refresh": counts.get("recrawl:refresh", 0)},
+        "refreshes": {"changed": counts.get("recrawl:changed", 0),
+                      "unchanged": counts.get("recrawl:unchanged", 0),
+                      "made_due_by_sitemaps": counts.get("recrawl:sitemap_due", 0)},
+    }
+
+
 def collect(ctx: Context, with_queues: bool = True, now: float | None = None) -> dict[str, Any]:
     """Everything `crawlctl stats` shows, as one JSON-ready dict (zeros for the database's
     part before the crawl's database exists); the frontier as of `now` (default: now)."""
@@ -195,6 +216,7 @@ def collect(ctx: Context, with_queues: bool = True, now: float | None = None) ->
         "stage_cpu_seconds": ctx.counters.read_stage_cpu(),
         "render": render_summary(counts, ctx.counters.read_stage_cpu()),
         "recrawl": tiers,
+        "freshness": freshness_summary(ctx, counts, tiers),
         "workers": ctx.workers.read(),
         "last_verify": ctx.verify_report.last(),
     }

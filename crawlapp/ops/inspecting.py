@@ -18,7 +18,7 @@ PAGE_COLUMNS = (
     "duplicate_of", "storage_key", "title",
     "etag", "last_modified", "redirect_to", "redirect_hops", "canonical_url", "noindex",
     "rendered", "render_error", "raw_storage_key", "discovered_at", "last_fetched_at",
-    "next_crawl_at", "fail_count", "last_error")
+    "next_crawl_at", "sitemap_lastmod", "fail_count", "last_error")
 
 
 def page(ctx: Context, url: str, with_body: bool = False) -> dict[str, Any] | None:
@@ -32,10 +32,31 @@ def page(ctx: Context, url: str, with_body: bool = False) -> dict[str, Any] | No
                 | {col: getattr(row, col) for col in PAGE_COLUMNS})
         data["simhash"] = f"{row.simhash & (2**64 - 1):016x}" if row.simhash is not None else None
         data["outbound_links"] = repository.outbound_links(session, row.url_hash)
+        data["changes"] = _changes(row.changes)
     if with_body and data["storage_key"]:
         data["body"] = gzip.decompress(ctx.blobs.get(data["storage_key"])).decode(
             "utf-8", errors="replace")
     return data
+
+
+def _changes(packed: bytes | None) -> dict[str, Any] | None:
+    """What the re-crawl policy learned of a page's changes (core/freshness.py): the changes
+    and seconds its visits saw, its estimated change rate as a mean interval (the prior of
+    a page without history: its own record only), its link changes, its last change seen."""
+    from crawlapp.core.freshness import ChangeRecord  # numpy: for this command only
+    if packed is None:
+        return None
+    record = ChangeRecord.unpack(packed)
+    seen = record.changes + record.censored
+    watched = record.exposure + record.censored_time
+    return {"changes_seen": round(seen, 2), "seconds_watched": round(watched, 1),
+            "mean_change_interval": round(1 / rate, 1)
+            if (rate := record.rate(1 / max(watched, 1.0))) > 0 else None,
+            "link_changes_seen": round(record.link_changes, 2),
+            "visits_a_second_for_links": round(record.hub_rate, 6),
+            "expected_freshness": round(record.freshness, 4),
+            "last_change_seen_between": [record.changed_after, record.changed_by]
+            if record.changed_by else None}
 
 
 def links(ctx: Context, url: str, inbound: bool, limit: int) -> list[dict[str, Any]] | None:

@@ -9,6 +9,7 @@ What comes back from where, each through the owner of its structure (adapters/re
 - the dedup index: the content hash and SimHash fingerprint of every stored original;
 - canonical pointers: the canonical_url of every page that defers to another URL;
 - the re-crawl tiers: the pages whose next_crawl_at falls within CRAWL_RECRAWL_WINDOW;
+- the re-crawl policy's sums per host: the change records of the pages, and the delays;
 - robots.txt cache: the hosts table, for what is left of each answer's 24 hours;
 - the denylist's Redis copy: the denylist table;
 - the seeds' scope rules: the scope_rules table.
@@ -29,6 +30,7 @@ from datetime import UTC, datetime
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import maintenance, repository, schedule
 from crawlapp.adapters.db.batching import chunks
+from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.core.records import Status
 from crawlapp.core.recrawl import validators
@@ -148,6 +150,28 @@ def restore_recrawls(ctx: Context, hashes: list[str] | None = None, at: float | 
     return restored
 
 
+def _change_rates(ctx: Context) -> int:
+    """Each host's sums summed again from its pages' change records (a rebuild's, where
+    the store stage adds a visit at a time); returns how many hosts."""
+    from crawlapp.core.freshness import ChangeRecord, sums_of  # numpy: for this step only
+    records: dict[str, list[ChangeRecord]] = defaultdict(list)
+    for rows in maintenance.change_records(ctx.sessions, CHUNK):
+        for row in rows:
+            records[row.host].append(ChangeRecord.unpack(row.changes))
+    sums = {host: sums_of(found) for host, found in records.items()}
+    fleet: dict[str, float] = defaultdict(float)
+    for host_sums in sums.values():
+        for name, amount in host_sums.items():
+            fleet[name] += amount
+    delays = _host_delays(ctx)
+    margin = ctx.settings.delay_margin
+    for host, host_sums in sums.items():
+        if host in delays:
+            host_sums["d"] = delays[host] + margin
+    ctx.change_rates.restore({**sums, ALL_HOSTS: dict(fleet)})
+    return len(sums)
+
+
 def _recrawl_window(ctx: Context) -> int:
     """The re-crawl window loaded anew, its horizon reset: the pages due before now +
     CRAWL_RECRAWL_WINDOW, overdue ones included."""
@@ -179,7 +203,8 @@ def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None, *,
     if hot:
         _hold_hosts(ctx)
         restored |= {"denylist": _denylist(ctx), "scope_rules": _scope_rules(ctx),
-                     "urls_queued": _requeue(ctx, progress), "hosts_counted": _host_counts(ctx)}
+                     "urls_queued": _requeue(ctx, progress), "hosts_counted": _host_counts(ctx),
+                     "hosts_planned": _change_rates(ctx)}
     if dedup:
         restored["urls_seen"] = _url_seen(ctx)
         restored["content_claims"], restored["fingerprints"] = _dedup_index(ctx)

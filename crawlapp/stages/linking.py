@@ -22,6 +22,7 @@ from crawlapp.core.rows import LinkEdge
 from crawlapp.core.scope import UNSCOPED, Scope
 from crawlapp.core.traps import TrapRules
 from crawlapp.core.urls import dedup_key, host_of, origin_of, url_hash
+from crawlapp.stages import sitemapping
 from crawlapp.stages.admission import FOLLOWED_STATUSES, Rows, add_row, admit, url_row
 
 
@@ -115,12 +116,14 @@ def _at_known_depths(ctx: Context, pages: list[Page]) -> None:
 
 class Extracted(NamedTuple):
     """What extract_links did: new URLs recorded, distinct link targets already known (URL
-    dedup hits), links refused by (reason, host), new URLs recorded as blocked by robots.txt."""
+    dedup hits), links refused by (reason, host), new URLs recorded as blocked by robots.txt,
+    known pages made due by their sitemap's lastmod."""
 
     added: int
     known: int
     refused: Counter[tuple[str, str]]
     robots_blocked: int
+    sitemap_due: int = 0  # known pages a sitemap's lastmod made due
 
 
 def extract_links(ctx: Context, pages: list[Page], carried: Sequence[QueuedURL] = ()
@@ -141,4 +144,5 @@ def extract_links(ctx: Context, pages: list[Page], carried: Sequence[QueuedURL] 
     _record_hops(ctx, pages)
     added = admit(ctx, rows, edges, host_links(pages, rows, edges), authority(replies), carried)
     blocked = sum(1 for h in added if rows[h].status == Status.BLOCKED)
-    return Extracted(len(added), max(0, len(rows) - len(added)), refused, blocked)
+    due = sitemapping.freshen(ctx, pages)
+    return Extracted(len(added), max(0, len(rows) - len(added)), refused, blocked, due)

@@ -15,7 +15,7 @@ from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.settings import Settings
 from crawlapp.core.simhash import simhash
 from crawlapp.core.sitemaps import is_sitemap, parse_sitemap
-from crawlapp.core.urls import URLRejected, dedup_key, request_url, request_urls
+from crawlapp.core.urls import URLRejected, dedup_key, request_url
 from crawlapp.stages.pages import body_of
 
 log = logging.getLogger(__name__)
@@ -90,10 +90,19 @@ def parse_page(page: Page, settings: Settings, counts: Counter[str]) -> Page:
         return page
     if is_sitemap(page.url, page.content_type):
         found = parse_sitemap(body_of(page), page.url)
-        urls, refused = request_urls(found.sitemaps + found.urls,
-                                     max_length=settings.max_url_length)
-        counts.update(f"rejected:{exc.reason}" for exc in refused)
+        urls: dict[str, None] = {}
+        lastmods: dict[str, float] = {}
+        for loc in found.sitemaps + found.urls:
+            try:
+                url = request_url(loc, max_length=settings.max_url_length)
+            except URLRejected as exc:
+                counts[f"rejected:{exc.reason}"] += 1
+                continue
+            urls.setdefault(url)
+            if loc in found.lastmods:
+                lastmods[url] = found.lastmods[loc]
         page.links = [Link(u) for u in urls]
+        page.lastmods = lastmods or None
         return page
     if not is_html(page.content_type):
         return page

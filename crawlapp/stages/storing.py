@@ -11,16 +11,15 @@ from crawlapp.adapters.blobstore import body_key
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import dedup_rows, repository
 from crawlapp.adapters.redis import robots_cache
-from crawlapp.core.priority import depth_priority
 from crawlapp.core.records import Page, QueuedURL, Status
-from crawlapp.core.recrawl import Planned, next_schedule
 from crawlapp.core.rows import FetchOutcome, HistoryRow, Previous
 from crawlapp.core.simhash import to_signed
-from crawlapp.stages import dedup
+from crawlapp.stages import dedup, revisiting
 from crawlapp.stages.admission import requeue
 
 
-def _outcome(page: Page, next_crawl_at: float | None) -> FetchOutcome:
+def _outcome(page: Page, next_crawl_at: float | None,
+             record: tuple[bytes | None, int | None]) -> FetchOutcome:
     when = page.fetched_at
     return FetchOutcome(
         url_hash=page.url_hash, status=page.status,
@@ -39,25 +38,17 @@ def _outcome(page: Page, next_crawl_at: float | None) -> FetchOutcome:
                        if next_crawl_at is not None else None),
         canonical_url=page.canonical, noindex=page.noindex,
         rendered=page.rendered, render_error=page.render_error,
-        raw_storage_key=page.raw_storage_key)
+        raw_storage_key=page.raw_storage_key, changes=record[0], links_digest=record[1])
 
 
-def _schedule(pages: list[Page], previous: dict[str, Previous]) -> list[Planned]:
-    """Each fetched page's next fetch. A first fetch's interval
-    follows the row's priority, read with the previous fetch: the lease cannot carry it (the
-    frontier keeps a URL's priority only folded into its queue score, with the time it was
-    queued), and a closer link may raise it while the page is on its way."""
-    planned = []
-    for page in pages:
-        if page.status != Status.FETCHED:
-            continue
-        before = previous.get(page.url_hash)
-        changed = not page.not_modified and (
-            before is None or before.content_hash != page.content_hash)
-        plan = next_schedule(page.fetched_at, before.interval if before else None, changed,
-                             before.priority if before else depth_priority(page.depth))
-        planned.append(Planned(page.url_hash, plan.tier, plan.next_at))
-    return planned
+def _record(page: Page, plan: revisiting.Plan, previous: dict[str, Previous]
+            ) -> tuple[bytes | None, int | None]:
+    """A page's change record and link digest: the plan's, else what its row held (a failed
+    fetch forgets nothing of the page's changes)."""
+    if page.url_hash in plan.records:
+        return plan.records[page.url_hash]
+    before = previous.get(page.url_hash)
+    return (before.changes, before.links_digest) if before else (None, None)
 
 
 def _bodies(pages: list[Page], dropped: set[str], archive_unstored: bool
@@ -129,12 +120,14 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     held, orphaned = dedup.superseded(urls, rows, dropped)
     with ctx.sessions.begin() as session:
         robots_cache.write(session, robots, robots_at)
-        previous = repository.previous_fetches(
-            session, [p.url_hash for p in kept if p.status == Status.FETCHED])
-        planned = _schedule(kept, previous)
-        next_at = {plan.url_hash: plan.next_at for plan in planned}
+        previous = repository.previous_fetches(session, [p.url_hash for p in kept])
+        plan = revisiting.plan(ctx, kept, previous, ctx.sitemap_trust.trusted(
+            {p.host for p in kept if p.status == Status.FETCHED}))
+        plan.set_delays(ctx, robots_pages)
+        next_at = {planned.url_hash: planned.next_at for planned in plan.planned}
         ctx.dedup_index.release(held)  # before the rows change: no claim outlives its original
-        rows_out = [_outcome(page, next_at.get(page.url_hash)) for page in kept]
+        rows_out = [_outcome(page, next_at.get(page.url_hash), _record(page, plan, previous))
+                    for page in kept]
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
                                             if not p.not_modified])
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
@@ -145,7 +138,8 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
             if (entry := _history_row(page)) is not None])
         queued = dedup_rows.mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
                                          "requeued: its original is no longer stored")
-    ctx.recrawls.schedule(planned)  # after the commit: see recrawl_sets.py
+    ctx.recrawls.schedule(plan.planned)  # after the commit: see recrawl_sets.py
+    plan.commit(ctx)
     send_back(ctx, queued)
     for page in pages:  # in the fetch history now; the links stage does not read them
         page.request_headers = page.response_headers = ""

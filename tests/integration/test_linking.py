@@ -117,11 +117,11 @@ def test_traps_are_refused_and_patterns_capped_per_host(tmp_path: Path, redis_ur
 def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path: Path,
                                                                           redis_url: str) -> None:
     from crawlapp.core.priority import link_priority
-    from crawlapp.core.recrawl import FIRST_INTERVAL, FIRST_INTERVAL_IMPORTANT, tier_of
+    from crawlapp.core.recrawl import DAY, UNIMPORTANT_FIRST, tier_of
     from crawlapp.stages.pages import page_for
     from crawlapp.stages.storing import store_pages
 
-    ctx = make_ctx(tmp_path, redis_url)
+    ctx = make_ctx(tmp_path, redis_url, CRAWL_RECRAWL_POLICY="adaptive")
     home = Page(url="http://a.com/d/", url_hash=url_hash("http://a.com/d/"), depth=1,
                 status=Status.FETCHED, links=[Link("http://a.com/content", "Read the story"),
                                               Link("http://a.com/nav", boilerplate=True)])
@@ -146,8 +146,8 @@ def test_the_link_context_priority_reaches_the_row_and_the_recrawl_tier(tmp_path
     with ctx.sessions() as s:
         tiers = {u: tier_of((r.next_crawl_at - r.last_fetched_at).total_seconds())
                  for u in stored if (r := repository.get_url(s, url_hash(u))) is not None}
-    assert tiers == {"http://a.com/content": tier_of(FIRST_INTERVAL_IMPORTANT),
-                     "http://a.com/nav": tier_of(FIRST_INTERVAL)}
+    assert tiers == {"http://a.com/content": tier_of(DAY),
+                     "http://a.com/nav": tier_of(UNIMPORTANT_FIRST * DAY)}
     # found again closer to a seed by a link with words: nearer, and worth more
     closer = Page(url="http://a.com/", url_hash=url_hash("http://a.com/"), depth=0,
                   status=Status.FETCHED, links=[Link("http://a.com/nav", "Navigation")])

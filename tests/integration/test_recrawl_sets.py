@@ -68,7 +68,7 @@ def test_one_schedule_of_many_pages_in_several_parts(tmp_path: Path, redis_url: 
     ctx.recrawls.schedule([(f"p{n}", tiers[(n + 1) % 4], NOW - n) for n in range(0, 40, 2)]
                           + [("p1", "hourly", NOW + 1), ("p1", "monthly", NOW - 1)])
     assert {tier: len(members) for tier, members in members(ctx).items()} == {
-        "hourly": 0, "daily": 19, "weekly": 0, "monthly": 21}
+        "minutes": 0, "hourly": 0, "daily": 19, "weekly": 0, "monthly": 21}
     claimed = ctx.recrawls.claim(NOW, 100, 60)
     assert sorted(claimed) == sorted([f"{tiers[(n + 1) % 4]}|p{n}" for n in range(0, 40, 2)]
                                      + ["monthly|p1"])

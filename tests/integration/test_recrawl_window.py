@@ -103,7 +103,8 @@ def test_a_page_due_after_the_window_waits_in_the_database_until_the_window_reac
     assert drain(ctx, T + DAY + 2) == 0  # queued once
     assert sum(s.urls_queued for s in ctx.frontier.stats(T + DAY + 2)) == 1
     assert recrawl_tiers(ctx, T + DAY + 700) == {
-        "hourly": {"pages": 0, "overdue": 0}, "daily": {"pages": 1, "overdue": 1},
+        "minutes": {"pages": 0, "overdue": 0}, "hourly": {"pages": 0, "overdue": 0},
+        "daily": {"pages": 1, "overdue": 1},
         "weekly": {"pages": 0, "overdue": 0}, "monthly": {"pages": 0, "overdue": 0}}
 
 

@@ -1,31 +1,67 @@
 import pytest
 
-from crawlapp.core.recrawl import DAY, HOUR, MAX_INTERVAL, MIN_INTERVAL, next_schedule, tier_of
+from crawlapp.core.recrawl import DAY, HOUR, BadRule, Bounds, RecrawlRules, next_schedule, tier_of
+
+BOUNDS = Bounds(low=HOUR, high=60 * DAY, first=DAY)
 
 
 def test_first_interval_depends_on_importance() -> None:
-    assert next_schedule(0.0, None, True, 0.9).interval == DAY
-    assert next_schedule(0.0, None, True, 0.1).interval == 7 * DAY
+    assert next_schedule(0.0, None, True, 0.9, BOUNDS).interval == DAY
+    assert next_schedule(0.0, None, True, 0.1, BOUNDS).interval == 7 * DAY
+    assert next_schedule(0.0, None, True, 0.9, Bounds(5, 7200, 120)).interval == 120
 
 
 def test_changes_shorten_and_stability_lengthens_within_bounds() -> None:
-    assert next_schedule(100.0, DAY, True, 0.5) .interval == DAY / 2
-    assert next_schedule(100.0, DAY, False, 0.5).next_at == 100.0 + 1.5 * DAY
-    assert next_schedule(0.0, MIN_INTERVAL, True, 0.5).interval == MIN_INTERVAL
-    assert next_schedule(0.0, MAX_INTERVAL, False, 0.5).interval == MAX_INTERVAL
+    assert next_schedule(100.0, DAY, True, 0.5, BOUNDS).interval == DAY / 2
+    assert next_schedule(100.0, DAY, False, 0.5, BOUNDS).next_at == 100.0 + 1.5 * DAY
+    assert next_schedule(0.0, HOUR, True, 0.5, BOUNDS).interval == HOUR
+    assert next_schedule(0.0, 60 * DAY, False, 0.5, BOUNDS).interval == 60 * DAY
+    assert next_schedule(0.0, 8.0, True, 0.5, Bounds(5, 7200, 120)).interval == 5
 
 
 def test_a_page_moves_between_tiers_as_it_changes() -> None:
     interval = DAY
     tiers = []
     for _ in range(6):
-        schedule = next_schedule(0.0, interval, True, 0.5)
+        schedule = next_schedule(0.0, interval, True, 0.5, BOUNDS)
         interval = schedule.interval
         tiers.append(schedule.tier)
     assert tiers[0] == "daily" and tiers[-1] == "hourly"
 
 
-@pytest.mark.parametrize(("interval", "tier"), [(HOUR, "hourly"), (DAY, "daily"),
-                                                (7 * DAY, "weekly"), (30 * DAY, "monthly")])
+@pytest.mark.parametrize(("interval", "tier"), [(30, "minutes"), (HOUR, "hourly"),
+                                                (DAY, "daily"), (7 * DAY, "weekly"),
+                                                (30 * DAY, "monthly"), (400 * DAY, "monthly")])
 def test_tiers(interval: float, tier: str) -> None:
     assert tier_of(interval) == tier
+
+
+RULES = RecrawlRules.parse("""
+# news hourly, the archive yearly
+news.example.com            ttl=3600
+*.example.com               min=600 max=86400
+https://example.com/archive/  min=31536000
+https://example.com/archive/2024/  ttl=7200   # the longest prefix wins
+""")
+
+
+@pytest.mark.parametrize(("url", "host", "bounds"), [
+    ("https://news.example.com/a", "news.example.com", Bounds(HOUR, 60 * DAY, DAY, 3600)),
+    ("https://www.example.com/", "www.example.com", Bounds(600, DAY, DAY)),
+    ("https://example.com/", "example.com", Bounds(600, DAY, DAY)),
+    ("https://example.com/archive/x", "example.com", Bounds(60 * DAY, 365 * DAY, DAY)),
+    ("https://example.com/archive/2024/x", "example.com", Bounds(HOUR, 60 * DAY, DAY, 7200)),
+    ("https://other.org/", "other.org", BOUNDS),
+])
+def test_rules_pick_the_longest_prefix_then_the_closest_host(url: str, host: str,
+                                                             bounds: Bounds) -> None:
+    assert RULES.bounds(url, host, BOUNDS) == bounds
+    assert bounds.clamp(1.0) == (bounds.fixed or bounds.low)
+
+
+@pytest.mark.parametrize("text", ["example.com", "example.com min=abc", "example.com ttl=-1",
+                                  "exa mple.com ttl=5", "not a host! ttl=5",
+                                  "example.com every=5"])
+def test_bad_rules_are_refused_with_their_line(text: str) -> None:
+    with pytest.raises(BadRule, match="line 1"):
+        RecrawlRules.parse(text)

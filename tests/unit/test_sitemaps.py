@@ -257,3 +257,26 @@ def test_arbitrary_bytes_never_raise(data: bytes) -> None:
 @given(st.binary(max_size=500) | XMLISH, st.integers(min_value=0, max_value=600))
 def test_arbitrary_gzip_never_raises(data: bytes, cut: int) -> None:
     parse_sitemap(gzip.compress(data)[:cut], BASE, max_urls=50, max_bytes=100)
+
+
+def test_lastmods_are_read_in_any_order_and_any_w3c_form() -> None:
+    data = (b"<urlset " + NS + b">"
+            b"<url><lastmod>2024-05-01T10:20:30+02:00</lastmod><loc>https://example.com/a</loc></url>"
+            b"<url><loc>https://example.com/b</loc><lastmod>2024-05-01</lastmod></url>"
+            b"<url><loc>https://example.com/c</loc><lastmod>2024-05-01T08:20:30.5Z</lastmod></url>"
+            b"<url><loc>https://example.com/d</loc><lastmod>2024-05</lastmod></url>"
+            b"<url><loc>https://example.com/e</loc><lastmod>last tuesday</lastmod></url>"
+            b"<url><loc>https://other.org/f</loc><lastmod>2024-05-01</lastmod></url>"
+            b"<url><loc>https://example.com/g</loc></url></urlset>")
+    result = parse_sitemap(data, BASE)
+    assert result.urls == [f"https://example.com/{c}" for c in "abcdeg"]
+    assert result.lastmods == {"https://example.com/a": 1714551630.0,
+                               "https://example.com/b": 1714521600.0,
+                               "https://example.com/c": 1714551630.5}
+    assert result.errors == ["cross_host"]
+
+
+def test_a_sitemap_index_gives_its_sitemaps_lastmods() -> None:
+    data = (b"<sitemapindex " + NS + b"><sitemap><loc>https://example.com/s1.xml</loc>"
+            b"<lastmod>2024-01-01T00:00:00Z</lastmod></sitemap></sitemapindex>")
+    assert parse_sitemap(data, BASE).lastmods == {"https://example.com/s1.xml": 1704067200.0}

@@ -16,6 +16,7 @@ from crawlapp.core import hostpatterns
 from crawlapp.core.records import Status
 from crawlapp.core.rows import (
     CanonicalPointer,
+    ChangeRow,
     HostRow,
     QueuedRow,
     Removal,
@@ -47,6 +48,13 @@ def queued_rows(sessions: sessionmaker[Session], size: int) -> Iterator[list[Que
     return _pages(sessions, select(Url.id, Url.url, Url.host, Url.depth, Url.priority, Url.hops,
                                    Url.etag, Url.last_modified).where(Url.status == Status.QUEUED),
                   QueuedRow, size)
+
+
+def change_records(sessions: sessionmaker[Session], size: int
+                   ) -> Iterator[list[ChangeRow]]:
+    """The change record of every page that has one (not taken down), `size` at a time."""
+    return _pages(sessions, select(Url.id, Url.host, Url.changes).where(
+        Url.changes.is_not(None), Url.status != Status.DELETED), ChangeRow, size)
 
 
 def url_keys(sessions: sessionmaker[Session], size: int) -> Iterator[list[UrlKey]]:

@@ -12,6 +12,7 @@ from sqlalchemy import (
     Float,
     Index,
     Integer,
+    LargeBinary,
     SmallInteger,
     String,
     Table,
@@ -77,6 +78,11 @@ class Url(Base):
     raw_storage_key: Mapped[str | None] = mapped_column(String(128))  # body as fetched
     fail_count: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
+    # What its visits saw of its changes (core/freshness.py's ChangeRecord, packed), a digest
+    # of its set of links, and the latest <lastmod> a sitemap gave for it (migration 0014).
+    changes: Mapped[bytes | None] = mapped_column(LargeBinary)
+    links_digest: Mapped[int | None] = mapped_column(BigInteger)
+    sitemap_lastmod: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Fetch(Base):

@@ -138,7 +138,7 @@ def priorities_with_status(session: Session, hashes: Sequence[str], status: str
 # The columns a fetch result writes onto its URL row.
 FETCH_COLUMNS = FetchOutcome._fields[1:]
 # The columns a 304 Not Modified writes: the stored content stays as it was.
-NOT_MODIFIED_COLUMNS = ("status", "last_fetched_at", "http_status", "next_crawl_at")
+NOT_MODIFIED_COLUMNS = ("status", "last_fetched_at", "http_status", "next_crawl_at", "changes")
 _FLAGS = ("content_dedup", "noindex", "rendered")
 
 
@@ -190,10 +190,12 @@ def add_fetch_months(session: Session) -> list[str]:
 def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previous]:
     found: dict[str, Previous] = {}
     for chunk in chunks(hashes):
-        for h, content, last, nxt, priority in session.execute(of_hashes(session, select(
-                Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at,
-                func.coalesce(Url.link_context, Url.priority)), chunk)):
-            found[h] = Previous(content, last, nxt, priority or 0.0)
+        for h, content, last, nxt, priority, changes, digest, lastmod in session.execute(
+                of_hashes(session, select(
+                    Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at,
+                    func.coalesce(Url.link_context, Url.priority), Url.changes,
+                    Url.links_digest, Url.sitemap_lastmod), chunk)):
+            found[h] = Previous(content, last, nxt, priority or 0.0, changes, digest, lastmod)
     return found
 
 

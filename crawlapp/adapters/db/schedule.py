@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, func, select, tuple_
+from sqlalchemy import ColumnElement, bindparam, case, func, select, tuple_, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from crawlapp.adapters.db.batching import chunks, in_key_order, of_hashes, on_postgres
+from crawlapp.adapters.db.batching import chunks, executemany, in_key_order, of_hashes, on_postgres
 from crawlapp.adapters.db.models import Url
 from crawlapp.core.recrawl import RECRAWLED_STATUSES, TIERS, tier_of
-from crawlapp.core.rows import ScheduledRow
+from crawlapp.core.rows import ScheduledRow, SitemapEntry
 
 _ROWS = select(Url.id, Url.url_hash, Url.last_fetched_at, Url.next_crawl_at)
 _SCHEDULED = (Url.status.in_(RECRAWLED_STATUSES), Url.next_crawl_at.is_not(None))
@@ -80,3 +81,28 @@ def count(session: Session, hashes: Sequence[str]) -> int:
     return sum(int(session.execute(of_hashes(session, select(func.count()).select_from(Url)
                                              .where(*_SCHEDULED), chunk)).scalar_one())
                for chunk in chunks(hashes))
+
+
+def sitemap_entries(session: Session, hashes: Sequence[str]) -> list[SitemapEntry]:
+    """What the rows of the URLs a sitemap lists hold for its lastmods."""
+    out: list[SitemapEntry] = []
+    for chunk in chunks(hashes):
+        out += map(SitemapEntry._make, session.execute(of_hashes(session, select(
+            Url.id, Url.url_hash, Url.host, Url.status, Url.last_fetched_at, Url.next_crawl_at,
+            Url.changes, Url.sitemap_lastmod), chunk)))
+    return out
+
+
+def set_sitemap_lastmods(session: Session, lastmods: Sequence[tuple[str, datetime]],
+                         due: Sequence[tuple[str, datetime]]) -> None:
+    """Record the <lastmod> a sitemap gave each URL ((url_hash, lastmod)), and make the pages
+    of `due` ((url_hash, now)) due at that time."""
+    for column, rows in (("sitemap_lastmod", lastmods), ("next_crawl_at", due)):
+        if rows:
+            executemany(session, ("sitemap", column), partial(_set_time, column),
+                        {"v_hash": [h for h, _ in rows], "v_when": [w for _, w in rows]})
+
+
+def _set_time(column: str) -> Any:
+    return update(Url).where(Url.url_hash == bindparam("v_hash")).values(
+        {column: bindparam("v_when")})

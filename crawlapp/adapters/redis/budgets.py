@@ -52,6 +52,13 @@ class TrapBudgets:
         totals = [int(n) for n in pipe.execute()]
         return totals[:len(per_host)], totals[len(per_host):]
 
+    def admitted(self, hosts: list[str]) -> dict[str, int]:
+        """The URLs admitted of each of these hosts (one round trip)."""
+        pipe = self.client.pipeline(transaction=False)
+        for host in hosts:
+            pipe.hget(self.hosts[self.parts.of(host)], host)
+        return {host: int(n or 0) for host, n in zip(hosts, pipe.execute(), strict=True)}
+
     def restore_hosts(self, counts: Mapping[str, int]) -> None:
         """Set the host budgets to these counts (a rebuild's, from the URL rows)."""
         pipe = self.client.pipeline(transaction=False)

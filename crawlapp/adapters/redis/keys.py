@@ -133,6 +133,13 @@ RECRAWL_HORIZON = Key("P:recrawl:horizon", "hash", "until: the tiers hold every 
                       "before it (the rest waits in the database); from, lease: a load of the "
                       "database's pages still running")
 
+# The re-crawl policy's sums per host (change_rates.py).
+RATES = Key("P:rates:<host>", "hash", "bucket of change rate -> pages, and the host's pages, "
+            "changes seen, seconds watched, hub visits, expected freshness, delay, multiplier")
+RATES_ALL = Key("P:rates", "hash", "the same sums over every host")
+SITEMAP_TRUST = Key("P:sitemap_trust", "hash", "host -> \"checks lies checked_at\" of its "
+                    "sitemaps' lastmods (sitemap_trust.py)")
+
 # Trap budgets (budgets.py).
 HOSTCOUNT = Key("P:hostcount:<part>", "hash", "host -> URLs admitted "
                 "(CRAWL_MAX_PAGES_PER_HOST), one hash per part")
@@ -161,7 +168,8 @@ VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify
 ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM,
                         DEDUP_BUCKET, BANDS, DEDUP_LOCK, CANONICAL, ROBOTS, DNS, DNS_LOCK, HOPS,
                         VALIDATORS, RETRIES, THROTTLE, SLOT, RECRAWL_TIER, RECRAWL_CLAIMED,
-                        RECRAWL_HORIZON, HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
+                        RECRAWL_HORIZON, RATES, RATES_ALL, SITEMAP_TRUST,
+                        HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
                         AUTHORITY, DENYLIST, SCOPE, WORKERS, VERIFY)
 
 

@@ -1,0 +1,70 @@
+"""What the re-crawl policy knows of each host's pages (crawlapp.core.freshness), summed so that
+planning a host costs the same whatever its size:
+
+  P:rates:<host>   HASH  b<k> -> pages in bucket k of lambda / w; n -> pages; c, t -> changes
+                         seen and seconds watched (the host's prior); h -> visits a second its
+                         hubs take; F -> the summed expected freshness of its pages; d -> its
+                         delay (robots.txt's Crawl-delay or the default); mu, mu_at -> its
+                         Lagrange multiplier and when it was solved
+  P:rates          HASH  the same sums over every host (the fleet's budget, `crawlctl stats`)
+
+The store stage adds each batch's deltas after its commit (one HINCRBYFLOAT per host and
+field). A delta lost to a crash between the commit and the write leaves a host's sums off by a
+page until `crawlctl frontier rebuild` sums them again from the rows; they only steer the
+planning, and every page's own record is in its row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.client import Client
+
+ALL_HOSTS = ""  # the fleet's sums, in P:rates
+
+
+class ChangeRates:
+    """Every host's summed change rates, and the fleet's."""
+
+    def __init__(self, client: Client, prefix: str) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.fleet = keys.RATES_ALL.of(prefix)
+
+    def _key(self, host: str) -> str:
+        return self.fleet if host == ALL_HOSTS else keys.RATES.of(self.prefix, host=host)
+
+    def read(self, hosts: Iterable[str]) -> dict[str, dict[str, float]]:
+        """The sums of each host, and of the fleet under ALL_HOSTS (one round trip;
+        crawlapp.core.freshness.HostRates reads them)."""
+        names = [ALL_HOSTS, *dict.fromkeys(hosts)]
+        pipe = self.client.pipeline(transaction=False)
+        for host in names:
+            pipe.hgetall(self._key(host))
+        return {host: {k.decode(): float(v) for k, v in raw.items()}
+                for host, raw in zip(names, pipe.execute(), strict=True)}
+
+    def add(self, deltas: Mapping[str, Mapping[str, float]],
+            settings: Mapping[str, Mapping[str, float]] = {}) -> None:  # noqa: B006 - read only
+        """Add `deltas` (host -> field -> amount; ALL_HOSTS: the fleet's) and set `settings`
+        (host -> field -> value: a delay, a multiplier solved), in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for host, fields in deltas.items():
+            key = self._key(host)
+            for name, amount in fields.items():
+                if amount:
+                    pipe.hincrbyfloat(key, name, amount)
+        for host, values in settings.items():
+            if values:
+                pipe.hset(self._key(host), mapping={k: v for k, v in values.items()})
+        pipe.execute()
+
+    def restore(self, sums: Mapping[str, Mapping[str, float]]) -> None:
+        """Replace the sums of these hosts and of the fleet (a rebuild's, from the rows)."""
+        pipe = self.client.pipeline(transaction=False)
+        for host, fields in sums.items():
+            pipe.delete(self._key(host))
+            if fields:
+                pipe.hset(self._key(host), mapping={k: v for k, v in fields.items()})
+        pipe.execute()

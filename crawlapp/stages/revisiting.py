@@ -1,0 +1,179 @@
+"""The store stage's re-crawl plan: when each fetched page is fetched again.
+
+The `optimal` policy (core/freshness.py): each page's visit adds to its change record (a 304 or
+the same content hash: unchanged; a new body: changed, at its Last-Modified when the server
+says), its change rate is estimated against its host's, and its next visit follows from its
+host's Lagrange multiplier, solved from the host's sums in Redis (adapters/redis/
+change_rates.py) at most every few seconds. A page in a sitemap that is trusted (sitemaps.py:
+its lastmods proved true) waits the maximum interval: the sitemap says when it changes. The
+`adaptive` policy halves or grows the interval. Both keep within an operator's rules."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.redis.change_rates import ALL_HOSTS
+from crawlapp.core.freshness import (
+    NO_BUCKET,
+    ChangeRecord,
+    HostPlan,
+    HostRates,
+    Planning,
+    Visit,
+    bucket_of,
+    expected_freshness,
+    http_time,
+    links_digest,
+    observe,
+)
+from crawlapp.core.priority import depth_priority
+from crawlapp.core.records import Page, Status
+from crawlapp.core.recrawl import Bounds, Planned, next_schedule, tier_of, timestamp
+from crawlapp.core.robots import effective_delay
+from crawlapp.core.rows import Previous
+
+TOP_WEIGHT = 2.0  # a seed's home page (depth 0) weighs twice any other page
+
+
+@dataclass
+class Plan:
+    """A batch's next fetches, the change record and link digest of each page fetched, and
+    what its hosts' sums in Redis gain (written after the commit: `commit`)."""
+
+    planned: list[Planned] = field(default_factory=list)
+    records: dict[str, tuple[bytes | None, int | None]] = field(default_factory=dict)
+    deltas: dict[str, dict[str, float]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(float)))
+    settings: dict[str, dict[str, float]] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)  # recrawl:<what> counters
+
+    def set_delays(self, ctx: Context, robots_pages: list[Page]) -> None:
+        """Keep the delay each robots.txt answer sets for its host (its capacity)."""
+        s = ctx.settings
+        for page in robots_pages:
+            if page.robots is not None:
+                delay = effective_delay(page.robots.crawl_delay, s.default_delay,
+                                        s.max_crawl_delay)
+                self.settings.setdefault(page.host, {})["d"] = delay + s.delay_margin
+
+    def commit(self, ctx: Context) -> None:
+        if self.deltas or self.settings:
+            ctx.change_rates.add(self.deltas, self.settings)
+        if self.counts:
+            ctx.counters.bump(dict(self.counts))
+
+
+def planning(ctx: Context) -> Planning:
+    s = ctx.settings
+    return Planning(s.recrawl_min_interval, s.recrawl_max_interval, s.recrawl_first_interval,
+                    s.recrawl_share, s.default_delay + s.delay_margin)
+
+
+def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous],
+         trusted: frozenset[str] = frozenset()) -> Plan:
+    """The plan of a batch's pages (`previous`: what their rows held); `trusted`: the hosts
+    whose sitemaps' lastmods are believed. Pages fetched again are recorded once: a page no
+    newer than its row (its batch stored again) keeps its record and its schedule."""
+    out = Plan()
+    settings = ctx.settings
+    default = Bounds(settings.recrawl_min_interval, settings.recrawl_max_interval,
+                     settings.recrawl_first_interval)
+    rules = settings.recrawl_rule_set
+    fetched = [p for p in pages if p.status == Status.FETCHED]
+    for page in fetched:
+        before = previous.get(page.url_hash)
+        out.counts["recrawl:refresh" if before and before.last_fetched_at
+                   else "recrawl:discovery"] += 1
+    if settings.recrawl_policy == "adaptive":
+        for page in fetched:
+            before = previous.get(page.url_hash)
+            changed = not page.not_modified and (
+                before is None or before.content_hash != page.content_hash)
+            schedule = next_schedule(
+                page.fetched_at, before.interval if before else None, changed,
+                before.priority if before else depth_priority(page.depth),
+                rules.bounds(page.url, page.host, default))
+            out.planned.append(Planned(page.url_hash, schedule.tier, schedule.next_at))
+        return out
+    plans = _host_plans(ctx, out, {p.host for p in fetched})
+    for page in fetched:
+        before = previous.get(page.url_hash)
+        last = timestamp(before.last_fetched_at) if before and before.last_fetched_at else None
+        if last is not None and page.fetched_at <= last:  # stored already: its row has it
+            if before is not None and before.next_crawl_at is not None:
+                next_at = timestamp(before.next_crawl_at)
+                out.planned.append(Planned(page.url_hash, tier_of(next_at - last), next_at))
+            continue
+        record = ChangeRecord.unpack(before.changes if before else None)
+        digest = (before.links_digest if before else None) if page.not_modified else (
+            links_digest([link.url for link in page.links]
+                         + [f"{url} {at}" for url, at in (page.lastmods or {}).items()]))
+        changed = not page.not_modified and (
+            before is None or before.content_hash != page.content_hash)
+        if last is not None:
+            out.counts["recrawl:changed" if changed else "recrawl:unchanged"] += 1
+        links_changed = (before is not None and before.links_digest is not None
+                         and digest is not None and digest != before.links_digest)
+        record = observe(record, Visit(page.fetched_at, last, changed,
+                                       http_time(page.last_modified), links_changed))
+        host_plan = plans[page.host]
+        rate = record.rate(host_plan.prior)
+        link_rate = record.link_rate(1.0 / settings.recrawl_first_interval)
+        weight = TOP_WEIGHT if page.depth == 0 else 1.0
+        bounds = rules.bounds(page.url, page.host, default)
+        best = host_plan.interval(rate, weight, link_rate)
+        if page.host in trusted and before is not None and before.sitemap_lastmod is not None:
+            interval = bounds.clamp(bounds.high)  # the sitemap tells its changes
+        elif not record.seen and not host_plan.informed:
+            interval = bounds.clamp(max(bounds.first, best))  # the prior alone
+        else:
+            interval = bounds.clamp(best)
+        hub = min(2.0 * link_rate, 1.0 / bounds.low) if link_rate > 0 else 0.0
+        bucket = bucket_of(rate / weight)
+        fresh = expected_freshness(rate, 1.0 / interval)
+        _count(out.deltas, page.host, record, bucket, hub, fresh, changed,
+               page.fetched_at - last if last is not None else 0.0)
+        record = record._replace(bucket=bucket, hub_rate=hub, freshness=fresh)
+        out.records[page.url_hash] = (record.pack(), digest)
+        next_at = page.fetched_at + interval
+        out.planned.append(Planned(page.url_hash, tier_of(interval), next_at))
+    return out
+
+
+def _count(deltas: dict[str, dict[str, float]], host: str, before: ChangeRecord, bucket: int,
+           hub: float, fresh: float, changed: bool, span: float) -> None:
+    """A page's move in its host's sums and the fleet's."""
+    for name in (host, ALL_HOSTS):
+        sums = deltas[name]
+        if before.bucket != NO_BUCKET:
+            sums[f"b{before.bucket}"] -= 1
+        else:
+            sums["n"] += 1
+        sums[f"b{bucket}"] += 1
+        sums["h"] += hub - before.hub_rate
+        sums["F"] += fresh - before.freshness
+        if span > 0:
+            sums["c"] += 1 if changed else 0
+            sums["t"] += span
+
+
+def _host_plans(ctx: Context, out: Plan, hosts: set[str]) -> dict[str, HostPlan]:
+    """Each host's plan: its sums read, its multiplier solved again where older than
+    SOLVE_SECONDS (and kept for the other processes), the fleet's budget applied."""
+    if not hosts:
+        return {}
+    rules = planning(ctx)
+    now = time.time()
+    sums = {host: HostRates.parse(raw) for host, raw in ctx.change_rates.read(hosts).items()}
+    fleet = rules.fleet_multiplier(sums[ALL_HOSTS], ctx.settings.recrawl_budget)
+    admitted = ctx.budgets.admitted(sorted(hosts))
+    plans = {}
+    for host in hosts:
+        multiplier, solved = rules.multiplier(sums[host], admitted[host], now)
+        if solved:
+            out.settings[host] = {"mu": multiplier, "mu_at": now}
+        plans[host] = rules.host_plan(sums[host], max(multiplier, fleet))
+    return plans

@@ -1,0 +1,169 @@
+"""The re-crawl policy's estimator and allocation (core/freshness.py), against simulated
+Poisson changes and the Lagrangian optimum computed directly."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from crawlapp.core.freshness import (
+    BUCKETS,
+    PRICE,
+    ChangeRecord,
+    HostRates,
+    Planning,
+    Visit,
+    bucket_of,
+    bucket_rate,
+    expected_freshness,
+    http_time,
+    links_digest,
+    observe,
+    solve_multiplier,
+    visit_rates,
+)
+
+
+def _visits(rate: float, intervals: list[float], rng: random.Random,
+            with_last_modified: bool) -> ChangeRecord:
+    """The record of visits at `intervals` to a page changing as a Poisson process of `rate`
+    (with Last-Modified: the time of its last change)."""
+    horizon = sum(intervals)
+    changes, t = [], -rng.expovariate(rate)
+    while t <= horizon:
+        changes.append(t)
+        t += rng.expovariate(rate)
+    record, now, previous, seen = ChangeRecord(), 0.0, None, 0
+    for interval in [0.0, *intervals]:
+        now += interval
+        before = seen
+        while seen < len(changes) and changes[seen] <= now:
+            seen += 1
+        modified = changes[seen - 1] if with_last_modified and seen else None
+        record = observe(record, Visit(now, previous, previous is not None and seen > before,
+                                       modified, False))
+        previous = now
+    return record
+
+
+@pytest.mark.parametrize("with_last_modified", [False, True])
+@pytest.mark.parametrize("true_rate", [1 / 30, 1 / 300, 1 / 3000])
+def test_the_estimate_finds_the_true_rate_from_irregular_visits(true_rate: float,
+                                                                with_last_modified: bool) -> None:
+    rng = random.Random(7)
+    estimates = []
+    for _ in range(40):
+        intervals = [rng.uniform(30, 600) for _ in range(30)]
+        record = _visits(true_rate, intervals, rng, with_last_modified)
+        estimates.append(record.rate(1 / 120))
+    median = sorted(estimates)[len(estimates) // 2]
+    # Censored visits far apart tell little of a fast rate: within a factor of 2 there; a
+    # slow page changes ~3 times in these visits: within 70 % (the prior, 1/120, pulls up);
+    # within 35 % elsewhere.
+    tolerance = (1.0 if true_rate > 1 / 300 and not with_last_modified
+                 else 0.7 if true_rate < 1 / 1000 else 0.35)
+    assert abs(math.log(median / true_rate)) < math.log1p(tolerance), (median, true_rate)
+
+
+def test_a_page_that_never_changes_backs_off_and_one_visit_decides_nothing() -> None:
+    record = ChangeRecord()
+    record = observe(record, Visit(0.0, None, False, None, False))
+    assert record.rate(1 / 120) == pytest.approx(1 / 120)  # the prior alone
+    for i in range(1, 20):
+        record = observe(record, Visit(i * 600.0, (i - 1) * 600.0, False, None, False))
+    assert record.rate(1 / 120) < 1 / 5000
+    changed = observe(ChangeRecord(), Visit(100.0, 0.0, True, None, False))
+    assert 0 < changed.rate(1 / 120) < 10  # finite: the prior smooths one change
+
+
+def test_a_visit_stored_twice_is_counted_once_and_a_first_visit_learns_its_age() -> None:
+    record = observe(ChangeRecord(), Visit(50.0, None, False, 20.0, False))
+    assert record.exposure == 30.0
+    assert observe(record, Visit(50.0, 50.0, True, None, True)) == record
+
+
+def test_the_record_packs_into_its_row_and_a_foreign_layout_is_a_new_record() -> None:
+    record = observe(ChangeRecord(), Visit(300.0, 100.0, True, 250.0, True))
+    assert record.changes == 1 and record.exposure == 50.0 and record.link_changes == 1
+    assert (record.changed_after, record.changed_by) == (100.0, 300.0)
+    assert ChangeRecord.unpack(record.pack()) == record
+    assert len(record.pack()) == 54
+    assert ChangeRecord.unpack(None) == ChangeRecord.unpack(b"junk") == ChangeRecord()
+
+
+def _optimum(rates: np.ndarray, budget: float) -> float:
+    """Freshness of the Lagrangian optimum, mu by bisection on the exact rates."""
+    lo, hi = -40.0, 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if visit_rates(rates, math.exp(mid)).sum() > budget:
+            lo = mid
+        else:
+            hi = mid
+    visits = visit_rates(rates, math.exp(hi))
+    return float(np.mean([expected_freshness(r, v) for r, v in zip(rates, visits, strict=True)]))
+
+
+def test_the_multiplier_from_the_histogram_reaches_the_optimum_of_the_true_rates() -> None:
+    rng = np.random.default_rng(3)
+    rates = np.concatenate([1 / np.exp(rng.uniform(math.log(20), math.log(3600), 160)),
+                            np.full(40, 1e-9)])
+    budget = 0.9
+    counts: dict[int, float] = {}
+    for rate in rates:
+        counts[bucket_of(rate)] = counts.get(bucket_of(rate), 0) + 1
+    mu = solve_multiplier(counts, budget, 1e-3, 1e9)
+    visits = visit_rates(rates, mu)
+    assert visits.sum() == pytest.approx(budget, rel=0.1)
+    ours = np.mean([expected_freshness(r, v) for r, v in zip(rates, visits, strict=True)])
+    assert ours >= 0.99 * _optimum(rates, budget)
+    assert visits[rates > 1 / 25].max() == 0  # too fast to chase
+    assert np.all(visits[-40:] < visits[:160][visits[:160] > 0].min())  # static: least
+
+
+def test_round_robin_is_worse_than_the_allocation() -> None:
+    rates = np.array([1 / 20] * 50 + [1 / 600] * 100 + [1e-9] * 50)
+    budget = 1.0
+    uniform = np.mean([expected_freshness(r, budget / len(rates)) for r in rates])
+    assert _optimum(rates, budget) > uniform + 0.02
+
+
+def test_the_multiplier_is_zero_with_capacity_to_spare_and_honours_the_bounds() -> None:
+    assert solve_multiplier({bucket_of(1 / 60): 10}, 10.0, 5, 7200) == 0.0
+    assert solve_multiplier({}, 1.0, 5, 7200) == 0.0
+    assert solve_multiplier({bucket_of(1e-3): 100_000}, 1.0, 5, 7200) == pytest.approx(
+        1 / bucket_rate(bucket_of(1e-3)))  # not even the maximum interval fits
+
+
+def test_a_host_plan_spends_its_price_and_visits_hubs_for_their_links() -> None:
+    planning = Planning(5, 7200, 120, 0.9, 1.0)
+    plan = planning.host_plan(HostRates({}), 0.0)
+    assert plan.multiplier == pytest.approx(PRICE * 120)
+    # a page of the prior rate: about twice per first interval
+    assert plan.interval(1 / 120, 1.0, 0.0) == pytest.approx(60, rel=0.05)
+    assert plan.interval(1.0, 1.0, 0.0) == math.inf  # changes every second: not chased
+    assert plan.interval(1.0, 1.0, 1 / 60) == pytest.approx(30)  # ...but a hub
+    assert plan.interval(1 / 600, 2.0, 0.0) < plan.interval(1 / 600, 1.0, 0.0)
+
+
+def test_the_host_multiplier_counts_unseen_pages_and_keeps_discoverys_share() -> None:
+    planning = Planning(5, 7200, 120, 0.5, 1.0)
+    sums = HostRates({bucket_of(1 / 120): 100}, pages=100)
+    alone, solved = planning.multiplier(sums, 100, now=1000.0)
+    crowded, _ = planning.multiplier(sums, 1000, now=1000.0)
+    assert solved and crowded > alone > 0
+    kept = HostRates(sums.buckets, pages=100, multiplier=3.0, solved_at=995.0)
+    assert planning.multiplier(kept, 100, now=1000.0) == (3.0, False)
+
+
+def test_buckets_cover_every_rate() -> None:
+    assert bucket_of(0.0) == 0 and bucket_of(1e6) == BUCKETS - 1
+    for rate in (1e-8, 1 / 3600, 1 / 20, 1.0):
+        assert bucket_rate(bucket_of(rate)) == pytest.approx(rate, rel=0.5)
+
+
+def test_links_digest_and_http_time() -> None:
+    assert links_digest(["b", "a", "a"]) == links_digest(["a", "b"]) != links_digest(["a"])
+    assert http_time("Wed, 21 Oct 2015 07:28:00 GMT") == 1445412480.0
+    assert http_time("yesterday") is None and http_time(None) is None
