@@ -304,7 +304,7 @@ class Settings:
     recrawl_rules: Path | None = setting(
         "CRAWL_RECRAWL_RULES",
         "a file of re-crawl rules per host or URL prefix, one a line: `PATTERN min=S max=S` "
-        "or `PATTERN ttl=S` (docs/freshness.md); `crawlctl recrawl rules URL` shows the one "
+        "or `PATTERN ttl=S` (docs/freshness.md); `crawlctl recrawl --rules URL` shows the one "
         "that applies", default=None, convert=Path)
     max_backoff: float = setting(
         "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors",

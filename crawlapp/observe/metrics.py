@@ -21,10 +21,11 @@ Counter fields this module reads (all integers in the hash `<prefix>:counters`):
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +38,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
+from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.records import ShardStats
 from crawlapp.stages.tallies import LATENCY_BUCKETS, STATUS_CLASSES, bucket_label
 
@@ -51,6 +53,7 @@ class Snapshot:
     recrawl: Mapping[str, Mapping[str, int]]
     queues: Mapping[str, int]
     last_verify: Mapping[str, Any] | None = None  # the last verify's report (VerifyReport.last)
+    fleet_rates: Mapping[str, float] = field(default_factory=dict)  # change_rates' fleet sums
 
 
 def _with_prefix(counters: Mapping[str, int], prefix: str) -> dict[str, int]:
@@ -151,6 +154,20 @@ def families(snap: Snapshot) -> Iterator[Metric]:
     yield _labelled(GaugeMetricFamily("crawl_recrawl_overdue", "Re-crawls whose time has passed.",
                                       labels=["tier"]),
                     {t: v["overdue"] for t, v in snap.recrawl.items()})
+    planned = snap.fleet_rates.get("n", 0.0)
+    yield GaugeMetricFamily("crawl_recrawl_planned_pages",
+                            "Pages whose re-crawl the optimal policy planned.", value=planned)
+    yield GaugeMetricFamily(
+        "crawl_freshness_estimated", "Estimated share of the planned pages that are fresh "
+        "(their change rates under their schedules); NaN before any is planned.",
+        value=snap.fleet_rates.get("F", 0.0) / planned if planned else math.nan)
+    yield _labelled(CounterMetricFamily(
+        "crawl_fetches", "Pages fetched for the first time (discovery) and again (refresh).",
+        labels=["kind"]), {k: c.get(f"recrawl:{k}", 0) for k in ("discovery", "refresh")})
+    yield _labelled(CounterMetricFamily(
+        "crawl_refreshes", "Pages fetched again by what they showed (changed, unchanged), and "
+        "those a sitemap's lastmod made due (sitemap_due).", labels=["outcome"]),
+        {k: c.get(f"recrawl:{k}", 0) for k in ("changed", "unchanged", "sitemap_due")})
     yield _labelled(GaugeMetricFamily("crawl_queue_messages", "Messages waiting per Celery queue.",
                                       labels=["queue"]), snap.queues)
     yield from verify_families(snap.last_verify)
@@ -175,7 +192,8 @@ class CrawlCollector(Collector):
             queues = queue_lengths(settings.broker_url, Queues.of(settings).all)
         return Snapshot(self.ctx.counters.read(), self.ctx.frontier.stats(now),
                         self.ctx.batches.in_flight(),
-                        recrawl_tiers(self.ctx, now), queues, self.ctx.verify_report.last())
+                        recrawl_tiers(self.ctx, now), queues, self.ctx.verify_report.last(),
+                        self.ctx.change_rates.read(())[ALL_HOSTS])
 
     def collect(self) -> Iterator[Metric]:
         return families(self.snapshot())

@@ -49,12 +49,8 @@ def freshen(ctx: Context, pages: list[Page]) -> int:
         entries = schedule.sitemap_entries(session, list(listed))
         trust = ctx.sitemap_trust.read({e.host for e in entries})
         checked: dict[str, Trust] = {}
-        moved, due = [], []
-        for entry in entries:
+        for entry in entries:  # what the lastmods prove, before acting on them
             lastmod, sitemap_at = listed[entry.url_hash]
-            when = datetime.fromtimestamp(lastmod, UTC)
-            if entry.sitemap_lastmod is None or timestamp(entry.sitemap_lastmod) != lastmod:
-                moved.append((entry.url_hash, when))
             host = trust.get(entry.host, Trust())
             record = ChangeRecord.unpack(entry.changes)
             lied = _lied(lastmod, record, sitemap_at)
@@ -62,6 +58,12 @@ def freshen(ctx: Context, pages: list[Page]) -> int:
                 now_host = checked.get(entry.host, host)
                 checked[entry.host] = now_host._replace(
                     checks=now_host.checks + 1, lies=now_host.lies + int(lied))
+        moved, due = [], []
+        for entry in entries:
+            lastmod, _ = listed[entry.url_hash]
+            if entry.sitemap_lastmod is None or timestamp(entry.sitemap_lastmod) != lastmod:
+                moved.append((entry.url_hash, datetime.fromtimestamp(lastmod, UTC)))
+            host = checked.get(entry.host) or trust.get(entry.host, Trust())
             last = entry.last_fetched_at
             if (host.trusted and entry.status in RECRAWLED_STATUSES and last is not None
                     and lastmod > timestamp(last) + SLACK):

@@ -1,0 +1,153 @@
+"""The re-crawl policy on the real Redis and databases: each visit adds to its page's change
+record and its host's sums once (a batch stored twice changes nothing), a rebuild sums them
+again from the rows, a sitemap's lastmod makes a changed page due and leaves the others, and
+lastmods proven false end the host's trust."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from crawlapp.adapters.context import Context
+from crawlapp.adapters.db import repository
+from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.redis.change_rates import ALL_HOSTS
+from crawlapp.core.freshness import ChangeRecord, HostRates
+from crawlapp.core.records import Page, Status
+from crawlapp.core.rows import UrlRow
+from crawlapp.core.settings import load_settings
+from crawlapp.core.urls import url_hash
+from crawlapp.ops.rebuild import rebuild
+from crawlapp.stages import sitemapping
+from crawlapp.stages.dedup import dedup_pages
+from crawlapp.stages.recrawling import drain
+from crawlapp.stages.storing import store_pages
+
+T = float(int(time.time())) - 3600
+HOST = "w.test"
+URLS = [f"http://{HOST}/p{i}" for i in range(5)]
+SETTINGS = {"CRAWL_RECRAWL_MIN_INTERVAL": "5", "CRAWL_RECRAWL_MAX_INTERVAL": "7200",
+            "CRAWL_RECRAWL_FIRST_INTERVAL": "120"}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def ctx(request: pytest.FixtureRequest, tmp_path: Path, redis_url: str) -> Context:
+    env = {"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url, **SETTINGS}
+    if request.param == "postgres":
+        env["DATABASE_URL"] = request.getfixturevalue("pg_url")
+    settings = load_settings(env)
+    upgrade(settings)
+    ctx = Context(settings)
+    with ctx.sessions.begin() as session:
+        repository.add_urls(session, [UrlRow(url_hash(u), u, HOST, 1, "queued",
+                                             datetime.now(UTC)) for u in URLS])
+    ctx.budgets.add({HOST: len(URLS)}, {})
+    return ctx
+
+
+def page(url: str, at: float, version: int, modified: float | None = None,
+         not_modified: bool = False) -> Page:
+    body = f"<p>{url} version {version}</p>".encode()
+    out = Page(url=url, url_hash=url_hash(url), host=HOST, depth=1, status=Status.FETCHED,
+               fetched_at=at, http_status=304 if not_modified else 200, content_type="text/html",
+               not_modified=not_modified,
+               last_modified=None if modified is None else
+               datetime.fromtimestamp(modified, UTC).strftime("%a, %d %b %Y %H:%M:%S GMT"))
+    if not not_modified:
+        out.content_hash = hashlib.sha256(body).hexdigest()
+        out.content_length, out.body_gz = len(body), gzip.compress(body)
+    return out
+
+
+def store(ctx: Context, pages: list[Page]) -> None:
+    store_pages(ctx, dedup_pages(ctx, pages))
+
+
+def row(ctx: Context, url: str) -> tuple[ChangeRecord, float, float]:
+    """A page's change record, last fetch and next fetch (POSIX times)."""
+    with ctx.sessions() as session:
+        found = repository.get_url(session, url_hash(url))
+    assert found is not None and found.last_fetched_at and found.next_crawl_at
+    stamp = lambda d: d.replace(tzinfo=d.tzinfo or UTC).timestamp()  # noqa: E731
+    return (ChangeRecord.unpack(found.changes), stamp(found.last_fetched_at),
+            stamp(found.next_crawl_at))
+
+
+def sums(ctx: Context) -> dict[str, HostRates]:
+    return {h: HostRates.parse(raw) for h, raw in ctx.change_rates.read([HOST]).items()}
+
+
+def test_visits_build_the_record_and_the_host_sums_once(ctx: Context) -> None:
+    # p0 changes at every visit (Last-Modified says when), p1 never (304s)
+    store(ctx, [page(URLS[0], T, 0, T - 50), page(URLS[1], T, 0, T - 5000), page(URLS[2], T, 0)])
+    record, last, nxt = row(ctx, URLS[0])
+    assert last == T and record.exposure == 50 and record.bucket >= 0  # as old as it says
+    assert T < nxt < row(ctx, URLS[1])[2]  # the page unchanged for longer waits longer
+    assert row(ctx, URLS[2])[2] - T == pytest.approx(120, abs=1)  # the prior alone
+    for visit in range(1, 6):
+        at = T + 100 * visit
+        batch = [page(URLS[0], at, visit, at - 10), page(URLS[1], at, 0, T - 5000, True)]
+        store(ctx, batch)
+        store(ctx, batch)  # delivered again: counted once
+    changing, _, changing_next = row(ctx, URLS[0])
+    still, _, still_next = row(ctx, URLS[1])
+    assert changing.changes == pytest.approx(sum(0.96875 ** k for k in range(5)))
+    assert still.changes == 0 and still.exposure > 4500  # its age, then 500 s, decayed
+    assert changing.rate(1 / 120) > 20 * still.rate(1 / 120)
+    assert still_next - (T + 500) > changing_next - (T + 500) >= 5
+    host, fleet = sums(ctx)[HOST], sums(ctx)[ALL_HOSTS]
+    assert host.pages == fleet.pages == 3
+    assert sum(host.buckets.values()) == 3 and changing.bucket != still.bucket
+    assert host.changes == 5 and host.seconds == 1000
+    assert host.freshness == pytest.approx(changing.freshness + still.freshness
+                                           + row(ctx, URLS[2])[0].freshness)
+    assert host.multiplier is not None
+    counts = ctx.counters.read()
+    assert counts["recrawl:changed"] == 5 and counts["recrawl:unchanged"] == 5
+    assert counts["recrawl:refresh"] >= 10 and counts["recrawl:discovery"] >= 2
+
+    before = sums(ctx)
+    ctx.redis.delete(ctx.change_rates._key(HOST), ctx.change_rates.fleet)
+    assert rebuild(ctx, dedup=False)["hosts_planned"] == 1
+    after = sums(ctx)
+    for name in (HOST, ALL_HOSTS):
+        assert after[name].buckets == before[name].buckets
+        assert after[name].pages == before[name].pages
+        assert after[name].freshness == pytest.approx(before[name].freshness)
+
+
+def sitemap(at: float, lastmods: dict[str, float]) -> Page:
+    out = page(f"http://{HOST}/sitemap.xml", at, int(at))
+    out.lastmods = lastmods
+    return out
+
+
+def test_a_sitemap_lastmod_past_the_copy_makes_the_page_due_and_lies_end_the_trust(
+        ctx: Context) -> None:
+    fetched = time.time() - 60  # due again 120 s later: a minute from now
+    store(ctx, [page(u, fetched, 0) for u in URLS])
+    now = time.time()
+    made = sitemapping.freshen(ctx, [sitemap(now, {URLS[0]: fetched + 30,
+                                                   URLS[1]: fetched - 30})])
+    assert made == 1
+    _, _, due = row(ctx, URLS[0])
+    assert due <= time.time()
+    assert drain(ctx) == 1  # p0 back in the frontier; p1, unchanged, left alone
+    with ctx.sessions() as session:
+        listed = repository.get_url(session, url_hash(URLS[1]))
+    assert listed is not None and listed.sitemap_lastmod is not None
+
+    # p2-p4 change between two visits, and the sitemap fetched after says they did not
+    for version, at in ((1, fetched + 10), (2, fetched + 20)):
+        store(ctx, [page(u, at, version) for u in URLS[2:]])
+    assert ctx.sitemap_trust.trusted([HOST]) == {HOST}
+    made = sitemapping.freshen(ctx, [sitemap(time.time(), {u: fetched - 30 for u in URLS[2:]}
+                                             | {URLS[1]: time.time() - 1})])
+    assert made == 0  # three lies: no longer trusted, p1's new lastmod acted on no more
+    assert ctx.sitemap_trust.read([HOST])[HOST][:2] == (3, 3)
+    assert ctx.sitemap_trust.trusted([HOST]) == frozenset()
