@@ -4,9 +4,10 @@ priority = (w_a * authority + w_f * freshness + w_l * link_context) / (w_a + w_f
 
   authority     the URL's host's authority in [0, 1] (core/authority.py: PageRank over the
                 host graph, log-scaled); 0 for a host not scored yet.
-  freshness     0.5 (neutral) for a URL never fetched; for a re-crawl, the time since its
-                last fetch over its re-crawl interval (the one that put it in its tier,
-                core/recrawl.py), capped at 1: the staler, the sooner.
+  freshness     0.5 for a URL never fetched; for a re-crawl, half the time since its last
+                fetch over its re-crawl interval (the one that put it in its tier,
+                core/recrawl.py), capped at 0.5: the staler, the sooner, and new URLs first
+                (discovery is never starved by re-crawls; ageing lets these in).
   link_context  seed priority * 0.8 ** depth * context, where each hop from a seed keeps
                 80 % of the score, and the context of the link that found the URL weighs
                 it: 0.7 for a link in navigation, header, footer or aside, 0.9 for a link
@@ -69,10 +70,12 @@ class Weights:
 
 def freshness(since_fetch: float, interval: float | None) -> float:
     """How due a re-crawl is: seconds since the last fetch over the page's re-crawl
-    interval, capped at 1 (NEW_FRESHNESS without an interval)."""
+    interval, capped at 1, times NEW_FRESHNESS (NEW_FRESHNESS without an interval): a page
+    due again never goes before a new URL of its host found as close to a seed, and one that
+    waits long enough goes before any (ageing)."""
     if interval is None or interval <= 0:
         return NEW_FRESHNESS
-    return round(min(1.0, max(0.0, since_fetch / interval)), 4)
+    return round(NEW_FRESHNESS * min(1.0, max(0.0, since_fetch / interval)), 4)
 
 
 def depth_priority(depth: int, seed_priority: float = 1.0) -> float:

@@ -88,8 +88,8 @@ def test_the_priority_formula_weighs_and_normalises() -> None:
 
 def test_freshness_of_new_and_recrawled_pages() -> None:
     assert freshness(0.0, None) == NEW_FRESHNESS
-    assert freshness(1800.0, 3600.0) == 0.5
-    assert freshness(7200.0, 3600.0) == 1.0  # overdue: capped
+    assert freshness(1800.0, 3600.0) == 0.25
+    assert freshness(7200.0, 3600.0) == NEW_FRESHNESS  # overdue: capped, never above a new URL
     assert freshness(-5.0, 3600.0) == 0.0  # a clock step back never goes negative
 
 
