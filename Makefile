@@ -6,7 +6,7 @@ export CRAWL_DATA_DIR ?= $(CURDIR)/var
 .PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick bench-scale lint \
         lock clean compose-config compose-schema docs audit soak install-render test-render \
         bench-render docsites bench-authority install-pywb bench-redis-sizing cluster-up cluster-down \
-        bench-db bench-fetch
+        bench-db bench-fetch bench-freshness
 
 # The Docker Compose v2 plugin, for `make compose-config` only (an extra check where a docker
 # client exists; `make test` validates the compose file offline against the vendored schema).
@@ -163,6 +163,12 @@ bench-redis-sizing: install
 bench-db: install services
 	$(PY) -m bench.db_bench
 
+# Freshness of a web whose pages change (bench/freshness.py): each re-crawl policy of
+# BENCH_FRESH_POLICIES (optimal,adaptive) crawls it BENCH_FRESH_MINUTES (15), judged against
+# round robin, the optimum and the informed bound; needs redis-server. Not part of `test`.
+bench-freshness: install
+	$(PY) -m bench.freshness
+
 # Long run, not part of `test`: SOAK_MINUTES (10), SOAK_HOSTS (1000), SOAK_PAGES (30).
 soak: install
 	$(PY) bench/soak.py
@@ -210,4 +216,5 @@ lock:
 	rm -rf .venv-lock
 
 clean:
-	rm -rf .venv .venv-pywb var .pytest_cache bench/.venv-scrapy bench/out bench/results.json
+	rm -rf .venv .venv-pywb var .pytest_cache bench/.venv-scrapy bench/out bench/results.json \
+		bench/freshness-results.json

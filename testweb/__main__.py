@@ -1,4 +1,5 @@
-"""Command line: `python -m testweb serve` runs the test web, `check` judges its log."""
+"""Command line: `python -m testweb serve` runs the test web, `check` judges its log;
+`serve-changing` runs the changing web (testweb/changing.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import json
 from dataclasses import replace
 
 from testweb import serverlog
-from testweb.server import add_spec_arguments, serve, spec_from_args
+from testweb.server import (
+    add_changing_arguments,
+    add_spec_arguments,
+    changing_spec_from_args,
+    serve,
+    serve_changing,
+    spec_from_args,
+)
 from testweb.site import Web
 
 MISSING_SHOWN = 10
@@ -36,6 +44,16 @@ def _parser() -> argparse.ArgumentParser:
     serve_cmd.add_argument("--tls-key", help="TLS: its private key file (PEM)")
     serve_cmd.set_defaults(run=_serve)
 
+    changing_cmd = commands.add_parser(
+        "serve-changing", help="serve a web whose pages change (testweb/changing.py) until "
+        "SIGTERM/SIGINT; each log line carries the version that answered (`ver`)")
+    add_changing_arguments(changing_cmd)
+    changing_cmd.add_argument("--log", required=True, help="request log (JSON lines, appended)")
+    changing_cmd.add_argument("--ready", help="file to write {\"port\": P, \"t0\": T} to once "
+                              "listening (versions follow time.time() - T)")
+    changing_cmd.add_argument("--seeds-out", help="file to write the seed URLs to, one a line")
+    changing_cmd.set_defaults(run=_serve_changing)
+
     check_cmd = commands.add_parser("check", help="print politeness and coverage of a request log")
     add_spec_arguments(check_cmd)
     check_cmd.add_argument("--log", required=True)
@@ -57,6 +75,12 @@ def _serve(args: argparse.Namespace) -> int:
     tls = (args.tls_cert, args.tls_key) if spec.tls else None
     asyncio.run(serve(Web(spec), args.log, args.ready, seeds_path=args.seeds_out,
                       generation_path=args.generation_file, tls=tls))
+    return 0
+
+
+def _serve_changing(args: argparse.Namespace) -> int:
+    asyncio.run(serve_changing(changing_spec_from_args(args), args.log, args.ready,
+                               seeds_path=args.seeds_out))
     return 0
 
 

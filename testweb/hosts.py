@@ -126,6 +126,7 @@ class Response:
     headers: list[tuple[str, str]]
     body: bytes
     stream: Callable[[], Iterator[StreamItem]] | None = None
+    logged: tuple[tuple[str, object], ...] = ()  # more fields for the request's log line
 
     def header(self, name: str) -> str | None:
         """Value of the first header called `name` (case-insensitive), or None."""

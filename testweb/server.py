@@ -12,6 +12,9 @@ Streamed responses (Response.stream: big, bomb and drip pages) are sent chunk by
 where the stream says. The content generation can change while the server runs: on SIGUSR1
 (one generation on) or by writing a number to the --generation-file, which is looked at (stat)
 on every request and read again when it changed.
+
+The changing web (testweb/changing.py, `serve-changing`) changes by its own clock instead; its
+log lines also carry "ver", the version of the page that answered.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import errno
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import resource
@@ -33,14 +37,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
 from email.utils import formatdate
 from http import HTTPStatus
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol, Self
 from urllib.parse import urlsplit
 
+from testweb.changing import ChangingSpec, ChangingWeb
 from testweb.h2server import H2Connection
 from testweb.hosts import CASE_GROUPS, Response, WebSpec, error_response
 from testweb.site import Web
@@ -169,6 +174,32 @@ class RequestLog:
             self.flush()
 
 
+class Served(Protocol):
+    """What the server needs of a web: its hosts' addresses (a listener each, all on one
+    port), its answer to a request and its seed URLs (Web, ChangingWeb)."""
+
+    @property
+    def host_count(self) -> int: ...
+
+    def host_addr(self, i: int) -> str: ...
+
+    def respond(self, netloc: str, path_and_query: str,
+                request_headers: Mapping[str, str] | None = None) -> Response: ...
+
+    def seeds(self) -> list[str]: ...
+
+
+class Switch(Protocol):
+    """The web that answers each request, and its content generation (logged as `gen`);
+    SIGUSR1 calls bump()."""
+
+    generation: int
+
+    def web(self) -> Served: ...
+
+    def bump(self) -> None: ...
+
+
 class GenerationSwitch:
     """The content generation in force: the spec's, then bumped by SIGUSR1 or set by a file.
 
@@ -216,11 +247,27 @@ class GenerationSwitch:
             logger.info("content generation %d", generation)
 
 
+class StillSwitch:
+    """A web without generations (the changing web follows its own clock): SIGUSR1 is
+    ignored, every request is logged with generation 0."""
+
+    generation = 0
+
+    def __init__(self, web: Served) -> None:
+        self._web = web
+
+    def web(self) -> Served:
+        return self._web
+
+    def bump(self) -> None:
+        logger.info("SIGUSR1 ignored: this web has no generations")
+
+
 class _Connections:
     """Serves the connections of all listeners and logs every request."""
 
-    def __init__(self, web: Web, log: RequestLog, switch: GenerationSwitch | None = None) -> None:
-        self.switch = switch or GenerationSwitch(web)
+    def __init__(self, switch: Switch, log: RequestLog) -> None:
+        self.switch = switch
         self.log = log
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -259,7 +306,7 @@ class _Connections:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     @property
-    def web(self) -> Web:
+    def web(self) -> Served:
         """The web of the current generation."""
         return self.switch.web()
 
@@ -287,7 +334,7 @@ class _Connections:
             "status": response.status, "ua": headers.get("user-agent", ""),
             "inm": headers.get("if-none-match"), "ims": headers.get("if-modified-since"),
             "conn": conn, "bytes": 0, "gen": self.switch.generation,
-            **tls,
+            **tls, **dict(response.logged),
         }
         try:
             await _send(reader, writer, response, head_only, keep_alive, sent)
@@ -374,22 +421,50 @@ async def serve(web: Web, log_path: str, ready_path: str | None = None,
     hosts included), `seeds_path` gets one seed URL per line and then `ready_path` the port.
     SIGUSR1 moves the content on one generation; so does a new number in `generation_path`.
     """
+    def at_port(port: int) -> GenerationSwitch:
+        return GenerationSwitch(Web(replace(web.spec, port=port)), generation_path)
+
+    await _serve(web, web.spec.port, at_port, lambda port: f"{port}\n", log_path, ready_path,
+                 stop, seeds_path, tls)
+
+
+async def serve_changing(spec: ChangingSpec, log_path: str, ready_path: str | None = None,
+                         stop: asyncio.Event | None = None, seeds_path: str | None = None) -> None:
+    """Serve the ChangingWeb of `spec` until `stop` is set or SIGTERM/SIGINT arrives, as
+    serve() does; each log line carries the version that answered (`ver`).
+
+    Its clock's origin t0 is the whole second it starts in (time.time() rounded down, so
+    that no Last-Modified is later than the Date it goes with): versions follow
+    time.time() - t0. `ready_path` gets {"port": port, "t0": t0} (JSON).
+    """
+    t0 = float(math.floor(time.time()))
+    web = ChangingWeb(spec, t0)
+    await _serve(web, spec.port, lambda port: StillSwitch(web.at_port(port)),
+                 lambda port: json.dumps({"port": port, "t0": t0}) + "\n", log_path, ready_path,
+                 stop, seeds_path)
+
+
+async def _serve(web: Served, port: int, at_port: Callable[[int], Switch],
+                 ready_text: Callable[[int], str], log_path: str, ready_path: str | None,
+                 stop: asyncio.Event | None, seeds_path: str | None,
+                 tls: tuple[str, str] | None = None) -> None:
+    """Listen for `web` on `port` (0: a free one), then serve the web at_port(the port) gives;
+    `ready_path` gets ready_text(the port) once every listener is up."""
     stop = stop or asyncio.Event()
     _raise_fd_limit(web.host_count + 1024)
-    port, sockets = _bind_sockets(web)
-    web = Web(replace(web.spec, port=port))
+    port, sockets = _bind_sockets(web, port)
     log = RequestLog(log_path)
-    switch = GenerationSwitch(web, generation_path)
-    connections = _Connections(web, log, switch)
+    switch = at_port(port)
+    connections = _Connections(switch, log)
     context = tls_context(*tls) if tls else None
     servers = [await asyncio.start_server(connections.handle, sock=sock, limit=MAX_LINE,
                                           ssl=context) for sock in sockets]
     flusher = asyncio.create_task(log.flush_periodically())
     try:
         if seeds_path:
-            _write_atomically(seeds_path, "".join(f"{url}\n" for url in web.seeds()))
+            _write_atomically(seeds_path, "".join(f"{url}\n" for url in switch.web().seeds()))
         if ready_path:
-            _write_atomically(ready_path, f"{port}\n")
+            _write_atomically(ready_path, ready_text(port))
         with _stop_on_signals(stop, switch.bump):
             await stop.wait()
     finally:
@@ -408,10 +483,10 @@ def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
     return context
 
 
-def _bind_sockets(web: Web) -> tuple[int, list[socket.socket]]:
-    """Listening sockets on every host address, all on one port (a free one if the spec says 0)."""
+def _bind_sockets(web: Served, wanted: int) -> tuple[int, list[socket.socket]]:
+    """Listening sockets on every host address, all on one port (a free one if `wanted` is 0)."""
     for _ in range(PORT_ATTEMPTS):
-        port, sockets = web.spec.port, []
+        port, sockets = wanted, []
         try:
             for i in range(web.host_count):
                 sockets.append(_listening_socket(web.host_addr(i), port))
@@ -420,7 +495,7 @@ def _bind_sockets(web: Web) -> tuple[int, list[socket.socket]]:
         except OSError as error:
             for sock in sockets:
                 sock.close()
-            if web.spec.port != 0 or error.errno != errno.EADDRINUSE:
+            if wanted != 0 or error.errno != errno.EADDRINUSE:
                 raise
     raise OSError(errno.EADDRINUSE, f"no port free on all {web.host_count} addresses")
 
@@ -546,6 +621,29 @@ def spec_argv(spec: WebSpec) -> list[str]:
     return argv
 
 
+# --- command line of a ChangingSpec: an option per field (--pages-per-host, --news-hosts...) --------
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def add_changing_arguments(parser: argparse.ArgumentParser) -> None:
+    """An option per ChangingSpec field, of its type, with its default (see testweb/changing.py)."""
+    for spec_field in fields(ChangingSpec):
+        parser.add_argument(_option(spec_field.name), type=type(spec_field.default),
+                            default=spec_field.default, metavar=spec_field.name.upper(),
+                            help="default: %(default)s")
+
+
+def changing_spec_from_args(args: argparse.Namespace) -> ChangingSpec:
+    return ChangingSpec(**{f.name: getattr(args, f.name) for f in fields(ChangingSpec)})
+
+
+def changing_argv(spec: ChangingSpec) -> list[str]:
+    """Command-line arguments that make changing_spec_from_args() return `spec`."""
+    return [arg for f in fields(spec) for arg in (_option(f.name), repr(getattr(spec, f.name)))]
+
+
 # --- running the server in another process (for tests, demos, benchmarks) -------------------------
 
 def free_port() -> int:
@@ -556,8 +654,26 @@ def free_port() -> int:
         return port
 
 
+class _ServerProcess:
+    """Stopping a server process started by _launch(), as a context manager too."""
+
+    process: subprocess.Popen[bytes]
+    _stderr: IO[bytes]
+    _workdir: tempfile.TemporaryDirectory[str]
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM the server (which flushes its log) and wait for it; kill it if it lingers."""
+        _stop_process(self.process, self._stderr, self._workdir, timeout)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
 @dataclass
-class BackgroundServer:
+class BackgroundServer(_ServerProcess):
     """A server process started by start_in_background(); `web` carries the actual port."""
 
     process: subprocess.Popen[bytes]
@@ -577,23 +693,29 @@ class BackgroundServer:
         _write_atomically(self.generation_path, f"{generation}\n")
         self.web = self.web.at_generation(generation)
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM the server (which flushes its log) and wait for it; kill it if it lingers."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._stderr.close()
-        self._workdir.cleanup()
 
-    def __enter__(self) -> BackgroundServer:
-        return self
+@dataclass
+class ChangingServer(_ServerProcess):
+    """A changing web's server process started by start_changing_in_background(): `web` on
+    its actual port, with the server's clock origin (`t0`, time.time() at offset 0)."""
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    process: subprocess.Popen[bytes]
+    web: ChangingWeb
+    log_path: str
+    _stderr: IO[bytes] = field(repr=False)
+    _workdir: tempfile.TemporaryDirectory[str] = field(repr=False)
+
+    @property
+    def t0(self) -> float:
+        return self.web.t0
+
+    @property
+    def port(self) -> int:
+        return self.web.spec.port
+
+    def seeds(self) -> list[str]:
+        """The home page URL of every host."""
+        return self.web.seeds()
 
 
 def start_in_background(web: Web, log_path: str, timeout: float = 10.0,
@@ -602,25 +724,58 @@ def start_in_background(web: Web, log_path: str, timeout: float = 10.0,
     `tls`: the certificate and key files of its TLS listeners (for a web whose spec says
     `tls`)."""
     workdir = tempfile.TemporaryDirectory(prefix="testweb-")
-    ready = os.path.join(workdir.name, "ready")
     generation = os.path.join(workdir.name, "generation")
-    command = [sys.executable, "-m", "testweb", "serve", *spec_argv(web.spec),
-               "--log", log_path, "--ready", ready, "--generation-file", generation,
-               *(["--tls-cert", tls[0], "--tls-key", tls[1]] if tls else [])]
+    arguments = ["serve", *spec_argv(web.spec), "--log", log_path, "--generation-file", generation,
+                 *(["--tls-cert", tls[0], "--tls-key", tls[1]] if tls else [])]
+    process, stderr, ready = _launch(arguments, workdir, timeout)
+    return BackgroundServer(process, Web(replace(web.spec, port=int(ready))), log_path, stderr,
+                            workdir, generation)
+
+
+def start_changing_in_background(spec: ChangingSpec, log_path: str,
+                                 timeout: float = 30.0) -> ChangingServer:
+    """Run `python -m testweb serve-changing` for `spec` in a subprocess; return once it is
+    ready, with the web on its port and the server's t0."""
+    workdir = tempfile.TemporaryDirectory(prefix="testweb-")
+    arguments = ["serve-changing", *changing_argv(spec), "--log", log_path]
+    process, stderr, ready = _launch(arguments, workdir, timeout)
+    started = json.loads(ready)
+    web = ChangingWeb(replace(spec, port=int(started["port"])), float(started["t0"]))
+    return ChangingServer(process, web, log_path, stderr, workdir)
+
+
+def _launch(arguments: list[str], workdir: tempfile.TemporaryDirectory[str], timeout: float
+            ) -> tuple[subprocess.Popen[bytes], IO[bytes], str]:
+    """`python -m testweb ARGUMENTS --ready FILE` in a subprocess: the process, its stderr
+    and what it wrote to FILE, once it did (the process stopped and RuntimeError if it did
+    not within `timeout` seconds)."""
+    ready = os.path.join(workdir.name, "ready")
+    command = [sys.executable, "-m", "testweb", *arguments, "--ready", ready]
     root = str(Path(__file__).resolve().parents[1])
     python_path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     stderr = tempfile.TemporaryFile()
     process = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": python_path},
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
-    handle = BackgroundServer(process, web, log_path, stderr, workdir, generation)
     deadline = time.monotonic() + timeout
     while not os.path.exists(ready):
         if process.poll() is not None or time.monotonic() > deadline:
             stderr.seek(0)
             message = stderr.read().decode(errors="replace")
-            handle.stop()
+            _stop_process(process, stderr, workdir, 10.0)
             raise RuntimeError(f"test web server did not start: {message}")
         time.sleep(0.02)
     with open(ready, encoding="utf-8") as file:
-        handle.web = Web(replace(web.spec, port=int(file.read())))
-    return handle
+        return process, stderr, file.read()
+
+
+def _stop_process(process: subprocess.Popen[bytes], stderr: IO[bytes],
+                  workdir: tempfile.TemporaryDirectory[str], timeout: float) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    stderr.close()
+    workdir.cleanup()

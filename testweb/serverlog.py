@@ -32,6 +32,7 @@ class Request:
     proto: str = "1.1"  # the HTTP version it came over: "1.1" or "2"
     tls: bool = False  # over TLS (an https URL)
     resumed: bool = False  # over a resumed TLS session
+    ver: int | None = None  # the changing web's version of the page that answered
 
     @property
     def url(self) -> str:
