@@ -37,6 +37,7 @@ of them.
 
 from __future__ import annotations
 
+import bisect
 import math
 import struct
 from collections.abc import Iterable
@@ -76,6 +77,29 @@ def _g_inverse(y: np.ndarray) -> np.ndarray:
     out = np.exp(np.interp(np.log(np.maximum(y, 1e-300)), np.log(_G), np.log(_X)))
     inverse: np.ndarray = np.where(small, np.sqrt(2 * np.maximum(y, 0.0)), out)
     return inverse
+
+
+_LOG_G = np.log(_G).tolist()
+_LOG_X = np.log(_X).tolist()
+
+
+def visit_rate(rate: float, multiplier: float) -> float:
+    """`visit_rates` of one page, without numpy's per-call cost (the store stage plans a page
+    at a time)."""
+    if multiplier <= 0:
+        return math.inf
+    y = multiplier * rate
+    if not (0 < y < 1.0):
+        return 0.0
+    if y < _G[0]:
+        x = math.sqrt(2 * y)
+    else:
+        log_y = math.log(y)
+        i = min(bisect.bisect_left(_LOG_G, log_y), len(_LOG_G) - 1)
+        lo_g, hi_g = _LOG_G[i - 1], _LOG_G[i]
+        share = (log_y - lo_g) / (hi_g - lo_g) if hi_g > lo_g else 0.0
+        x = math.exp(_LOG_X[i - 1] + share * (_LOG_X[i] - _LOG_X[i - 1]))
+    return rate / x
 
 
 def visit_rates(rates: np.ndarray, multiplier: float) -> np.ndarray:
@@ -204,7 +228,7 @@ def _rate(exact: float, censored: float, censored_time: float, exposure: float,
         return min(MAX_RATE, max(MIN_RATE, a / b))
     mean = censored_time / censored
     lo, hi = math.log(MIN_RATE), math.log(MAX_RATE)
-    for _ in range(50):
+    for _ in range(36):  # the log range over 2^36: a rate to 1e-9 of itself
         mid = (lo + hi) / 2
         rate = math.exp(mid)
         slope = a / rate - b + censored * mean / math.expm1(min(rate * mean, 700.0))
@@ -272,7 +296,7 @@ class HostPlan:
     def interval(self, rate: float, weight: float, link_rate: float) -> float:
         """The seconds until a page of change rate `rate`, importance `weight` and link change
         rate `link_rate` is best visited again (inf: not for its content nor its links)."""
-        fresh = float(visit_rates(np.array([rate / weight]), self.multiplier)[0]) * weight
+        fresh = visit_rate(rate / weight, self.multiplier) * weight
         visits = max(fresh, HUB_VISITS * link_rate)
         return math.inf if visits <= 0 else 1.0 / visits
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.freshness import (
+    HUB_VISITS,
     NO_BUCKET,
     ChangeRecord,
     HostPlan,
@@ -81,7 +82,6 @@ def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous],
     settings = ctx.settings
     default = Bounds(settings.recrawl_min_interval, settings.recrawl_max_interval,
                      settings.recrawl_first_interval)
-    rules = settings.recrawl_rule_set
     fetched = [p for p in pages if p.status == Status.FETCHED]
     for page in fetched:
         before = previous.get(page.url_hash)
@@ -90,57 +90,64 @@ def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous],
     if settings.recrawl_policy == "adaptive":
         for page in fetched:
             before = previous.get(page.url_hash)
-            changed = not page.not_modified and (
-                before is None or before.content_hash != page.content_hash)
             schedule = next_schedule(
-                page.fetched_at, before.interval if before else None, changed,
+                page.fetched_at, before.interval if before else None, _changed(page, before),
                 before.priority if before else depth_priority(page.depth),
-                rules.bounds(page.url, page.host, default))
+                settings.recrawl_rule_set.bounds(page.url, page.host, default))
             out.planned.append(Planned(page.url_hash, schedule.tier, schedule.next_at))
         return out
     plans = _host_plans(ctx, out, {p.host for p in fetched})
     for page in fetched:
         before = previous.get(page.url_hash)
         last = timestamp(before.last_fetched_at) if before and before.last_fetched_at else None
-        if last is not None and page.fetched_at <= last:  # stored already: its row has it
-            if before is not None and before.next_crawl_at is not None:
+        if before is not None and last is not None and page.fetched_at <= last:
+            if before.next_crawl_at is not None:  # stored already: its row has this visit
                 next_at = timestamp(before.next_crawl_at)
                 out.planned.append(Planned(page.url_hash, tier_of(next_at - last), next_at))
             continue
-        record = ChangeRecord.unpack(before.changes if before else None)
-        digest = (before.links_digest if before else None) if page.not_modified else (
-            links_digest([link.url for link in page.links]
-                         + [f"{url} {at}" for url, at in (page.lastmods or {}).items()]))
-        changed = not page.not_modified and (
-            before is None or before.content_hash != page.content_hash)
-        if last is not None:
-            out.counts["recrawl:changed" if changed else "recrawl:unchanged"] += 1
-        links_changed = (before is not None and before.links_digest is not None
-                         and digest is not None and digest != before.links_digest)
-        record = observe(record, Visit(page.fetched_at, last, changed,
-                                       http_time(page.last_modified), links_changed))
-        host_plan = plans[page.host]
-        rate = record.rate(host_plan.prior)
-        link_rate = record.link_rate(1.0 / settings.recrawl_first_interval)
-        weight = TOP_WEIGHT if page.depth == 0 else 1.0
-        bounds = rules.bounds(page.url, page.host, default)
-        best = host_plan.interval(rate, weight, link_rate)
-        if page.host in trusted and before is not None and before.sitemap_lastmod is not None:
-            interval = bounds.clamp(bounds.high)  # the sitemap tells its changes
-        elif not record.seen and not host_plan.informed:
-            interval = bounds.clamp(max(bounds.first, best))  # the prior alone
-        else:
-            interval = bounds.clamp(best)
-        hub = min(2.0 * link_rate, 1.0 / bounds.low) if link_rate > 0 else 0.0
-        bucket = bucket_of(rate / weight)
-        fresh = expected_freshness(rate, 1.0 / interval)
-        _count(out.deltas, page.host, record, bucket, hub, fresh, changed,
-               page.fetched_at - last if last is not None else 0.0)
-        record = record._replace(bucket=bucket, hub_rate=hub, freshness=fresh)
-        out.records[page.url_hash] = (record.pack(), digest)
-        next_at = page.fetched_at + interval
-        out.planned.append(Planned(page.url_hash, tier_of(interval), next_at))
+        bounds = settings.recrawl_rule_set.bounds(page.url, page.host, default)
+        _visit(out, page, before, last, plans[page.host], bounds,
+               page.host in trusted and before is not None and before.sitemap_lastmod is not None)
     return out
+
+
+def _changed(page: Page, before: Previous | None) -> bool:
+    """A new body: not a 304, not the content hash of the row."""
+    return not page.not_modified and (before is None or before.content_hash != page.content_hash)
+
+
+def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
+           host_plan: HostPlan, bounds: Bounds, in_trusted_sitemap: bool) -> None:
+    """One page's visit into its change record, its next visit and its host's sums."""
+    record = ChangeRecord.unpack(before.changes if before else None)
+    digest = (before.links_digest if before else None) if page.not_modified else (
+        links_digest([link.url for link in page.links]
+                     + [f"{url} {at}" for url, at in (page.lastmods or {}).items()]))
+    changed = _changed(page, before)
+    if last is not None:
+        out.counts["recrawl:changed" if changed else "recrawl:unchanged"] += 1
+    links_changed = (before is not None and before.links_digest is not None
+                     and digest is not None and digest != before.links_digest)
+    record = observe(record, Visit(page.fetched_at, last, changed,
+                                   http_time(page.last_modified), links_changed))
+    rate = record.rate(host_plan.prior)
+    link_rate = record.link_rate(1.0 / bounds.first)
+    weight = TOP_WEIGHT if page.depth == 0 else 1.0
+    best = host_plan.interval(rate, weight, link_rate)
+    if in_trusted_sitemap:
+        interval = bounds.clamp(bounds.high)  # the sitemap tells its changes
+    elif not record.seen and not host_plan.informed:
+        interval = bounds.clamp(max(bounds.first, best))  # the prior alone
+    else:
+        interval = bounds.clamp(best)
+    hub = min(HUB_VISITS * link_rate, 1.0 / bounds.low)
+    bucket = bucket_of(rate / weight)
+    fresh = expected_freshness(rate, 1.0 / interval)
+    _count(out.deltas, page.host, record, bucket, hub, fresh, changed,
+           page.fetched_at - last if last is not None else 0.0)
+    record = record._replace(bucket=bucket, hub_rate=hub, freshness=fresh)
+    out.records[page.url_hash] = (record.pack(), digest)
+    out.planned.append(Planned(page.url_hash, tier_of(interval), page.fetched_at + interval))
 
 
 def _count(deltas: dict[str, dict[str, float]], host: str, before: ChangeRecord, bucket: int,

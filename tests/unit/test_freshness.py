@@ -21,6 +21,7 @@ from crawlapp.core.freshness import (
     links_digest,
     observe,
     solve_multiplier,
+    visit_rate,
     visit_rates,
 )
 
@@ -167,3 +168,10 @@ def test_links_digest_and_http_time() -> None:
     assert links_digest(["b", "a", "a"]) == links_digest(["a", "b"]) != links_digest(["a"])
     assert http_time("Wed, 21 Oct 2015 07:28:00 GMT") == 1445412480.0
     assert http_time("yesterday") is None and http_time(None) is None
+
+
+def test_one_page_s_visit_rate_is_the_vectors() -> None:
+    rates = np.logspace(-9, 1, 400)
+    for mu in (0.0, 1e-3, 2.5, 31.7, 1e4):
+        one = np.array([visit_rate(r, mu) for r in rates])
+        assert np.allclose(one, visit_rates(rates, mu), rtol=1e-6), mu

@@ -1,0 +1,77 @@
+"""A crawl that keeps its collection fresh, end to end: `crawlctl crawl` without --until-idle
+on a web whose pages change (testweb/changing.py), judged from the server's log: pages
+fetched again with their validators, unchanged ones answered 304, changing ones fresher than
+round robin would keep them in the same requests, new articles found within seconds, a
+sitemap's lastmods acted on, politeness kept, and the crawl stopped by Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import crawl_env
+from tests.e2e.helpers import CRAWLCTL, crawlctl
+from testweb.changing import ChangingSpec
+from testweb.freshness import achieved_capacity, baselines, judge
+from testweb.server import start_changing_in_background
+from testweb.serverlog import load
+
+pytestmark = pytest.mark.e2e
+DELAY = 0.25
+RUN = 75.0  # seconds of crawling
+WINDOW = (35.0, RUN)  # judged: after the first pass and a few visits of each page
+SPEC = ChangingSpec(hosts=3, pages_per_host=24, seed=3, duration=RUN + 60, min_interval=4,
+                    max_interval=300, news_hosts=1, article_interval=6, sitemap_hosts=1)
+
+
+def test_a_crawl_without_until_idle_keeps_a_changing_web_fresh(tmp_path: Path,
+                                                               redis_url: str) -> None:
+    env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
+                    CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
+                    CRAWL_RECRAWL_FIRST_INTERVAL="6")
+    log = str(tmp_path / "requests.jsonl")
+    with start_changing_in_background(SPEC, log) as server:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(server.seeds()) + "\n")
+        with open(tmp_path / "crawl.out", "wb") as out:
+            crawl = subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds)],
+                                     env={**os.environ, **env}, stdout=out,
+                                     stderr=subprocess.STDOUT)
+        time.sleep(server.t0 + RUN - time.time())
+        crawl.send_signal(signal.SIGINT)
+        assert crawl.wait(60) in (0, 130, -signal.SIGINT), (tmp_path / "crawl.out").read_text()
+        web, t0 = server.web, server.t0
+    stats = json.loads(crawlctl(env, "stats", "--json").stdout)
+    requests = load(log)
+    verdict = judge(web, requests, t0, *WINDOW, delay=DELAY)
+    assert (verdict.overlaps, verdict.gaps, verdict.disallowed) == (0, 0, 0)
+
+    pages = [r for r in requests if r.path.startswith("/p/")]
+    visits = Counter(r.url for r in pages)
+    assert len(visits) == SPEC.hosts * SPEC.pages_per_host - 3  # all but three malformed
+    assert sum(n >= 3 for n in visits.values()) >= len(visits) // 2  # fetched again and again
+    again = [r for r in pages if r.status in (200, 304) and visits[r.url] > 1
+             and web.validators(web.host_index(r.host) or 0)]
+    assert sum(1 for r in again if r.inm or r.ims) >= 0.5 * len(again)
+    assert Counter(r.status for r in pages)[304] > 0  # unchanged: no body sent again
+
+    # fresher than round robin in the requests it made, within reach of the optimum
+    capacity = achieved_capacity(web, requests, t0, *WINDOW)
+    best = baselines(web, capacity, *WINDOW)
+    assert verdict.pages.no_sitemap is not None and best.round_robin.no_sitemap is not None
+    assert verdict.pages.no_sitemap > 0.9 * best.round_robin.no_sitemap, (verdict, best)
+
+    assert verdict.discovery.articles > 3 and verdict.discovery.missed == 0
+    assert verdict.discovery.median is not None and verdict.discovery.median < 12
+
+    fresh = stats["freshness"]
+    assert fresh["policy"] == "optimal" and 0 < fresh["estimated"] <= 1
+    assert fresh["fetches"]["refresh"] > fresh["fetches"]["discovery"] > 0
+    assert fresh["refreshes"]["made_due_by_sitemaps"] > 0
