@@ -65,8 +65,10 @@ task_routes = {
     # crawl.render to render.<the same shard>.
 }
 
-# The re-crawl drain's period: a tenth of the shortest interval, between 1 and 2 seconds.
-DRAIN_PERIOD = min(2.0, max(1.0, _settings.recrawl_min_interval / 10))
+# The re-crawl drain's period: a tenth of the shortest interval in use (the settings' or a
+# rule's), between 1 and 2 seconds.
+DRAIN_PERIOD = min(2.0, max(1.0, _settings.recrawl_rule_set.shortest(
+    _settings.recrawl_min_interval) / 10))
 beat_schedule = {
     # Pages whose next crawl time has come go back into the frontier, a second or two after.
     "recrawl-due-pages": {"task": "crawl.recrawl", "schedule": DRAIN_PERIOD,

@@ -292,6 +292,7 @@ class HostPlan:
     multiplier: float
     prior: float
     informed: bool = True  # its pages were seen again: `prior` is learned, not assumed
+    importance: float = 1.0  # the weight of its pages: 1 + its authority
 
     def interval(self, rate: float, weight: float, link_rate: float) -> float:
         """The seconds until a page of change rate `rate`, importance `weight` and link change
@@ -383,8 +384,12 @@ class Planning:
             return 0.0
         return solve_multiplier(fleet.buckets, budget, self.min_interval, self.max_interval)
 
-    def host_plan(self, rates: HostRates, multiplier: float) -> HostPlan:
-        return HostPlan(max(multiplier, self.price), self.prior(rates), rates.seconds > 0)
+    def host_plan(self, rates: HostRates, multiplier: float, authority: float = 0.0
+                  ) -> HostPlan:
+        """A host's plan; its `authority` (in [0, 1]) weighs its pages against other hosts'
+        (the fleet's budget, the price of a visit), never within the host."""
+        return HostPlan(max(multiplier, self.price), self.prior(rates), rates.seconds > 0,
+                        1.0 + authority)
 
 
 def sums_of(records: Iterable[ChangeRecord]) -> dict[str, float]:

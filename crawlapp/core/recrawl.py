@@ -146,6 +146,11 @@ class RecrawlRules:
             rules.append(Rule(pattern, **values))
         return cls(tuple(rules))
 
+    def shortest(self, default: float) -> float:
+        """The shortest interval any rule allows, `default` if none is shorter."""
+        shortest = [r.ttl if r.ttl is not None else r.low for r in self.rules]
+        return min([default, *(s for s in shortest if s is not None)])
+
     def rule_for(self, url: str, host: str) -> Rule | None:
         prefixes = [r for r in self.rules if "://" in r.pattern and url.startswith(r.pattern)]
         if prefixes:

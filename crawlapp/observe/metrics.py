@@ -193,7 +193,7 @@ class CrawlCollector(Collector):
         return Snapshot(self.ctx.counters.read(), self.ctx.frontier.stats(now),
                         self.ctx.batches.in_flight(),
                         recrawl_tiers(self.ctx, now), queues, self.ctx.verify_report.last(),
-                        self.ctx.change_rates.read(())[ALL_HOSTS])
+                        self.ctx.change_rates.load(())[ALL_HOSTS])
 
     def collect(self) -> Iterator[Metric]:
         return families(self.snapshot())

@@ -147,7 +147,7 @@ def freshness_summary(ctx: Context, counts: dict[str, int], tiers: dict[str, dic
     """How fresh the collection is estimated to be (the mean over the pages the policy planned
     of the share of time each is fresh under its schedule, core/freshness.py), the re-crawls
     due now, and the fetches of new pages against those of known ones."""
-    fleet = ctx.change_rates.read(())[ALL_HOSTS]
+    fleet = ctx.change_rates.load(())[ALL_HOSTS]
     planned = int(fleet.get("n", 0))
     return {
         "policy": ctx.settings.recrawl_policy,

@@ -36,7 +36,8 @@ from crawlapp.core.recrawl import Bounds, Planned, next_schedule, tier_of, times
 from crawlapp.core.robots import effective_delay
 from crawlapp.core.rows import Previous
 
-TOP_WEIGHT = 2.0  # a seed's home page (depth 0) weighs twice any other page
+TOP_WEIGHT = 2.0  # a seed (depth 0) weighs twice any other page of its host...
+SEED_INTERVAL = 86400.0  # ...and is fetched again within a day at most
 
 
 @dataclass
@@ -132,7 +133,7 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
                                    http_time(page.last_modified), links_changed))
     rate = record.rate(host_plan.prior)
     link_rate = record.link_rate(1.0 / bounds.first)
-    weight = TOP_WEIGHT if page.depth == 0 else 1.0
+    weight = host_plan.importance * (TOP_WEIGHT if page.depth == 0 else 1.0)
     best = host_plan.interval(rate, weight, link_rate)
     if in_trusted_sitemap:
         interval = bounds.clamp(bounds.high)  # the sitemap tells its changes
@@ -140,6 +141,8 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
         interval = bounds.clamp(max(bounds.first, best))  # the prior alone
     else:
         interval = bounds.clamp(best)
+    if page.depth == 0 and bounds.fixed is None:  # a seed: within a day whatever it does
+        interval = min(interval, max(SEED_INTERVAL, bounds.low))
     hub = min(HUB_VISITS * link_rate, 1.0 / bounds.low)
     bucket = bucket_of(rate / weight)
     fresh = expected_freshness(rate, 1.0 / interval)
@@ -174,13 +177,18 @@ def _host_plans(ctx: Context, out: Plan, hosts: set[str]) -> dict[str, HostPlan]
         return {}
     rules = planning(ctx)
     now = time.time()
-    sums = {host: HostRates.parse(raw) for host, raw in ctx.change_rates.read(hosts).items()}
+    pipe = ctx.redis.pipeline(transaction=False)
+    read_sums = ctx.change_rates.read(hosts, pipe)
+    read_admitted = ctx.budgets.admitted(sorted(hosts), pipe)
+    read_authority = ctx.authority.read(hosts, pipe)
+    replies = pipe.execute()
+    sums = {host: HostRates.parse(raw) for host, raw in read_sums(replies).items()}
+    admitted, authority = read_admitted(replies), read_authority(replies)
     fleet = rules.fleet_multiplier(sums[ALL_HOSTS], ctx.settings.recrawl_budget)
-    admitted = ctx.budgets.admitted(sorted(hosts))
     plans = {}
     for host in hosts:
         multiplier, solved = rules.multiplier(sums[host], admitted[host], now)
         if solved:
             out.settings[host] = {"mu": multiplier, "mu_at": now}
-        plans[host] = rules.host_plan(sums[host], max(multiplier, fleet))
+        plans[host] = rules.host_plan(sums[host], max(multiplier, fleet), authority[host])
     return plans

@@ -79,7 +79,7 @@ def row(ctx: Context, url: str) -> tuple[ChangeRecord, float, float]:
 
 
 def sums(ctx: Context) -> dict[str, HostRates]:
-    return {h: HostRates.parse(raw) for h, raw in ctx.change_rates.read([HOST]).items()}
+    return {h: HostRates.parse(raw) for h, raw in ctx.change_rates.load([HOST]).items()}
 
 
 def test_visits_build_the_record_and_the_host_sums_once(ctx: Context) -> None:

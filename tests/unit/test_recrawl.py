@@ -65,3 +65,9 @@ def test_rules_pick_the_longest_prefix_then_the_closest_host(url: str, host: str
 def test_bad_rules_are_refused_with_their_line(text: str) -> None:
     with pytest.raises(BadRule, match="line 1"):
         RecrawlRules.parse(text)
+
+
+def test_the_shortest_interval_in_use_sets_the_drain_s_pace() -> None:
+    assert RULES.shortest(HOUR) == 600
+    assert RULES.shortest(60) == 60
+    assert RecrawlRules(()).shortest(HOUR) == HOUR

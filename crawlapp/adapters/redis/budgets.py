@@ -14,14 +14,16 @@ URL rows (the pattern budgets start again from zero).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import mmh3
 from redis.typing import EncodableT, FieldT
 
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.client import Client
+from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.parts import Parts
+from crawlapp.adapters.redis.pipeline import Reply
 
 # Expected URLs per bucket of pattern budgets (parts.buckets): a crawl meets about a pattern
 # for every three or four URLs, so a bucket holds about 100 at CRAWL_EXPECTED_URLS.
@@ -52,12 +54,16 @@ class TrapBudgets:
         totals = [int(n) for n in pipe.execute()]
         return totals[:len(per_host)], totals[len(per_host):]
 
-    def admitted(self, hosts: list[str]) -> dict[str, int]:
-        """The URLs admitted of each of these hosts (one round trip)."""
-        pipe = self.client.pipeline(transaction=False)
+    def admitted(self, hosts: list[str], pipe: Pipeline) -> Reply[dict[str, int]]:
+        """The URLs admitted of each of these hosts, in the caller's round trip."""
+        at = len(pipe)
         for host in hosts:
             pipe.hget(self.hosts[self.parts.of(host)], host)
-        return {host: int(n or 0) for host, n in zip(hosts, pipe.execute(), strict=True)}
+
+        def counts(replies: Sequence[Any]) -> dict[str, int]:
+            return {host: int(n or 0)
+                    for host, n in zip(hosts, replies[at:at + len(hosts)], strict=True)}
+        return counts
 
     def restore_hosts(self, counts: Mapping[str, int]) -> None:
         """Set the host budgets to these counts (a rebuild's, from the URL rows)."""

@@ -16,10 +16,12 @@ planning, and every page's own record is in its row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.client import Client
+from crawlapp.adapters.redis.client import Client, Pipeline
+from crawlapp.adapters.redis.pipeline import Reply
 
 ALL_HOSTS = ""  # the fleet's sums, in P:rates
 
@@ -35,15 +37,24 @@ class ChangeRates:
     def _key(self, host: str) -> str:
         return self.fleet if host == ALL_HOSTS else keys.RATES.of(self.prefix, host=host)
 
-    def read(self, hosts: Iterable[str]) -> dict[str, dict[str, float]]:
+    def load(self, hosts: Iterable[str]) -> dict[str, dict[str, float]]:
         """The sums of each host, and of the fleet under ALL_HOSTS (one round trip;
         crawlapp.core.freshness.HostRates reads them)."""
-        names = [ALL_HOSTS, *dict.fromkeys(hosts)]
         pipe = self.client.pipeline(transaction=False)
+        sums = self.read(hosts, pipe)
+        return sums(pipe.execute())
+
+    def read(self, hosts: Iterable[str], pipe: Pipeline) -> Reply[dict[str, dict[str, float]]]:
+        """`load`, in the caller's round trip."""
+        names = [ALL_HOSTS, *dict.fromkeys(hosts)]
+        at = len(pipe)
         for host in names:
             pipe.hgetall(self._key(host))
-        return {host: {k.decode(): float(v) for k, v in raw.items()}
-                for host, raw in zip(names, pipe.execute(), strict=True)}
+
+        def sums(replies: Sequence[Any]) -> dict[str, dict[str, float]]:
+            return {host: {k.decode(): float(v) for k, v in raw.items()}
+                    for host, raw in zip(names, replies[at:at + len(names)], strict=True)}
+        return sums
 
     def add(self, deltas: Mapping[str, Mapping[str, float]],
             settings: Mapping[str, Mapping[str, float]] = {}) -> None:  # noqa: B006 - read only
