@@ -4,10 +4,11 @@ priority = (w_a * authority + w_f * freshness + w_l * link_context) / (w_a + w_f
 
   authority     the URL's host's authority in [0, 1] (core/authority.py: PageRank over the
                 host graph, log-scaled); 0 for a host not scored yet.
-  freshness     0.5 for a URL never fetched; for a re-crawl, half the time since its last
-                fetch over its re-crawl interval (the one that put it in its tier,
-                core/recrawl.py), capped at 0.5: the staler, the sooner, and new URLs first
-                (discovery is never starved by re-crawls; ageing lets these in).
+  freshness     0.5 for a URL never fetched; for a re-crawl, a quarter of the time since its
+                last fetch over its re-crawl interval (the one that put it in its tier,
+                core/recrawl.py), capped at 0.25: the staler, the sooner, and new URLs first
+                (discovery is never starved by re-crawls; ageing lets these in: a re-crawl
+                queued 4.5 minutes before a new URL found as close to a seed goes first).
   link_context  seed priority * 0.8 ** depth * context, where each hop from a seed keeps
                 80 % of the score, and the context of the link that found the URL weighs
                 it: 0.7 for a link in navigation, header, footer or aside, 0.9 for a link
@@ -34,6 +35,7 @@ _EPOCH = 1_700_000_000.0  # keeps queue values small enough for exact float arit
 BOILERPLATE_WEIGHT = 0.7
 NO_ANCHOR_WEIGHT = 0.9
 NEW_FRESHNESS = 0.5
+REFRESH_FRESHNESS = 0.25  # at most, for a page due again: below a new URL's
 
 
 @dataclass(frozen=True)
@@ -70,12 +72,12 @@ class Weights:
 
 def freshness(since_fetch: float, interval: float | None) -> float:
     """How due a re-crawl is: seconds since the last fetch over the page's re-crawl
-    interval, capped at 1, times NEW_FRESHNESS (NEW_FRESHNESS without an interval): a page
-    due again never goes before a new URL of its host found as close to a seed, and one that
-    waits long enough goes before any (ageing)."""
+    interval, capped at 1, times REFRESH_FRESHNESS (NEW_FRESHNESS without an interval): a
+    page due again never goes before a new URL of its host found as close to a seed, and
+    one that waits long enough goes before any (ageing)."""
     if interval is None or interval <= 0:
         return NEW_FRESHNESS
-    return round(NEW_FRESHNESS * min(1.0, max(0.0, since_fetch / interval)), 4)
+    return round(REFRESH_FRESHNESS * min(1.0, max(0.0, since_fetch / interval)), 4)
 
 
 def depth_priority(depth: int, seed_priority: float = 1.0) -> float:

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from crawlapp.core.authority import authority, pagerank, scaled
-from crawlapp.core.priority import NEW_FRESHNESS, Weights, freshness, link_priority
+from crawlapp.core.priority import (
+    NEW_FRESHNESS,
+    REFRESH_FRESHNESS,
+    Weights,
+    freshness,
+    link_priority,
+)
 from crawlapp.core.settings import SettingsError, load_settings
 
 
@@ -88,8 +94,8 @@ def test_the_priority_formula_weighs_and_normalises() -> None:
 
 def test_freshness_of_new_and_recrawled_pages() -> None:
     assert freshness(0.0, None) == NEW_FRESHNESS
-    assert freshness(1800.0, 3600.0) == 0.25
-    assert freshness(7200.0, 3600.0) == NEW_FRESHNESS  # overdue: capped, never above a new URL
+    assert freshness(1800.0, 3600.0) == 0.125
+    assert freshness(7200.0, 3600.0) == REFRESH_FRESHNESS < NEW_FRESHNESS  # capped, below new
     assert freshness(-5.0, 3600.0) == 0.0  # a clock step back never goes negative
 
 

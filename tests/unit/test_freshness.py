@@ -144,7 +144,7 @@ def test_a_host_plan_spends_its_price_and_visits_hubs_for_their_links() -> None:
     # a page of the prior rate: about twice per first interval
     assert plan.interval(1 / 120, 1.0, 0.0) == pytest.approx(60, rel=0.05)
     assert plan.interval(1.0, 1.0, 0.0) == math.inf  # changes every second: not chased
-    assert plan.interval(1.0, 1.0, 1 / 60) == pytest.approx(30)  # ...but a hub
+    assert plan.interval(1.0, 1.0, 1 / 60) == pytest.approx(20)  # ...but a hub
     assert plan.interval(1 / 600, 2.0, 0.0) < plan.interval(1 / 600, 1.0, 0.0)
 
 
