@@ -313,6 +313,16 @@ def host_prior(changes: float, seconds: float, first_interval: float) -> float:
     return (changes + PRIOR_WEIGHT) / (seconds + PRIOR_WEIGHT * first_interval)
 
 
+def refresh_worth(rate: float, since_fetch: float, known_stale: bool, scale: float) -> float:
+    """What fetching a page now is worth, in [0, 1): the freshness it buys, the chance its
+    copy is stale (1 when a sitemap said so) times the time it then stays fresh (1 / rate),
+    over that plus `scale` seconds. In a host's queue, the page whose fetch buys most goes
+    first: a stale page of a slow rate before one that will have changed again at once."""
+    stale = 1.0 if known_stale else -math.expm1(-rate * max(since_fetch, 0.0))
+    buys = stale / max(rate, MIN_RATE)
+    return buys / (buys + scale)
+
+
 def refresh_budget(capacity: float, share: float, hubs: float) -> float:
     """The visits a second a host's refreshes are planned for: `share` of its `capacity`,
     overbooked by OVERBOOK, less what its hubs take, never below half of that share

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository, schedule
 from crawlapp.adapters.db.models import Url
-from crawlapp.core.priority import depth_priority, freshness
+from crawlapp.core.priority import REFRESH_FRESHNESS, depth_priority, freshness
 from crawlapp.core.records import QueuedURL, Status
-from crawlapp.core.recrawl import RECRAWLED_STATUSES, validators
+from crawlapp.core.recrawl import RECRAWLED_STATUSES, timestamp, validators
 from crawlapp.stages.admission import requeue
 
 CLAIM_SECONDS = 300.0  # a claim not acknowledged by then goes back to its tier
@@ -76,15 +76,23 @@ def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> i
 def rescore(ctx: Context, rows: Sequence[Url], now: float
             ) -> list[tuple[str, QueuedURL, float]]:
     """(url_hash, the URL with its new priority, its host's authority) of each row: the
-    freshness of a page is the time since its last fetch over its re-crawl interval."""
+    freshness of a page is what a fetch now is worth (core/freshness.py: refresh_value; a
+    page a sitemap says changed is known stale), or without a change record the time since
+    its last fetch over its re-crawl interval."""
+    from crawlapp.core.freshness import ChangeRecord, refresh_worth  # numpy: control only
     authority = ctx.authority.load(r.host for r in rows)
     weights = ctx.settings.priority_weights
+    prior = 1.0 / ctx.settings.recrawl_first_interval
     out = []
     for r in rows:
         last, nxt = r.last_fetched_at, r.next_crawl_at
-        fresh = freshness(
-            now - last.replace(tzinfo=last.tzinfo or UTC).timestamp() if last else 0.0,
-            (nxt - last).total_seconds() if last and nxt else None)
+        since = now - timestamp(last) if last else 0.0
+        if r.changes is not None and last is not None:
+            stale = r.sitemap_lastmod is not None and r.sitemap_lastmod > last
+            fresh = REFRESH_FRESHNESS * refresh_worth(ChangeRecord.unpack(r.changes).rate(prior),
+                                                      since, stale, 1.0 / prior)
+        else:
+            fresh = freshness(since, (nxt - last).total_seconds() if last and nxt else None)
         context = r.link_context if r.link_context is not None else depth_priority(r.depth)
         score = weights.priority(authority[r.host], fresh, context)
         out.append((r.url_hash, QueuedURL(r.url, r.depth, score), authority[r.host]))

@@ -20,6 +20,7 @@ from crawlapp.core.freshness import (
     http_time,
     links_digest,
     observe,
+    refresh_worth,
     solve_multiplier,
     visit_rate,
     visit_rates,
@@ -175,3 +176,13 @@ def test_one_page_s_visit_rate_is_the_vectors() -> None:
     for mu in (0.0, 1e-3, 2.5, 31.7, 1e4):
         one = np.array([visit_rate(r, mu) for r in rates])
         assert np.allclose(one, visit_rates(rates, mu), rtol=1e-6), mu
+
+
+def test_a_fetch_is_worth_most_for_a_stale_page_that_changes_slowly() -> None:
+    scale = 120.0
+    slow_stale = refresh_worth(1 / 3600, 60.0, True, scale)
+    fast_stale = refresh_worth(1 / 30, 60.0, True, scale)
+    slow_unknown = refresh_worth(1 / 3600, 60.0, False, scale)
+    assert 0 < fast_stale < slow_stale < 1 and slow_unknown < slow_stale
+    assert refresh_worth(1 / 600, 0.0, False, scale) == 0.0  # just fetched: nothing to buy
+    assert refresh_worth(1 / 600, 60.0, False, scale) < refresh_worth(1 / 600, 600.0, False, scale)
