@@ -54,7 +54,8 @@ import numpy as np
 # by make bench-freshness); a little more keeps its queue from running dry, the excess a short
 # wait in the queue, which new URLs and hubs (higher priority) skip.
 OVERBOOK = 1.15
-PRIOR_WEIGHT = 0.5  # pseudo-changes of the prior: the host's rate weighs as half a change
+SLOWNESS_SHARE = 0.2  # of a re-crawl's urgency that prefers slow pages among stale ones
+PRIOR_WEIGHT = 0.3  # pseudo-changes of the prior: the host's rate weighs as 0.3 of a change
 DECAY = 1.0 - 1.0 / 32  # share of the past an observation keeps
 HUB_VISITS = 3.0  # visits of a hub per change of its links
 MIN_RATE, MAX_RATE = 1e-10, 10.0  # changes per second the estimates stay within
@@ -314,13 +315,14 @@ def host_prior(changes: float, seconds: float, first_interval: float) -> float:
 
 
 def refresh_worth(rate: float, since_fetch: float, known_stale: bool, scale: float) -> float:
-    """What fetching a page now is worth, in [0, 1): the freshness it buys, the chance its
-    copy is stale (1 when a sitemap said so) times the time it then stays fresh (1 / rate),
-    over that plus `scale` seconds. In a host's queue, the page whose fetch buys most goes
-    first: a stale page of a slow rate before one that will have changed again at once."""
+    """How urgent fetching a page now is, in [0, 1]: the chance its copy is stale (1 when a
+    sitemap said so), which is the freshness each second of waiting costs, and among equally
+    stale pages the slower first (once fetched, it stays fresh the longest: 1 / rate, against
+    `scale` seconds). In a host's backlog the pages likely unchanged wait, not those likely
+    stale."""
     stale = 1.0 if known_stale else -math.expm1(-rate * max(since_fetch, 0.0))
-    buys = stale / max(rate, MIN_RATE)
-    return buys / (buys + scale)
+    lasts = 1.0 / max(rate, MIN_RATE)
+    return stale * (1.0 - SLOWNESS_SHARE + SLOWNESS_SHARE * lasts / (lasts + scale))
 
 
 def refresh_budget(capacity: float, share: float, hubs: float) -> float:

@@ -76,9 +76,9 @@ def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> i
 def rescore(ctx: Context, rows: Sequence[Url], now: float
             ) -> list[tuple[str, QueuedURL, float]]:
     """(url_hash, the URL with its new priority, its host's authority) of each row: the
-    freshness of a page is what a fetch now is worth (core/freshness.py: refresh_value; a
-    page a sitemap says changed is known stale), or without a change record the time since
-    its last fetch over its re-crawl interval."""
+    freshness of a page is how urgent its fetch is (core/freshness.py: refresh_worth, the
+    chance its copy is stale; a page a sitemap says changed is known stale), or without a
+    change record the time since its last fetch over its re-crawl interval."""
     from crawlapp.core.freshness import ChangeRecord, refresh_worth  # numpy: control only
     authority = ctx.authority.load(r.host for r in rows)
     weights = ctx.settings.priority_weights

@@ -178,11 +178,13 @@ def test_one_page_s_visit_rate_is_the_vectors() -> None:
         assert np.allclose(one, visit_rates(rates, mu), rtol=1e-6), mu
 
 
-def test_a_fetch_is_worth_most_for_a_stale_page_that_changes_slowly() -> None:
+def test_a_fetch_is_most_urgent_for_a_likely_stale_page_and_a_slow_one_among_stale() -> None:
     scale = 120.0
     slow_stale = refresh_worth(1 / 3600, 60.0, True, scale)
     fast_stale = refresh_worth(1 / 30, 60.0, True, scale)
     slow_unknown = refresh_worth(1 / 3600, 60.0, False, scale)
-    assert 0 < fast_stale < slow_stale < 1 and slow_unknown < slow_stale
+    fast_unknown = refresh_worth(1 / 30, 60.0, False, scale)
+    assert 0 < fast_stale < slow_stale <= 1
+    assert slow_unknown < fast_unknown < fast_stale  # likely changed goes first
     assert refresh_worth(1 / 600, 0.0, False, scale) == 0.0  # just fetched: nothing to buy
     assert refresh_worth(1 / 600, 60.0, False, scale) < refresh_worth(1 / 600, 600.0, False, scale)
