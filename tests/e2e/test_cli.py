@@ -248,7 +248,7 @@ def test_commands_on_a_seeded_crawl(run: Callable[..., Result], env: dict[str, s
     assert sum(after["frontier"]) == 2 and after["redis_denylist"] == [b"*.b.test"]
     page = Page(url=f"{a}/", url_hash=url_hash(f"{a}/"), host=A, depth=0, status=Status.FETCHED,
                 links=[Link(f"http://{SHOP}/new"), Link(f"{a}/fresh")])
-    added, _, refusals, _ = extract_links(ctx, [page])
+    added, _, refusals, *_ = extract_links(ctx, [page])
     assert added == 1 and refusals == {("denylist", SHOP): 1}
     assert state(ctx)["rows"].get(f"http://{SHOP}/new") is None
     before = state(ctx)

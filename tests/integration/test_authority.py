@@ -16,7 +16,7 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import HostAuthority, HostLink
 from crawlapp.adapters.redis import keys
-from crawlapp.core.priority import NEW_FRESHNESS, link_priority
+from crawlapp.core.priority import NEW_FRESHNESS, REFRESH_FRESHNESS, link_priority
 from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.rows import FetchOutcome
 from crawlapp.core.settings import load_settings
@@ -100,4 +100,6 @@ def test_a_recrawl_is_scored_by_how_overdue_it_is(ctx: Context) -> None:
     with ctx.sessions() as session:
         row = repository.get_url(session, url_hash("http://hub.com/x"))
     assert row is not None and row.status == Status.QUEUED and row.authority == 0.8
-    assert row.priority == ctx.settings.priority_weights.priority(0.8, 1.0, row.link_context)
+    # overdue: the most a re-crawl's freshness counts (below a new URL's), without a record
+    assert row.priority == ctx.settings.priority_weights.priority(0.8, REFRESH_FRESHNESS,
+                                                                  row.link_context)
