@@ -51,9 +51,11 @@ import numpy as np
 
 # Refreshes planned beyond a host's capacity: visits come due at scattered times, and a host
 # with nothing due idles its politeness slot (12-14 % of it at exactly its capacity, measured
-# by make bench-freshness); a little more keeps its queue from running dry, the excess a short
-# wait in the queue, which new URLs and hubs (higher priority) skip.
-OVERBOOK = 1.15
+# by make bench-freshness). Planned beyond, its queue never runs dry and holds a choice: the
+# most urgent (likely stale) pages go first, those likely unchanged wait, and new URLs and hubs
+# (higher priority) skip the queue. On the bench's web: 1.15 -> 1.5 took the requests from
+# 16,468 to 17,078 and freshness from 0.716 to 0.721, no article missed.
+OVERBOOK = 1.5
 SLOWNESS_SHARE = 0.2  # of a re-crawl's urgency that prefers slow pages among stale ones
 PRIOR_WEIGHT = 0.3  # pseudo-changes of the prior: the host's rate weighs as 0.3 of a change
 DECAY = 1.0 - 1.0 / 32  # share of the past an observation keeps
