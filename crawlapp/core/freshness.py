@@ -377,7 +377,7 @@ class Planning:
     @property
     def price(self) -> float:
         """The least multiplier: the freshness a visit must buy (a page of the prior rate is
-        visited every first interval when its host has capacity to spare)."""
+        visited twice per first interval when its host has capacity to spare)."""
         return PRICE * self.first_interval
 
     def prior(self, rates: HostRates) -> float:
