@@ -62,10 +62,12 @@ class Plan:
                 self.settings.setdefault(page.host, {})["d"] = delay + s.delay_margin
 
     def commit(self, ctx: Context) -> None:
-        if self.deltas or self.settings:
-            ctx.change_rates.add(self.deltas, self.settings)
-        if self.counts:
-            ctx.counters.bump(dict(self.counts))
+        """The hosts' sums and the counters, in one round trip."""
+        pipe = ctx.redis.pipeline(transaction=False)
+        ctx.change_rates.add(self.deltas, self.settings, pipe)
+        ctx.counters.bump(dict(self.counts), pipe=pipe)
+        if len(pipe):
+            pipe.execute()
 
 
 def planning(ctx: Context) -> Planning:
@@ -74,11 +76,10 @@ def planning(ctx: Context) -> Planning:
                     s.recrawl_share, s.default_delay + s.delay_margin)
 
 
-def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous],
-         trusted: frozenset[str] = frozenset()) -> Plan:
-    """The plan of a batch's pages (`previous`: what their rows held); `trusted`: the hosts
-    whose sitemaps' lastmods are believed. Pages fetched again are recorded once: a page no
-    newer than its row (its batch stored again) keeps its record and its schedule."""
+def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous]) -> Plan:
+    """The plan of a batch's pages (`previous`: what their rows held). Pages fetched again
+    are recorded once: a page no newer than its row (its batch stored again) keeps its record
+    and its schedule."""
     out = Plan()
     settings = ctx.settings
     default = Bounds(settings.recrawl_min_interval, settings.recrawl_max_interval,
@@ -97,7 +98,7 @@ def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous],
                 settings.recrawl_rule_set.bounds(page.url, page.host, default))
             out.planned.append(Planned(page.url_hash, schedule.tier, schedule.next_at))
         return out
-    plans = _host_plans(ctx, out, {p.host for p in fetched})
+    plans, trusted = _host_plans(ctx, out, {p.host for p in fetched})
     for page in fetched:
         before = previous.get(page.url_hash)
         last = timestamp(before.last_fetched_at) if before and before.last_fetched_at else None
@@ -170,17 +171,20 @@ def _count(deltas: dict[str, dict[str, float]], host: str, before: ChangeRecord,
             sums["t"] += span
 
 
-def _host_plans(ctx: Context, out: Plan, hosts: set[str]) -> dict[str, HostPlan]:
+def _host_plans(ctx: Context, out: Plan, hosts: set[str]
+                ) -> tuple[dict[str, HostPlan], frozenset[str]]:
     """Each host's plan: its sums read, its multiplier solved again where older than
-    SOLVE_SECONDS (and kept for the other processes), the fleet's budget applied."""
+    SOLVE_SECONDS (and kept for the other processes), the fleet's budget applied; and the
+    hosts whose sitemaps' lastmods are believed (all read in one round trip)."""
     if not hosts:
-        return {}
+        return {}, frozenset()
     rules = planning(ctx)
     now = time.time()
     pipe = ctx.redis.pipeline(transaction=False)
     read_sums = ctx.change_rates.read(hosts, pipe)
     read_admitted = ctx.budgets.admitted(sorted(hosts), pipe)
     read_authority = ctx.authority.read(hosts, pipe)
+    read_trust = ctx.sitemap_trust.read(hosts, pipe)
     replies = pipe.execute()
     sums = {host: HostRates.parse(raw) for host, raw in read_sums(replies).items()}
     admitted, authority = read_admitted(replies), read_authority(replies)
@@ -191,4 +195,4 @@ def _host_plans(ctx: Context, out: Plan, hosts: set[str]) -> dict[str, HostPlan]
         if solved:
             out.settings[host] = {"mu": multiplier, "mu_at": now}
         plans[host] = rules.host_plan(sums[host], max(multiplier, fleet), authority[host])
-    return plans
+    return plans, frozenset(h for h, trust in read_trust(replies).items() if trust.trusted)

@@ -47,7 +47,7 @@ def freshen(ctx: Context, pages: list[Page]) -> int:
     now = datetime.now(UTC)
     with ctx.sessions.begin() as session:
         entries = schedule.sitemap_entries(session, list(listed))
-        trust = ctx.sitemap_trust.read({e.host for e in entries})
+        trust = ctx.sitemap_trust.load({e.host for e in entries})
         checked: dict[str, Trust] = {}
         for entry in entries:  # what the lastmods prove, before acting on them
             lastmod, sitemap_at = listed[entry.url_hash]

@@ -121,8 +121,7 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     with ctx.sessions.begin() as session:
         robots_cache.write(session, robots, robots_at)
         previous = repository.previous_fetches(session, [p.url_hash for p in kept])
-        plan = revisiting.plan(ctx, kept, previous, ctx.sitemap_trust.trusted(
-            {p.host for p in kept if p.status == Status.FETCHED}))
+        plan = revisiting.plan(ctx, kept, previous)
         plan.set_delays(ctx, robots_pages)
         next_at = {planned.url_hash: planned.next_at for planned in plan.planned}
         ctx.dedup_index.release(held)  # before the rows change: no claim outlives its original

@@ -145,9 +145,9 @@ def test_a_sitemap_lastmod_past_the_copy_makes_the_page_due_and_lies_end_the_tru
     # p2-p4 change between two visits, and the sitemap fetched after says they did not
     for version, at in ((1, fetched + 10), (2, fetched + 20)):
         store(ctx, [page(u, at, version) for u in URLS[2:]])
-    assert ctx.sitemap_trust.trusted([HOST]) == {HOST}
+    assert ctx.sitemap_trust.load([HOST])[HOST].trusted
     made = sitemapping.freshen(ctx, [sitemap(time.time(), {u: fetched - 30 for u in URLS[2:]}
                                              | {URLS[1]: time.time() - 1})])
     assert made == 0  # three lies: no longer trusted, p1's new lastmod acted on no more
-    assert ctx.sitemap_trust.read([HOST])[HOST][:2] == (3, 3)
-    assert ctx.sitemap_trust.trusted([HOST]) == frozenset()
+    trust = ctx.sitemap_trust.load([HOST])[HOST]
+    assert trust[:2] == (3, 3) and not trust.trusted

@@ -57,10 +57,9 @@ class ChangeRates:
         return sums
 
     def add(self, deltas: Mapping[str, Mapping[str, float]],
-            settings: Mapping[str, Mapping[str, float]] = {}) -> None:  # noqa: B006 - read only
+            settings: Mapping[str, Mapping[str, float]], pipe: Pipeline) -> None:
         """Add `deltas` (host -> field -> amount; ALL_HOSTS: the fleet's) and set `settings`
-        (host -> field -> value: a delay, a multiplier solved), in one round trip."""
-        pipe = self.client.pipeline(transaction=False)
+        (host -> field -> value: a delay, a multiplier solved), in the caller's round trip."""
         for host, fields in deltas.items():
             key = self._key(host)
             for name, amount in fields.items():
@@ -69,7 +68,6 @@ class ChangeRates:
         for host, values in settings.items():
             if values:
                 pipe.hset(self._key(host), mapping={k: v for k, v in values.items()})
-        pipe.execute()
 
     def restore(self, sums: Mapping[str, Mapping[str, float]]) -> None:
         """Replace the sums of these hosts and of the fleet (a rebuild's, from the rows)."""

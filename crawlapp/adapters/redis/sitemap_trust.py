@@ -11,11 +11,12 @@ again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from crawlapp.adapters.redis import keys
-from crawlapp.adapters.redis.client import Client
+from crawlapp.adapters.redis.client import Client, Pipeline
+from crawlapp.adapters.redis.pipeline import Reply
 
 LIES = 3  # lies before a host's sitemaps are distrusted...
 LIE_SHARE = 0.1  # ...when they are this share of its checks too
@@ -45,16 +46,23 @@ class SitemapTrust:
         self.client = client
         self.key = keys.SITEMAP_TRUST.of(prefix)
 
-    def read(self, hosts: Iterable[str]) -> dict[str, Trust]:
+    def load(self, hosts: Iterable[str]) -> dict[str, Trust]:
+        """Each host's trust (one HMGET; none for no host)."""
+        pipe = self.client.pipeline(transaction=False)
+        trust = self.read(hosts, pipe)
+        return trust(pipe.execute())
+
+    def read(self, hosts: Iterable[str], pipe: Pipeline) -> Reply[dict[str, Trust]]:
+        """`load`, in the caller's round trip."""
         names = list(dict.fromkeys(hosts))
         if not names:
-            return {}
-        return {h: Trust.parse(raw) for h, raw in zip(names, self.client.hmget(self.key, names),
-                                                      strict=True)}
+            return lambda replies: {}
+        at = len(pipe)
+        pipe.hmget(self.key, names)
 
-    def trusted(self, hosts: Iterable[str]) -> frozenset[str]:
-        """Those of `hosts` whose sitemaps are not proven false (one round trip)."""
-        return frozenset(h for h, trust in self.read(hosts).items() if trust.trusted)
+        def trust(replies: Sequence[Any]) -> dict[str, Trust]:
+            return {h: Trust.parse(raw) for h, raw in zip(names, replies[at], strict=True)}
+        return trust
 
     def write(self, trust: Mapping[str, Trust]) -> None:
         if trust:
