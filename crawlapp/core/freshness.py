@@ -31,8 +31,9 @@ so a host of a million pages costs what one of ten does.
 **Hubs.** A page whose set of links changes (a home page listing new articles, a sitemap whose
 URLs or lastmods move) is also worth visiting for what it reveals: its link changes get a rate
 of their own, and it is visited at least HUB_VISITS times per link change (capped by the
-minimum interval), which puts a new link's discovery within a fraction of the time between two
-of them.
+minimum interval and by HUB_SHARE of its host's capacity), which puts a new link's discovery
+within a fraction of the time between two of them. In its host's queue a hub goes as a new URL
+does (discovery), ahead of re-crawls.
 """
 
 from __future__ import annotations
@@ -49,17 +50,11 @@ from typing import NamedTuple
 import mmh3
 import numpy as np
 
-# Refreshes planned beyond a host's capacity: visits come due at scattered times, and a host
-# with nothing due idles its politeness slot (12-14 % of it at exactly its capacity, measured
-# by make bench-freshness). Planned beyond, its queue never runs dry and holds a choice: the
-# most urgent (likely stale) pages go first, those likely unchanged wait, and new URLs and hubs
-# (higher priority) skip the queue. On the bench's web: 1.15 -> 1.5 took the requests from
-# 16,468 to 17,078 and freshness from 0.716 to 0.721, no article missed.
-OVERBOOK = 1.5
-SLOWNESS_SHARE = 0.2  # of a re-crawl's urgency that prefers slow pages among stale ones
 PRIOR_WEIGHT = 0.3  # pseudo-changes of the prior: the host's rate weighs as 0.3 of a change
 DECAY = 1.0 - 1.0 / 32  # share of the past an observation keeps
-HUB_VISITS = 3.0  # visits of a hub per change of its links
+HUB_VISITS = 3.0  # visits of a hub per change of its links...
+HUB_SHARE = 0.05  # ...at most this share of its host's capacity (a sitemap whose lastmods move
+# at every visit would otherwise take the host's minimum interval: 20 % of it at 5 s a delay)
 MIN_RATE, MAX_RATE = 1e-10, 10.0  # changes per second the estimates stay within
 # The histogram of lambda / w: BUCKETS_PER_DECADE buckets a decade from 10 ** LOW_DECADE.
 BUCKETS_PER_DECADE = 6
@@ -301,12 +296,17 @@ class HostPlan:
     prior: float
     informed: bool = True  # its pages were seen again: `prior` is learned, not assumed
     importance: float = 1.0  # the weight of its pages: 1 + its authority
+    capacity: float = math.inf  # its requests a second (one a delay)
+
+    def hub_visits(self, link_rate: float) -> float:
+        """The visits a second a page whose links change at `link_rate` earns for them."""
+        return min(HUB_VISITS * link_rate, HUB_SHARE * self.capacity)
 
     def interval(self, rate: float, weight: float, link_rate: float) -> float:
         """The seconds until a page of change rate `rate`, importance `weight` and link change
         rate `link_rate` is best visited again (inf: not for its content nor its links)."""
         fresh = visit_rate(rate / weight, self.multiplier) * weight
-        visits = max(fresh, HUB_VISITS * link_rate)
+        visits = max(fresh, self.hub_visits(link_rate))
         return math.inf if visits <= 0 else 1.0 / visits
 
 
@@ -316,22 +316,11 @@ def host_prior(changes: float, seconds: float, first_interval: float) -> float:
     return (changes + PRIOR_WEIGHT) / (seconds + PRIOR_WEIGHT * first_interval)
 
 
-def refresh_worth(rate: float, since_fetch: float, known_stale: bool, scale: float) -> float:
-    """How urgent fetching a page now is, in [0, 1]: the chance its copy is stale (1 when a
-    sitemap said so), which is the freshness each second of waiting costs, and among equally
-    stale pages the slower first (once fetched, it stays fresh the longest: 1 / rate, against
-    `scale` seconds). In a host's backlog the pages likely unchanged wait, not those likely
-    stale."""
-    stale = 1.0 if known_stale else -math.expm1(-rate * max(since_fetch, 0.0))
-    lasts = 1.0 / max(rate, MIN_RATE)
-    return stale * (1.0 - SLOWNESS_SHARE + SLOWNESS_SHARE * lasts / (lasts + scale))
-
-
 def refresh_budget(capacity: float, share: float, hubs: float) -> float:
     """The visits a second a host's refreshes are planned for: `share` of its `capacity`,
-    overbooked by OVERBOOK, less what its hubs take, never below half of that share
-    (discovery keeps the rest: new URLs go first in the host's queue)."""
-    planned = OVERBOOK * share * capacity
+    less what its hubs take, never below half of that share (discovery keeps the rest: new
+    URLs go first in the host's queue)."""
+    planned = share * capacity
     return max(0.5 * planned, planned - hubs)
 
 
@@ -394,10 +383,14 @@ class Planning:
         if unseen > 0:
             prior = bucket_of(self.prior(rates))
             weights[prior] = weights.get(prior, 0.0) + unseen
-        capacity = 1.0 / max(rates.delay or self.default_delay, 0.01)
+        capacity = self.capacity(rates)
         share = self.share if unseen > UNSEEN_SHARE * admitted + 1 else 1.0
         budget = refresh_budget(capacity, share, rates.hubs)
         return solve_multiplier(weights, budget, self.min_interval, self.max_interval), True
+
+    def capacity(self, rates: HostRates) -> float:
+        """The host's requests a second: one a delay (its robots.txt's, else the default)."""
+        return 1.0 / max(rates.delay or self.default_delay, 0.01)
 
     def fleet_multiplier(self, fleet: HostRates, budget: float | None) -> float:
         """The multiplier of CRAWL_RECRAWL_BUDGET over every host's pages (0: no budget)."""
@@ -410,7 +403,7 @@ class Planning:
         """A host's plan; its `authority` (in [0, 1]) weighs its pages against other hosts'
         (the fleet's budget, the price of a visit), never within the host."""
         return HostPlan(max(multiplier, self.price), self.prior(rates), rates.seconds > 0,
-                        1.0 + authority)
+                        1.0 + authority, self.capacity(rates))
 
 
 def sums_of(records: Iterable[ChangeRecord]) -> dict[str, float]:

@@ -9,6 +9,8 @@ priority = (w_a * authority + w_f * freshness + w_l * link_context) / (w_a + w_f
                 core/recrawl.py), capped at 0.25: the staler, the sooner, and new URLs first
                 (discovery is never starved by re-crawls; ageing lets these in: a re-crawl
                 queued 4.5 minutes before a new URL found as close to a seed goes first).
+                A re-crawl planned by the `optimal` policy goes by when it is due instead
+                (`refresh_priority`): a host's re-crawls earliest due first.
   link_context  seed priority * 0.8 ** depth * context, where each hop from a seed keeps
                 80 % of the score, and the context of the link that found the URL weighs
                 it: 0.7 for a link in navigation, header, footer or aside, 0.9 for a link
@@ -78,6 +80,15 @@ def freshness(since_fetch: float, interval: float | None) -> float:
     if interval is None or interval <= 0:
         return NEW_FRESHNESS
     return round(REFRESH_FRESHNESS * min(1.0, max(0.0, since_fetch / interval)), 4)
+
+
+def refresh_priority(weights: Weights, authority: float, due_in: float) -> float:
+    """The priority of a re-crawl due in `due_in` seconds (< 0: overdue): that of a page due
+    now one link from a seed, less one per AGEING_SECONDS until it is due, so that its queue
+    score is its due time's (the same offset for every re-crawl of a host): earliest due
+    first, after new URLs until overdue by 4.5 minutes (clamped to [0, 1])."""
+    due_now = weights.priority(authority, REFRESH_FRESHNESS, DEPTH_DECAY)
+    return round(min(1.0, max(0.0, due_now - due_in / AGEING_SECONDS)), 6)
 
 
 def depth_priority(depth: int, seed_priority: float = 1.0) -> float:

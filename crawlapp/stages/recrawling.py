@@ -11,13 +11,17 @@ from datetime import UTC, datetime
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository, schedule
 from crawlapp.adapters.db.models import Url
-from crawlapp.core.priority import REFRESH_FRESHNESS, depth_priority, freshness
+from crawlapp.core.priority import NEW_FRESHNESS, depth_priority, freshness, refresh_priority
 from crawlapp.core.records import QueuedURL, Status
-from crawlapp.core.recrawl import RECRAWLED_STATUSES, timestamp, validators
+from crawlapp.core.recrawl import RECRAWLED_STATUSES, Bounds, timestamp, validators
 from crawlapp.stages.admission import requeue
 
 CLAIM_SECONDS = 300.0  # a claim not acknowledged by then goes back to its tier
 DRAIN_LIMIT = 2000
+# A page known stale (its sitemap's lastmod) is taken as overdue by up to this much, the
+# longer the slower it changes: ahead of the pages merely due, behind new URLs (4.5 minutes).
+STALE_AHEAD = 240.0
+HUB_DRIVEN = 0.99  # a hub's visits a second times its interval: its links set the interval
 LOAD_CHUNK = 5000  # scheduled rows read from the database at a time
 
 
@@ -75,25 +79,40 @@ def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> i
 
 def rescore(ctx: Context, rows: Sequence[Url], now: float
             ) -> list[tuple[str, QueuedURL, float]]:
-    """(url_hash, the URL with its new priority, its host's authority) of each row: the
-    freshness of a page is how urgent its fetch is (core/freshness.py: refresh_worth, the
-    chance its copy is stale; a page a sitemap says changed is known stale), or without a
-    change record the time since its last fetch over its re-crawl interval."""
-    from crawlapp.core.freshness import ChangeRecord, refresh_worth  # numpy: control only
+    """(url_hash, the URL with its new priority, its host's authority) of each row. A page
+    the `optimal` policy planned (it has a change record) goes by when it is due
+    (core/priority.py: refresh_priority): the interval its queueing time stands for
+    (core/recrawl.py: Bounds.due_after), or, when its sitemap's lastmod moved past its copy,
+    overdue by STALE_AHEAD the more the slower it changes: of the pages known stale the
+    slowest first, as a fetch of it stays fresh the longest. A hub whose visits its links
+    earned (core/freshness.py: HostPlan.hub_visits) is discovery: queued as a new URL of its
+    depth. Another page goes by the time since its last fetch over its re-crawl interval."""
+    from crawlapp.core.freshness import ChangeRecord  # numpy: control only
     authority = ctx.authority.load(r.host for r in rows)
-    weights = ctx.settings.priority_weights
-    prior = 1.0 / ctx.settings.recrawl_first_interval
+    settings = ctx.settings
+    weights = settings.priority_weights
+    default = Bounds(settings.recrawl_min_interval, settings.recrawl_max_interval,
+                     settings.recrawl_first_interval)
+    prior = 1.0 / settings.recrawl_first_interval
     out = []
     for r in rows:
         last, nxt = r.last_fetched_at, r.next_crawl_at
         since = now - timestamp(last) if last else 0.0
-        if r.changes is not None and last is not None:
-            stale = r.sitemap_lastmod is not None and r.sitemap_lastmod > last
-            fresh = REFRESH_FRESHNESS * refresh_worth(ChangeRecord.unpack(r.changes).rate(prior),
-                                                      since, stale, 1.0 / prior)
+        context = r.link_context if r.link_context is not None else depth_priority(r.depth)
+        if r.changes is not None and last is not None and nxt is not None:
+            record = ChangeRecord.unpack(r.changes)
+            bounds = settings.recrawl_rule_set.bounds(r.url, r.host, default)
+            interval = bounds.due_after((nxt - last).total_seconds())
+            due = timestamp(last) + interval
+            if r.sitemap_lastmod is not None and r.sitemap_lastmod > last:  # known stale
+                lasts = 1.0 / record.rate(prior)
+                due = min(due, now - STALE_AHEAD * lasts / (lasts + bounds.first))
+            if record.hub_rate * interval >= HUB_DRIVEN:  # a visit for its links: discovery
+                score = weights.priority(authority[r.host], NEW_FRESHNESS, context)
+            else:
+                score = refresh_priority(weights, authority[r.host], due - now)
         else:
             fresh = freshness(since, (nxt - last).total_seconds() if last and nxt else None)
-        context = r.link_context if r.link_context is not None else depth_priority(r.depth)
-        score = weights.priority(authority[r.host], fresh, context)
+            score = weights.priority(authority[r.host], fresh, context)
         out.append((r.url_hash, QueuedURL(r.url, r.depth, score), authority[r.host]))
     return out

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.freshness import (
-    HUB_VISITS,
     NO_BUCKET,
     ChangeRecord,
     HostPlan,
@@ -144,14 +143,15 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
         interval = bounds.clamp(best)
     if page.depth == 0 and bounds.fixed is None:  # a seed: within a day whatever it does
         interval = min(interval, max(SEED_INTERVAL, bounds.low))
-    hub = min(HUB_VISITS * link_rate, 1.0 / bounds.low)
+    hub = min(host_plan.hub_visits(link_rate), 1.0 / bounds.low)
     bucket = bucket_of(rate / weight)
     fresh = expected_freshness(rate, 1.0 / interval)
     _count(out.deltas, page.host, record, bucket, hub, fresh, changed,
            page.fetched_at - last if last is not None else 0.0)
     record = record._replace(bucket=bucket, hub_rate=hub, freshness=fresh)
     out.records[page.url_hash] = (record.pack(), digest)
-    out.planned.append(Planned(page.url_hash, tier_of(interval), page.fetched_at + interval))
+    queued = bounds.queue_after(interval)
+    out.planned.append(Planned(page.url_hash, tier_of(queued), page.fetched_at + queued))
 
 
 def _count(deltas: dict[str, dict[str, float]], host: str, before: ChangeRecord, bucket: int,

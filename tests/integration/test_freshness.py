@@ -8,7 +8,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,16 +16,18 @@ import pytest
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
+from crawlapp.adapters.db.models import Url
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.freshness import ChangeRecord, HostRates
 from crawlapp.core.records import Page, Status
+from crawlapp.core.recrawl import EARLY
 from crawlapp.core.rows import UrlRow
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import rebuild
 from crawlapp.stages import sitemapping
 from crawlapp.stages.dedup import dedup_pages
-from crawlapp.stages.recrawling import drain
+from crawlapp.stages.recrawling import drain, rescore
 from crawlapp.stages.storing import store_pages
 
 T = float(int(time.time())) - 3600
@@ -88,7 +90,8 @@ def test_visits_build_the_record_and_the_host_sums_once(ctx: Context) -> None:
     record, last, nxt = row(ctx, URLS[0])
     assert last == T and record.exposure == 50 and record.bucket >= 0  # as old as it says
     assert T < nxt < row(ctx, URLS[1])[2]  # the page unchanged for longer waits longer
-    assert row(ctx, URLS[2])[2] - T == pytest.approx(120, abs=1)  # the prior alone
+    # the prior alone: due 120 s later, queued a third before
+    assert row(ctx, URLS[2])[2] - T == pytest.approx(120 * (1 - EARLY), abs=1)
     for visit in range(1, 6):
         at = T + 100 * visit
         batch = [page(URLS[0], at, visit, at - 10), page(URLS[1], at, 0, T - 5000, True)]
@@ -129,7 +132,7 @@ def sitemap(at: float, lastmods: dict[str, float]) -> Page:
 
 def test_a_sitemap_lastmod_past_the_copy_makes_the_page_due_and_lies_end_the_trust(
         ctx: Context) -> None:
-    fetched = time.time() - 60  # due again 120 s later: a minute from now
+    fetched = time.time() - 60  # queued again 80 s later: 20 s from now
     store(ctx, [page(u, fetched, 0) for u in URLS])
     now = time.time()
     made = sitemapping.freshen(ctx, [sitemap(now, {URLS[0]: fetched + 30,
@@ -151,3 +154,31 @@ def test_a_sitemap_lastmod_past_the_copy_makes_the_page_due_and_lies_end_the_tru
     assert made == 0  # three lies: no longer trusted, p1's new lastmod acted on no more
     trust = ctx.sitemap_trust.load([HOST])[HOST]
     assert trust[:2] == (3, 3) and not trust.trusted
+
+
+def test_re_crawls_go_earliest_due_first_known_stale_slowest_first_and_hubs_as_new_urls(
+        ctx: Context) -> None:
+    store(ctx, [page(u, T, 0) for u in URLS])
+    with ctx.sessions() as session:
+        rows = {u: repository.get_url(session, url_hash(u)) for u in URLS}
+    last = datetime.fromtimestamp(T, UTC)
+
+    def planned(url: str, queued_after: float, record: ChangeRecord, stale: bool = False) -> Url:
+        found = rows[url]
+        assert found is not None
+        found.last_fetched_at, found.changes = last, record.pack()
+        found.next_crawl_at = last + timedelta(seconds=queued_after)
+        found.sitemap_lastmod = last + timedelta(seconds=60) if stale else None
+        return found
+
+    scored = {item.url: item.priority for _, item, _ in rescore(ctx, [
+        planned(URLS[0], 400, ChangeRecord()),  # due 600 s after its fetch
+        planned(URLS[1], 200, ChangeRecord()),  # due 300 s after
+        planned(URLS[2], 400, ChangeRecord(censored=5, censored_time=50), stale=True),  # fast
+        planned(URLS[3], 400, ChangeRecord(exposure=5000), stale=True),  # slow
+        planned(URLS[4], 40, ChangeRecord(hub_rate=1 / 60)),  # due 60 s after, for its links
+    ], T + 300)}
+    assert sorted(scored, key=scored.__getitem__, reverse=True) == [
+        URLS[4], URLS[3], URLS[2], URLS[1], URLS[0]]
+    # due at 300 s and 600 s, scored at 300 s: 300 s apart in the queue
+    assert scored[URLS[1]] - scored[URLS[0]] == pytest.approx(300 / 3600, abs=1e-4)

@@ -41,7 +41,9 @@ URLS = [f"http://w{i % 2}.test/p{i}" for i in range(6)]
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def ctx(request: pytest.FixtureRequest, tmp_path: Path, redis_url: str) -> Context:
-    env = {"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url}
+    # the adaptive rule: a page's first re-crawl is queued a first interval (a day) after it
+    env = {"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url,
+           "CRAWL_RECRAWL_POLICY": "adaptive"}
     if request.param == "postgres":
         env["DATABASE_URL"] = request.getfixturevalue("pg_url")
     settings = load_settings(env)

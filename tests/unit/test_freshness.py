@@ -9,6 +9,7 @@ import pytest
 
 from crawlapp.core.freshness import (
     BUCKETS,
+    HUB_SHARE,
     PRICE,
     ChangeRecord,
     HostRates,
@@ -20,7 +21,6 @@ from crawlapp.core.freshness import (
     http_time,
     links_digest,
     observe,
-    refresh_worth,
     solve_multiplier,
     visit_rate,
     visit_rates,
@@ -146,6 +146,10 @@ def test_a_host_plan_spends_its_price_and_visits_hubs_for_their_links() -> None:
     assert plan.interval(1 / 120, 1.0, 0.0) == pytest.approx(60, rel=0.05)
     assert plan.interval(1.0, 1.0, 0.0) == math.inf  # changes every second: not chased
     assert plan.interval(1.0, 1.0, 1 / 60) == pytest.approx(20)  # ...but a hub
+    # a sitemap whose lastmods move at every visit: a twentieth of its host's capacity
+    assert plan.interval(1.0, 1.0, 1.0) == pytest.approx(1 / HUB_SHARE)
+    slow_host = planning.host_plan(HostRates({}, delay=4.0), 0.0)
+    assert slow_host.interval(1.0, 1.0, 1.0) == pytest.approx(4 / HUB_SHARE)
     assert plan.interval(1 / 600, 2.0, 0.0) < plan.interval(1 / 600, 1.0, 0.0)
 
 
@@ -178,13 +182,3 @@ def test_one_page_s_visit_rate_is_the_vectors() -> None:
         assert np.allclose(one, visit_rates(rates, mu), rtol=1e-6), mu
 
 
-def test_a_fetch_is_most_urgent_for_a_likely_stale_page_and_a_slow_one_among_stale() -> None:
-    scale = 120.0
-    slow_stale = refresh_worth(1 / 3600, 60.0, True, scale)
-    fast_stale = refresh_worth(1 / 30, 60.0, True, scale)
-    slow_unknown = refresh_worth(1 / 3600, 60.0, False, scale)
-    fast_unknown = refresh_worth(1 / 30, 60.0, False, scale)
-    assert 0 < fast_stale < slow_stale <= 1
-    assert slow_unknown < fast_unknown < fast_stale  # likely changed goes first
-    assert refresh_worth(1 / 600, 0.0, False, scale) == 0.0  # just fetched: nothing to buy
-    assert refresh_worth(1 / 600, 60.0, False, scale) < refresh_worth(1 / 600, 600.0, False, scale)

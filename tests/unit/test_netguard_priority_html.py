@@ -6,7 +6,7 @@ import pytest
 
 from crawlapp.core.html import decode_body, parse_html, robots_directives
 from crawlapp.core.netguard import refusal_reason
-from crawlapp.core.priority import depth_priority, queue_score
+from crawlapp.core.priority import Weights, depth_priority, queue_score, refresh_priority
 from crawlapp.core.records import FetchError, Link, Page, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.parsing import parse_page
@@ -42,6 +42,21 @@ def test_ageing_lets_a_low_score_overtake_newer_better_ones() -> None:
     now = 1_800_000_000.0
     assert queue_score(0.1, now) < queue_score(1.0, now + 3600)
     assert queue_score(0.1, now) > queue_score(1.0, now + 60)
+
+
+def test_re_crawls_queue_earliest_due_first_after_new_urls_until_overdue() -> None:
+    weights, now = Weights(), 1_800_000_000.0
+    new = queue_score(weights.priority(0.2, 0.5, depth_priority(1)), now)
+
+    def recrawl(due_in: float) -> float:
+        return queue_score(refresh_priority(weights, 0.2, due_in), now)
+
+    # The score is the due time's, whenever the page was queued: earliest due first.
+    assert recrawl(60.0) - recrawl(0.0) == pytest.approx(60.0 / 3600, abs=1e-5)
+    assert recrawl(-120.0) < recrawl(0.0) < recrawl(600.0)
+    assert new < recrawl(0.0) and new < recrawl(-240.0)  # a new URL first...
+    assert recrawl(-300.0) < new  # ...unless the re-crawl is overdue by 4.5 minutes
+    assert refresh_priority(weights, 0.2, 10 * 3600.0) == 0.0  # clamped
 
 
 def test_links_titles_base_and_nofollow() -> None:
