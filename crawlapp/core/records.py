@@ -47,6 +47,8 @@ class FetchError(StrEnum):
     CONNECT = "connect"
     PROTOCOL = "protocol"
     DNS = "dns"
+    # The crawler's own resolver failed (not the name's answer): tried again, never counted.
+    RESOLVER = "resolver"
     INVALID_HOST = "invalid_host"
     INVALID_URL = "invalid_url"
     TLS = "tls"

@@ -20,6 +20,7 @@ from crawlapp.adapters.redis.pipeline import Pipeline, joined
 from crawlapp.core.ledger import LeaseLedger, given_up
 from crawlapp.core.politeness import (
     Throttle,
+    is_ours,
     is_unreachable,
     politeness_key,
     requeues_url,
@@ -146,13 +147,15 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
 
 def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lease],
              known: _Known) -> set[str]:
-    """The asked URLs that go back to be tried again: their retry counts are bumped and
-    those past CRAWL_MAX_RETRIES are done with, as are the URLs answered and `refused`
-    (their retries, validators and hops forgotten); the batch's fetch counters are added
-    in the same round trip."""
-    to_retry = [lease for lease, r in asked if requeues_url(r.status, r.error)]
+    """The asked URLs that go back to be tried again: their retry counts are bumped (but for
+    a failure of ours, `is_ours`: back, uncounted) and those past CRAWL_MAX_RETRIES are done
+    with, as are the URLs answered and `refused` (their retries, validators and hops
+    forgotten); the batch's fetch counters are added in the same round trip."""
+    ours = {lease.url for lease, r in asked if is_ours(r.error)}  # back, uncounted
+    to_retry = [lease for lease, r in asked
+                if requeues_url(r.status, r.error) and lease.url not in ours]
     done = [lease for lease, r in asked if not requeues_url(r.status, r.error)] + refused
-    if not to_retry and not done:
+    if not asked and not refused:
         return set()
     pipe = ctx.redis.pipeline(transaction=False)
     counts = ctx.retries.bump([lease.url for lease in to_retry], pipe)
@@ -161,7 +164,7 @@ def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lea
     retry = {lease.url for lease, n in zip(to_retry, counts(pipe.execute()), strict=True)
              if n <= ctx.settings.max_retries}
     _forget_url_state(ctx, [lease.url for lease in to_retry if lease.url not in retry], known)
-    return retry
+    return retry | ours
 
 
 def _forget_url_state(ctx: Context, urls: list[str], known: _Known,
@@ -362,7 +365,8 @@ def _robots_answers(ctx: Context, ledger: LeaseLedger, leases: list[Lease],
         origin = origin_of(lease.url)
         ended = ledger.robots(lease, result)
         if (learned[origin].mode != "disallow_all"
-                or (ended.failures > ctx.settings.max_retries and not is_unreachable(result.error))):
+                or (ended.failures > ctx.settings.max_retries and not is_unreachable(result.error)
+                    and not is_ours(result.error))):
             standing.add(origin)
         pages.append(robots_page(result, lease.host, sitemap_links(origin, learned[origin]),
                                  robots_cache.record(origin, learned[origin], ua), lease.hops))
