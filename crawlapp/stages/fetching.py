@@ -44,6 +44,7 @@ from crawlapp.stages.releasing import EarlyRelease, EarlySlotReturn, chain_rule
 from crawlapp.stages.tallies import fetch_counts
 
 log = logging.getLogger(__name__)
+RUN_KEPT = 60.0  # seconds a batch's retry counts are kept past the ride-out
 
 
 @dataclass
@@ -145,12 +146,14 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
     return robots, pages
 
 
-def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lease],
+def _retries(ctx: Context, run: str, asked: list[tuple[Lease, Fetched]], refused: list[Lease],
              known: _Known) -> set[str]:
     """The asked URLs that go back to be tried again: their retry counts are bumped (but for
     a failure of ours, `is_ours`: back, uncounted) and those past CRAWL_MAX_RETRIES are done
     with, as are the URLs answered and `refused` (their retries, validators and hops
-    forgotten); the batch's fetch counters are added in the same round trip."""
+    forgotten); the batch's fetch counters are added in the same round trip. Safe to run
+    again (a Redis fault, `Context.steady`): the counts are the batch's `run`'s, bumped once
+    (the counters are added twice at worst)."""
     ours = {lease.url for lease, r in asked if is_ours(r.error)}  # back, uncounted
     to_retry = [lease for lease, r in asked
                 if requeues_url(r.status, r.error) and lease.url not in ours]
@@ -158,7 +161,9 @@ def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lea
     if not asked and not refused:
         return set()
     pipe = ctx.redis.pipeline(transaction=False)
-    counts = ctx.retries.bump([lease.url for lease in to_retry], pipe)
+    counts = ctx.retries.count(run, [lease.url for lease in to_retry],
+                               [lease.url for lease in done], ctx.settings.max_retries,
+                               ctx.settings.redis_ride_out + RUN_KEPT, pipe)
     _forget_url_state(ctx, [lease.url for lease in done], known, pipe)
     ctx.counters.bump(fetch_counts(r for _, r in asked), pipe=pipe)
     retry = {lease.url for lease, n in zip(to_retry, counts(pipe.execute()), strict=True)
@@ -169,12 +174,11 @@ def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lea
 
 def _forget_url_state(ctx: Context, urls: list[str], known: _Known,
                       pipe: Pipeline | None = None) -> None:
-    """The URLs are done with (fetched, refused or given up): their retries go, and the
-    validators and hops of those that had some when the batch read them (`known`: most
-    URLs have neither, and are asked nothing more), in one round trip (the caller's, with
-    `pipe`)."""
+    """The URLs are done with (fetched, refused or given up; their retries went with
+    FetchRetries.count): the validators and hops of those that had some when the batch read
+    them go (`known`: most URLs have neither, and are asked nothing more), in one round trip
+    (the caller's, with `pipe`)."""
     with joined(ctx.redis, pipe) as p:
-        ctx.retries.forget(urls, p)
         ctx.validators.forget([url for url in urls if url in known.validators], p)
         ctx.hops.forget([url for url in urls if known.hops.get(url)], p)
 
@@ -325,8 +329,9 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     for lease, r in zip(plan.pages, fetched, strict=True):
         if r is None:
             ledger.not_asked(lease)
-    retry = ctx.steady(lambda: _retries(ctx, asked, [lease for lease, _ in plan.refused], known),
-                       "counting retries")
+    run = uuid.uuid4().hex  # the same through the tries again
+    retry = ctx.steady(lambda: _retries(ctx, run, asked, [lease for lease, _ in plan.refused],
+                                        known), "counting retries")
     for lease, result in asked:
         ledger.answered(lease, result, lease.url in retry)
     answered, handovers = _answered_pages(ctx, ledger, asked, known.hops)
