@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -101,6 +102,11 @@ def start_crawl(env: dict[str, str], seeds: Path, out: Path, *args: str,
                                 env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT)
 
 
+def named(spec: WebSpec) -> WebSpec:
+    """`spec` with every normal host named (site<i>.example.test): see hosts_file_namespace."""
+    return replace(spec, names=tuple(f"site{i}.example.test" for i in range(spec.hosts)))
+
+
 def hosts_file_namespace(tmp_path: Path, names: Mapping[str, str]) -> list[str]:
     """A command prefix that runs a command in a mount namespace of its own (unshare) whose
     /etc/hosts also has `names` (name -> address): the operating system's resolver answers
@@ -118,6 +124,17 @@ def hosts_file_namespace(tmp_path: Path, names: Mapping[str, str]) -> list[str]:
     hosts.write_text(Path("/etc/hosts").read_text() + "".join(
         f"{address} {name}\n" for name, address in names.items()))
     return [*prefix, "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts)]
+
+
+def by_name(requests: list[Request], web: Web) -> list[Request]:
+    """The server's log as the crawl asked it: each request to a named host's address (the
+    server logs where a request came to) under that host's name."""
+    name_of = {address: name for name, address in web.name_addresses().items()}
+
+    def named(host: str) -> str:
+        address, _, port = host.rpartition(":")
+        return f"{name_of[address]}:{port}" if address in name_of else host
+    return [replace(request, host=named(request.host)) for request in requests]
 
 
 def crawl_web(tmp_path: Path, env: dict[str, str], spec: WebSpec,
