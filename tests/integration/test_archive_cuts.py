@@ -6,10 +6,8 @@ response records marked `WARC-Truncated: length`, and the files pass `warcio che
 from __future__ import annotations
 
 import asyncio
-import http.server
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from crawlapp.ops.seeding import add_seeds
 from crawlapp.stages.dedup import dedup_pages
 from crawlapp.stages.pages import apply_fetch, page_for, robots_page, robots_policy
 from crawlapp.stages.storing import store_pages
+from tests.loopback import QuietHandler, serving
 
 pytestmark = pytest.mark.integration
 CAP = 4096  # CRAWL_MAX_BODY_BYTES
@@ -36,12 +35,12 @@ ROBOTS = b"User-agent: *\nDisallow: /private\n" + b"# padding\n" * (MAX_ROBOTS_B
 STREAMED = b"<p>" + b"x" * (3 * CAP) + b"</p>"
 
 
-class _Site(http.server.BaseHTTPRequestHandler):
+class _Site(QuietHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:  # noqa: N802
         if self.path == "/robots.txt":
-            self._send(ROBOTS, "text/plain")
+            self.send_body(ROBOTS)
         elif self.path == "/streamed":  # no Content-Length: read until the cap
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
@@ -50,25 +49,13 @@ class _Site(http.server.BaseHTTPRequestHandler):
             self.wfile.write(STREAMED)
             self.close_connection = True
         else:  # /declared: its Content-Length says it is too large
-            self._send(STREAMED, "text/html")
-
-    def _send(self, body: bytes, kind: str) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+            self.send_body(STREAMED, "text/html")
 
 
 @pytest.fixture
 def origin() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving(_Site) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_cut_answers_are_archived_marked_truncated(tmp_path: Path, redis_url: str,

@@ -6,10 +6,8 @@ own fault is a `resolver` error (tried again, uncounted), never the name's answe
 from __future__ import annotations
 
 import asyncio
-import http.server
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 
@@ -20,28 +18,20 @@ from crawlapp.adapters.http import Fetcher
 from crawlapp.adapters.redis.dnscache import REDIS_WAIT, DnsCache, Resolution
 from crawlapp.adapters.redis.local import RedisServer
 from crawlapp.core.settings import load_settings
+from tests.loopback import QuietHandler, serving, with_longest_stall
 
 pytestmark = pytest.mark.integration
 
 
-class _Ok(http.server.BaseHTTPRequestHandler):
+class _Host(QuietHandler):
     def do_GET(self) -> None:  # noqa: N802
-        body = self.headers["Host"].encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_body(self.headers["Host"].encode())
 
 
 @pytest.fixture
 def port() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
+    with serving(_Host) as port:
+        yield port
 
 
 @pytest.fixture
@@ -71,21 +61,10 @@ class Table:
 NAMES = {f"h{i}.example.test": Resolution(("127.0.0.1",)) for i in range(20)}
 
 
-async def _with_ticks(work: asyncio.Future[list[Resolution]] | asyncio.Task[list[Resolution]]
-                      ) -> tuple[list[Resolution], float]:
-    """`work`'s answers, and the longest the loop went without running a 10 ms ticker."""
-    longest, last = 0.0, time.monotonic()
-    while not work.done():
-        await asyncio.sleep(0.01)
-        now = time.monotonic()
-        longest, last = max(longest, now - last), now
-    return work.result(), longest
-
-
 def _resolve_all(cache: DnsCache, names: list[str]) -> tuple[list[Resolution], float]:
+    """The answers, and the longest the loop stalled meanwhile."""
     async def main() -> tuple[list[Resolution], float]:
-        work = asyncio.ensure_future(asyncio.gather(*(cache.resolve(n) for n in names)))
-        return await _with_ticks(work)
+        return await with_longest_stall(asyncio.gather(*(cache.resolve(n) for n in names)))
     return asyncio.run(main())
 
 

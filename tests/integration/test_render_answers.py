@@ -15,6 +15,7 @@ from crawlapp.adapters.redis.local import RedisServer
 from crawlapp.core.records import Fetched, Link, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.rendering import _Answers, _learned_robots
+from tests.loopback import with_longest_stall
 from tests.mock_web import mock_fetcher, site
 
 CDN = "http://cdn.test"
@@ -85,15 +86,7 @@ def test_a_check_redis_cannot_answer_refuses_the_request_without_stalling_the_lo
     answers = _Answers(ctx, mock_fetcher(handler), {}, HostSlots({}, lambda host: 0.0))
     server.stop()
 
-    async def answer_with_ticks() -> tuple[object, float]:
-        work = asyncio.ensure_future(answers.answer(f"{CDN}/a.js", None, time.time() + 10))
-        longest, last = 0.0, time.monotonic()
-        while not work.done():
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            longest, last = max(longest, now - last), now
-        return work.result(), longest
-
-    got, longest_gap = asyncio.run(answer_with_ticks())
+    got, longest_gap = asyncio.run(with_longest_stall(
+        answers.answer(f"{CDN}/a.js", None, time.time() + 10)))
     assert (got, answers.faults, asked) == ("redis", 1, [])
     assert longest_gap < 0.5
