@@ -9,7 +9,8 @@ an S3 server of the tests' own, so that nothing of the user's is read, flushed o
   `TEST_REDIS_FLUSH=1`, and empty it again at the end.
 - Redis Cluster: 3 masters and 3 replicas on free loopback ports (RedisClusterServers),
   started the first time a test asks for `redis_cluster` and stopped at the end of the
-  session; skipped, with the reason, without redis-server and redis-cli.
+  session; skipped, with the reason, without redis-server or redis-cli only: a cluster that
+  fails to form fails the tests.
 - Postgres: a database of the tests' own (`crawlapp_test_<pid>_<random>`), created on the
   server of `TEST_DATABASE_URL` (default `postgresql://postgres@127.0.0.1:5432/postgres`; the
   database it names is only connected to, for CREATE and DROP DATABASE) and dropped at the end.
@@ -145,13 +146,21 @@ def redis_url() -> str:
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[RedisClusterServers]:
     """The session's Redis Cluster of its own (3 masters, 3 replicas, cluster-node-timeout
-    2000 ms); a test that kills a node gets the cluster back whole at its end."""
+    2000 ms); a test that kills a node gets the cluster back whole at its end. Skipped only
+    without the redis-server or redis-cli binary; a cluster that fails to form fails the
+    tests that need it."""
+    missing = [name for name in ("redis-server", "redis-cli") if shutil.which(name) is None]
+    if missing:
+        pytest.skip(f"no Redis Cluster of the tests' own: {' and '.join(missing)} not on the "
+                    "PATH (Debian: apt-get install redis-server redis-tools)")
     cluster = RedisClusterServers()
     try:
         cluster.start()
-    except (RuntimeError, subprocess.CalledProcessError) as exc:
-        cluster.stop()
-        pytest.skip(f"no Redis Cluster of the tests' own: {exc}")
+    except subprocess.CalledProcessError as exc:
+        pytest.fail(f"the tests' Redis Cluster did not form: {exc} {exc.stderr!r}",
+                    pytrace=False)
+    except RuntimeError as exc:
+        pytest.fail(f"the tests' Redis Cluster did not form: {exc}", pytrace=False)
     yield cluster
     cluster.stop()
 

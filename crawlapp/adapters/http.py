@@ -297,13 +297,13 @@ class Fetcher:
             result.headers = headers_of(response.headers)
             result.request_headers = header_block(headers)
             result.response_headers = header_block(response.headers)
-            result.ip_address = _server_ip(response)
+            result.ip_address, result.cipher_suite = _server_ip(response), _cipher(response)
             result.http_version = response.extensions.get(
                 "http_version", b"HTTP/1.1").decode("ascii", "replace")
             declared = next((value for name, value in response.headers
                              if name.lower() == b"content-length"), b"")
             if declared.isdigit() and int(declared) > cap and not truncate:
-                result.error = FetchError.TOO_LARGE
+                result.error, result.truncated = FetchError.TOO_LARGE, True  # none of it read
                 return
             decoder = BoundedDecoder(result.headers.get("content-encoding"), cap)
             try:
@@ -311,9 +311,9 @@ class Fetcher:
                     decoder.feed(chunk)
                 result.body = decoder.body()
             except BodyTooLarge:
+                result.body, result.truncated = decoder.body(), True  # the bytes read, kept
                 if not truncate:
                     raise
-                result.body = decoder.body()
         finally:
             await response.aclose()
 
@@ -386,6 +386,15 @@ def _header_encoding(raw: list[tuple[bytes, bytes]]) -> str:
 def header_block(raw: list[tuple[bytes, bytes]]) -> str:
     """Headers as on the wire, "Name: value" lines joined by CRLF (latin-1: any byte kept)."""
     return b"\r\n".join(b"%s: %s" % pair for pair in raw).decode("latin-1")
+
+
+def _cipher(response: httpcore.Response) -> str | None:
+    """The cipher suite of the TLS connection the response came over (None: plain HTTP, or
+    a stand-in pool)."""
+    stream = response.extensions.get("network_stream")
+    tls = stream.get_extra_info("ssl_object") if stream is not None else None
+    cipher = tls.cipher() if tls is not None else None
+    return str(cipher[0]) if cipher else None
 
 
 def _server_ip(response: httpcore.Response) -> str | None:

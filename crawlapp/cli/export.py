@@ -43,8 +43,9 @@ def export_warc(out: Path, since: datetime | None, host: str | None, max_size: i
                             progress=lambda n: click.echo(f"  {n} pages", err=True))
     files = ", ".join(str(p) for p in exported.paths)
     click.echo(f"{exported.written} pages written to {files}")
-    click.echo(f"  of them {exported.revisits} revisit(s), {exported.answers} redirect(s) and "
-               f"error answer(s) ({exported.truncated} cut at CRAWL_ARCHIVE_ANSWER_BYTES); "
+    click.echo(f"  of them {exported.revisits} revisit(s), {exported.answers} redirect(s), "
+               f"error answer(s) and answers too large ({exported.truncated} cut: "
+               "WARC-Truncated); "
                f"{exported.robots} robots.txt answer(s) besides")
     if cdxj:
         index = cdxj_path(out)

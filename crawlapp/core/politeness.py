@@ -17,6 +17,9 @@
   stands for the cycle (cached for 10 minutes; see adapters/redis/robots_cache).
 - A response the crawler abandoned (timeout, too large, broken): `abort_grace` more, since
   the server may still be sending it and would see the next request overlap it.
+A URL whose name the crawler's own resolver could not look up (`resolver`: not the name's
+answer, the crawler's fault) goes back to its host's queue, uncounted, and the host keeps its
+standing: a fault of ours is neither a page's failure nor its host's.
 A URL whose server was overloaded or unreachable (429, 5xx, connection refused) goes back
 to its host's queue, at most `max_retries` times; a timeout is not retried (the server was
 slow for that URL, and another try would cost the host another full timeout).
@@ -41,6 +44,8 @@ TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 TRANSIENT_ERRORS = frozenset({FetchError.TIMEOUT, FetchError.CONNECT, FetchError.PROTOCOL,
                               FetchError.DNS})
 ABANDONED_ERRORS = frozenset({FetchError.TIMEOUT, FetchError.PROTOCOL, FetchError.TOO_LARGE})
+# Failures of the crawler itself, not of the host or the URL.
+OUR_ERRORS = frozenset({FetchError.RESOLVER})
 # Errors of the host, not of one request, that another try soon will not change.
 UNREACHABLE_ERRORS = frozenset({FetchError.DNS, FetchError.INVALID_HOST, FetchError.TLS,
                                 FetchError.TLS_CERTIFICATE}) | ADDRESS_REFUSED
@@ -127,8 +132,16 @@ def unreachable_sentence(error: str, note: str = "") -> str:
 
 
 def requeues_url(status: int | None, error: str | None) -> bool:
-    """A failed URL worth queueing again (at most CRAWL_MAX_RETRIES times)."""
-    return status in TRANSIENT_STATUSES if error is None else error == "connect"
+    """A failed URL worth queueing again (at most CRAWL_MAX_RETRIES times, but for a failure
+    of ours: `is_ours`)."""
+    if error is None:
+        return status in TRANSIENT_STATUSES
+    return error == FetchError.CONNECT or is_ours(error)
+
+
+def is_ours(error: str | None) -> bool:
+    """A failure of the crawler itself (OUR_ERRORS): its URL goes back, uncounted."""
+    return error in OUR_ERRORS
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
@@ -166,6 +179,8 @@ def host_next(end: float, delay: float, answer: Answer, failures: int, policy: B
     crawl), `robots` whether the request was for robots.txt.
     """
     status, error, retry_after, note = answer
+    if is_ours(error):  # asked nothing: the host keeps its standing
+        return HostNext(end + delay, failures)
     if error in ABANDONED_ERRORS:
         end += policy.abort_grace
     if is_unreachable(error):

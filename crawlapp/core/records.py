@@ -47,6 +47,8 @@ class FetchError(StrEnum):
     CONNECT = "connect"
     PROTOCOL = "protocol"
     DNS = "dns"
+    # The crawler's own resolver failed (not the name's answer): tried again, never counted.
+    RESOLVER = "resolver"
     INVALID_HOST = "invalid_host"
     INVALID_URL = "invalid_url"
     TLS = "tls"
@@ -263,6 +265,8 @@ class Fetched:
     ip_address: str | None = None
     error_note: str | None = None  # what the error does not say: a TLS failure's reason
     http_version: str | None = None  # "HTTP/1.1", "HTTP/2": what the answer came over
+    truncated: bool = False  # the body was cut at the request's cap (the bytes read kept)
+    cipher_suite: str | None = None  # the TLS connection's, as OpenSSL names it
 
 
 class Link(NamedTuple):
@@ -339,10 +343,12 @@ class Page:
     ip_address: str | None = None
     payload_digest: str | None = None
     http_version: str | None = None     # "HTTP/1.1" or "HTTP/2" (WARC-Protocol)
-    # The body as fetched of a redirect or an error answer, kept for the archive as `raw_gz`,
-    # was cut at CRAWL_ARCHIVE_ANSWER_BYTES.
+    # The body kept for the archive was cut: a redirect's or an error answer's at
+    # CRAWL_ARCHIVE_ANSWER_BYTES, a robots.txt at 500 KiB, an answer too large
+    # (CRAWL_MAX_BODY_BYTES) where its reading stopped.
     truncated: bool = False
     lastmods: dict[str, float] | None = None  # a sitemap's: URL -> its <lastmod> (POSIX time)
+    cipher_suite: str | None = None     # the TLS connection's (WARC-Cipher-Suite)
 
     def to_wire(self) -> list[Any]:
         """The fields in declaration order (links and robots as arrays)."""

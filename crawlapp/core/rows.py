@@ -90,9 +90,10 @@ class HistoryRow(NamedTuple):
     payload_digest: str | None = None
     not_modified: bool = False
     robots: bool = False
-    truncated: bool = False  # the body kept was cut (CRAWL_ARCHIVE_ANSWER_BYTES)
+    truncated: bool = False  # the body kept was cut (Page.truncated)
     # What the answer came over ("HTTP/1.1", "HTTP/2"; None: not known) and its TLS cipher
-    # suite (None: not recorded yet), written as WARC-Protocol and WARC-Cipher-Suite.
+    # suite as OpenSSL names it (None: not over TLS, or fetched before it was recorded),
+    # written as WARC-Protocol and WARC-Cipher-Suite.
     http_version: str | None = None
     cipher_suite: str | None = None
 

@@ -14,7 +14,7 @@ Counter fields this module reads (all integers in the hash `<prefix>:counters`):
   latency:sum_ms          their total duration in milliseconds
   store:bodies, bytes:stored   bodies written to the object store, and their gzip bytes
   dedup:exact, dedup:near, urls:known   content and URL dedup hits
-  archive:truncated       redirect and error bodies cut at CRAWL_ARCHIVE_ANSWER_BYTES
+  archive:truncated       bodies archived cut (WARC-Truncated): answers, robots.txt, too large
   refused:<reason>, rejected:<reason>, fetch:retried
   unread:<reason>, parse_error:<exception class>   pages read as nothing, and why
 """
@@ -99,7 +99,8 @@ def families(snap: Snapshot) -> Iterator[Metric]:
     yield CounterMetricFamily("crawl_stored_bodies", "Bodies written to the object store.",
                               value=c.get("store:bodies", 0))
     yield CounterMetricFamily("crawl_archive_truncated",
-                              "Redirect and error bodies cut at CRAWL_ARCHIVE_ANSWER_BYTES.",
+                              "Bodies archived cut (WARC-Truncated): redirect and error answers at "
+                              "CRAWL_ARCHIVE_ANSWER_BYTES, robots.txt at 500 KiB, answers too large.",
                               value=c.get("archive:truncated", 0))
     cumulative, buckets = 0, []
     for bound in LATENCY_BUCKETS:

@@ -189,7 +189,8 @@ def _write_history(ctx: Context, exported: Exported, since: datetime | None, hos
             else:
                 write(_record(ctx, row, b"", original), row.robots)
             continue
-        if not 200 <= row.http_status < 300:  # a redirect or an error answer
+        if not 200 <= row.http_status < 300 or row.truncated:  # a redirect, an error answer
+            # or an answer too large: no original for later revisits
             if wanted and (body := _body(ctx, row, exported)) is not None:
                 write(_record(ctx, row, body, None), row.robots)
             continue
@@ -235,7 +236,8 @@ def export_warc(ctx: Context, out: Path, since: datetime | None = None,
         else:
             exported.written += 1
             exported.revisits += fetch.revisit_of is not None
-            exported.answers += fetch.revisit_of is None and not 200 <= fetch.http_status < 300
+            exported.answers += fetch.revisit_of is None and (
+                not 200 <= fetch.http_status < 300 or fetch.truncated)
             exported.truncated += fetch.truncated
             if exported.written % 1000 == 0:
                 progress(exported.written)

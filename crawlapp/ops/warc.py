@@ -8,10 +8,13 @@ the original response's status, headers and body. The 304's own headers stay in 
 history (the `fetches` table).
 
 Redirects and error answers are response records like any other, their body as kept (its
-first CRAWL_ARCHIVE_ANSWER_BYTES: a longer one is marked `WARC-Truncated: length`). An
-exchange over HTTP/2 is written as HTTP/1.1, as Common Crawl and Heritrix do for readers
-that know no other, with `WARC-Protocol: h2` (and `WARC-Cipher-Suite` when known), the
-fields the IIPC proposals name (warc-specifications issues 42 and 86)."""
+first CRAWL_ARCHIVE_ANSWER_BYTES). A record whose payload was cut is marked
+`WARC-Truncated: length`: such an answer, a robots.txt past 500 KiB, a 2xx answer past
+CRAWL_MAX_BODY_BYTES (`too_large`: the bytes read, none when its Content-Length said so
+first). An exchange over HTTP/2 is written as HTTP/1.1, as Common Crawl and Heritrix do for
+readers that know no other, with `WARC-Protocol: h2`; one over TLS with `WARC-Cipher-Suite`
+(OpenSSL's name of the suite), the fields the IIPC proposals name (warc-specifications
+issues 42 and 86)."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from crawlapp.adapters.redis.pipeline import Pipeline, joined
 from crawlapp.core.ledger import LeaseLedger, given_up
 from crawlapp.core.politeness import (
     Throttle,
+    is_ours,
     is_unreachable,
     politeness_key,
     requeues_url,
@@ -43,6 +44,7 @@ from crawlapp.stages.releasing import EarlyRelease, EarlySlotReturn, chain_rule
 from crawlapp.stages.tallies import fetch_counts
 
 log = logging.getLogger(__name__)
+RUN_KEPT = 60.0  # seconds a batch's retry counts are kept past the ride-out
 
 
 @dataclass
@@ -144,34 +146,39 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
     return robots, pages
 
 
-def _retries(ctx: Context, asked: list[tuple[Lease, Fetched]], refused: list[Lease],
+def _retries(ctx: Context, run: str, asked: list[tuple[Lease, Fetched]], refused: list[Lease],
              known: _Known) -> set[str]:
-    """The asked URLs that go back to be tried again: their retry counts are bumped and
-    those past CRAWL_MAX_RETRIES are done with, as are the URLs answered and `refused`
-    (their retries, validators and hops forgotten); the batch's fetch counters are added
-    in the same round trip."""
-    to_retry = [lease for lease, r in asked if requeues_url(r.status, r.error)]
+    """The asked URLs that go back to be tried again: their retry counts are bumped (but for
+    a failure of ours, `is_ours`: back, uncounted) and those past CRAWL_MAX_RETRIES are done
+    with, as are the URLs answered and `refused` (their retries, validators and hops
+    forgotten); the batch's fetch counters are added in the same round trip. Safe to run
+    again (a Redis fault, `Context.steady`): the counts are the batch's `run`'s, bumped once
+    (the counters are added twice at worst)."""
+    ours = {lease.url for lease, r in asked if is_ours(r.error)}  # back, uncounted
+    to_retry = [lease for lease, r in asked
+                if requeues_url(r.status, r.error) and lease.url not in ours]
     done = [lease for lease, r in asked if not requeues_url(r.status, r.error)] + refused
-    if not to_retry and not done:
+    if not asked and not refused:
         return set()
     pipe = ctx.redis.pipeline(transaction=False)
-    counts = ctx.retries.bump([lease.url for lease in to_retry], pipe)
+    counts = ctx.retries.count(run, [lease.url for lease in to_retry],
+                               [lease.url for lease in done], ctx.settings.max_retries,
+                               ctx.settings.redis_ride_out + RUN_KEPT, pipe)
     _forget_url_state(ctx, [lease.url for lease in done], known, pipe)
     ctx.counters.bump(fetch_counts(r for _, r in asked), pipe=pipe)
     retry = {lease.url for lease, n in zip(to_retry, counts(pipe.execute()), strict=True)
              if n <= ctx.settings.max_retries}
     _forget_url_state(ctx, [lease.url for lease in to_retry if lease.url not in retry], known)
-    return retry
+    return retry | ours
 
 
 def _forget_url_state(ctx: Context, urls: list[str], known: _Known,
                       pipe: Pipeline | None = None) -> None:
-    """The URLs are done with (fetched, refused or given up): their retries go, and the
-    validators and hops of those that had some when the batch read them (`known`: most
-    URLs have neither, and are asked nothing more), in one round trip (the caller's, with
-    `pipe`)."""
+    """The URLs are done with (fetched, refused or given up; their retries went with
+    FetchRetries.count): the validators and hops of those that had some when the batch read
+    them go (`known`: most URLs have neither, and are asked nothing more), in one round trip
+    (the caller's, with `pipe`)."""
     with joined(ctx.redis, pipe) as p:
-        ctx.retries.forget(urls, p)
         ctx.validators.forget([url for url in urls if url in known.validators], p)
         ctx.hops.forget([url for url in urls if known.hops.get(url)], p)
 
@@ -322,8 +329,9 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     for lease, r in zip(plan.pages, fetched, strict=True):
         if r is None:
             ledger.not_asked(lease)
-    retry = ctx.steady(lambda: _retries(ctx, asked, [lease for lease, _ in plan.refused], known),
-                       "counting retries")
+    run = uuid.uuid4().hex  # the same through the tries again
+    retry = ctx.steady(lambda: _retries(ctx, run, asked, [lease for lease, _ in plan.refused],
+                                        known), "counting retries")
     for lease, result in asked:
         ledger.answered(lease, result, lease.url in retry)
     answered, handovers = _answered_pages(ctx, ledger, asked, known.hops)
@@ -362,7 +370,8 @@ def _robots_answers(ctx: Context, ledger: LeaseLedger, leases: list[Lease],
         origin = origin_of(lease.url)
         ended = ledger.robots(lease, result)
         if (learned[origin].mode != "disallow_all"
-                or (ended.failures > ctx.settings.max_retries and not is_unreachable(result.error))):
+                or (ended.failures > ctx.settings.max_retries and not is_unreachable(result.error)
+                    and not is_ours(result.error))):
             standing.add(origin)
         pages.append(robots_page(result, lease.host, sitemap_links(origin, learned[origin]),
                                  robots_cache.record(origin, learned[origin], ua), lease.hops))

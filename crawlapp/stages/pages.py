@@ -33,7 +33,8 @@ def status_of(fetched: Fetched) -> Status:
 def apply_fetch(page: Page, fetched: Fetched, answer_bytes: int) -> Page:
     """Fill a page record from what its request got; the body is gzip-compressed once here.
     A redirect's or an error answer's body is kept for the archive as `raw_gz`, its first
-    `answer_bytes` only (`truncated` when longer)."""
+    `answer_bytes` only (`truncated` when longer); so is a 2xx answer too large, as much of
+    it as was read (`truncated`)."""
     headers = fetched.headers
     page.status = status_of(fetched)
     page.http_status = fetched.status
@@ -52,9 +53,10 @@ def apply_fetch(page: Page, fetched: Fetched, answer_bytes: int) -> Page:
         page.content_length = len(fetched.body)
         page.body_gz = gzip.compress(fetched.body, compresslevel=GZIP_LEVEL, mtime=0)
         page.payload_digest = payload_digest(fetched.body)
-    elif fetched.status is not None and not fetched.error:
-        kept = fetched.body[:answer_bytes]
-        page.truncated = len(kept) < len(fetched.body)
+    elif fetched.status is not None and (not fetched.error or fetched.truncated):
+        too_large = fetched.truncated and 200 <= fetched.status < 300
+        kept = fetched.body if too_large else fetched.body[:answer_bytes]
+        page.truncated = fetched.truncated or len(kept) < len(fetched.body)
         _keep_raw(page, kept)
     return page
 
@@ -71,6 +73,7 @@ def _keep_exchange(page: Page, fetched: Fetched) -> None:
     page.response_headers = fetched.response_headers
     page.ip_address = fetched.ip_address
     page.http_version = fetched.http_version
+    page.cipher_suite = fetched.cipher_suite
 
 
 def robots_page(fetched: Fetched, host: str, sitemaps: list[str], robots: RobotsAnswer,
@@ -88,6 +91,7 @@ def robots_page(fetched: Fetched, host: str, sitemaps: list[str], robots: Robots
         page.content_type = fetched.headers.get("content-type")
         _keep_raw(page, fetched.body)
         _keep_exchange(page, fetched)
+        page.truncated = fetched.truncated  # cut at MAX_ROBOTS_BYTES
     return page
 
 

@@ -26,12 +26,18 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+from typing import TypeVar
 
 from crawlapp.adapters.browser.cdp import find_chromium
 from crawlapp.adapters.browser.renderer import Answer, HostSlots, Rendered, Renderer
 from crawlapp.adapters.context import Context
+from crawlapp.adapters.errors import transient_errors
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop
 from crawlapp.adapters.redis import robots_cache
+from crawlapp.core.errors import TransientError
 from crawlapp.core.politeness import politeness_key
 from crawlapp.core.records import Fetched, Handover, Page, Release
 from crawlapp.core.render_rule import shares_slots
@@ -42,6 +48,7 @@ from crawlapp.core.urls import host_of, origin_of
 from crawlapp.stages.pages import GZIP_LEVEL, body_of, robots_page, robots_policy, sitemap_links
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 RENDERED_TYPE = "text/html; charset=utf-8"
 CACHE_SECONDS = 300.0  # a script or an XHR answer serves every page rendered meanwhile
 CACHE_ENTRIES = 512
@@ -125,6 +132,15 @@ def browser_cpu() -> float:
     return delta
 
 
+async def _steady_off_loop(ctx: Context, call: Callable[[], T], what: str) -> T:
+    """`call()` on Redis, ridden through a failover (`Context.steady`) in the loop's executor:
+    the tries again never stall the browser's loop; past the ride-out, a TransientError."""
+    def steady() -> T:
+        with transient_errors():
+            return ctx.steady(call, what)
+    return await asyncio.get_running_loop().run_in_executor(None, steady)
+
+
 class _KeyTurns:
     """The politeness slots of the keys a render asks (adapters/redis/slots.py), taken around
     each of its requests under a holder of the request's own, polled while another holds
@@ -148,14 +164,15 @@ class _KeyTurns:
         return self._keys[host]
 
     async def take(self, host: str, deadline: float) -> tuple[str, float] | None:
-        key, loop = await self._key(host), asyncio.get_running_loop()
+        key = await self._key(host)
         self._taken += 1
         holder = f"render-{self.batch}-{self._taken}"
         held_until = deadline + self.ctx.settings.fetch_timeout  # then taken for dead
         while True:
             now = time.time()
-            got = (await loop.run_in_executor(None, self.ctx.slots.take, [key], holder, now,
-                                              held_until))[key]
+            got = (await _steady_off_loop(
+                self.ctx, partial(self.ctx.slots.take, [key], holder, now, held_until),
+                "taking a slot"))[key]
             if got is not None:
                 return holder, got
             if now + self.POLL_SECONDS > deadline:
@@ -164,8 +181,8 @@ class _KeyTurns:
 
     async def give_back(self, host: str, token: str, next_time: float) -> None:
         key = await self._key(host)
-        await asyncio.get_running_loop().run_in_executor(
-            None, self.ctx.slots.give_back, {key: next_time}, token)
+        await _steady_off_loop(self.ctx, lambda: self.ctx.slots.give_back({key: next_time}, token),
+                               "giving a slot back")
 
 
 class _Answers:
@@ -178,6 +195,7 @@ class _Answers:
         self.policies = policies
         self.slots = slots
         self.cached = 0  # answers served from the cache
+        self.faults = 0  # checks Redis could not answer, through its ride-out
         self.origins: dict[str, str] = {}  # host -> the origin its robots.txt is of
         # (origin, host, answer, policy) of each robots.txt learned
         self.learned: list[tuple[str, str, Fetched, RobotsPolicy]] = []
@@ -190,8 +208,15 @@ class _Answers:
         host, origin = host_of(url), origin_of(url)
         self.origins.setdefault(host, origin)
         if origin not in self.policies:
-            self.policies.update(self.ctx.robots.load([origin]))
-            if self.ctx.denylist.denied_hosts([host]):
+            try:
+                policy, denied = await _steady_off_loop(
+                    self.ctx, lambda: self._cached(origin, host), f"checking {origin}")
+            except TransientError as exc:
+                log.warning("checking %s for a render failed: %s", url, exc)
+                self.faults += 1
+                return "redis"
+            self.policies.setdefault(origin, policy)  # another request may have asked it
+            if denied:
                 return "denylist"
         policy = self.policies.get(origin)
         if policy is None and origin not in self._asked:
@@ -218,6 +243,15 @@ class _Answers:
         _CACHE.put(result, sent_origin)
         return result
 
+    def _cached(self, origin: str, host: str) -> tuple[RobotsPolicy | None, bool]:
+        """The origin's cached robots.txt policy and whether the denylist covers its host,
+        in one round trip."""
+        pipe = self.ctx.redis.pipeline(transaction=False)
+        policies = self.ctx.robots.read([origin], pipe)
+        denied = self.ctx.denylist.read([host], pipe)
+        replies = pipe.execute()
+        return policies(replies)[origin], bool(denied(replies))
+
     async def _robots(self, origin: str, host: str, deadline: float) -> None:
         """Ask the origin's robots.txt in its host's turn; its policy kept (in `policies`
         and `learned`) when the answer stands: 2xx or 4xx."""
@@ -243,7 +277,9 @@ async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
                       policies: dict[str, RobotsPolicy | None]
                       ) -> tuple[list[tuple[Rendered, float]], _Answers]:
     """Render the held pages one after the other; each page's host's next time after it,
-    and the sub-requests' answers (how many the cache gave, robots.txt files learned)."""
+    and the sub-requests' answers (how many the cache gave, robots.txt files learned). A
+    page one of whose checks Redis could not answer is not rendered (render_error 'redis'):
+    its DOM would lack what the refused request brings."""
     settings = ctx.settings
     renderer = _renderer(settings)
     answers: _Answers
@@ -255,16 +291,20 @@ async def _render_all(ctx: Context, fetcher: Fetcher, held: list[Handover],
     out = []
     for i, handover in enumerate(held):
         if i:  # the pages still waiting keep their leases
-            ctx.frontier.renew([h.lease for h in held[i:]], time.time(), settings.lease_seconds)
+            await _steady_off_loop(ctx, partial(ctx.frontier.renew, [h.lease for h in held[i:]],
+                                                time.time(), settings.lease_seconds),
+                                   "renewing leases")
         deadline = time.time() + settings.render_timeout
 
         async def answer(url: str, sent_origin: str | None, end: float = deadline) -> Answer:
             return await answers.answer(url, sent_origin, end)
 
-        page = handover.page
+        page, faults = handover.page, answers.faults
         rendered = await renderer.render(
             page.url, body_of(page), page.content_type or "text/html",
             answer, settings.render_timeout, settings.render_other_hosts)
+        if answers.faults > faults:
+            rendered = replace(rendered, html=None, error="redis")
         out.append((rendered, slots.next_time[handover.lease.host]))
     return out, answers
 

@@ -90,7 +90,8 @@ def _history_row(page: Page) -> HistoryRow | None:
         request_headers=page.request_headers, response_headers=page.response_headers,
         storage_key=key, payload_digest=page.payload_digest,
         not_modified=page.not_modified, robots=page.status == Status.ROBOTS,
-        truncated=page.truncated, http_version=page.http_version)
+        truncated=page.truncated, http_version=page.http_version,
+        cipher_suite=page.cipher_suite)
 
 
 def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
 
 from testweb.server import start_in_background
 from testweb.serverlog import Request, load
@@ -88,31 +92,69 @@ def crawlctl(env: dict[str, str], *args: str, timeout: float = 240
                           capture_output=True, timeout=timeout, check=False)
 
 
-def start_crawl(env: dict[str, str], seeds: Path, out: Path, *args: str
-                ) -> subprocess.Popen[bytes]:
-    """`crawlctl crawl --seeds FILE --until-idle [args]` in the background, output to `out`."""
+def start_crawl(env: dict[str, str], seeds: Path, out: Path, *args: str,
+                wrap: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+    """`crawlctl crawl --seeds FILE --until-idle [args]` in the background, output to `out`;
+    `wrap`: a command that runs it (`hosts_file_namespace`)."""
     with open(out, "wb") as fh:
-        return subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds), "--until-idle", *args],
+        return subprocess.Popen([*wrap, *CRAWLCTL, "crawl", "--seeds", str(seeds), "--until-idle",
+                                 *args],
                                 env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT)
+
+
+def named(spec: WebSpec) -> WebSpec:
+    """`spec` with every normal host named (site<i>.example.test): see hosts_file_namespace."""
+    return replace(spec, names=tuple(f"site{i}.example.test" for i in range(spec.hosts)))
+
+
+def hosts_file_namespace(tmp_path: Path, names: Mapping[str, str]) -> list[str]:
+    """A command prefix that runs a command in a mount namespace of its own (unshare) whose
+    /etc/hosts also has `names` (name -> address): the operating system's resolver answers
+    them, as it would any name, and nothing outside the namespace sees them. The test is
+    skipped, with the cause, where no such namespace can be made."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("unshare (util-linux) is not on the PATH: no hosts file of the test's own")
+    prefix = [unshare, "--user", "--map-root-user", "--mount"] if os.geteuid() else [
+        unshare, "--mount"]
+    probe = subprocess.run([*prefix, "true"], capture_output=True, text=True, check=False)
+    if probe.returncode:
+        pytest.skip(f"no mount namespace for a hosts file of the test's own: {probe.stderr}")
+    hosts = tmp_path / "hosts"
+    hosts.write_text(Path("/etc/hosts").read_text() + "".join(
+        f"{address} {name}\n" for name, address in names.items()))
+    return [*prefix, "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts)]
+
+
+def by_name(requests: list[Request], web: Web) -> list[Request]:
+    """The server's log as the crawl asked it: each request to a named host's address (the
+    server logs where a request came to) under that host's name."""
+    name_of = {address: name for name, address in web.name_addresses().items()}
+
+    def named(host: str) -> str:
+        address, _, port = host.rpartition(":")
+        return f"{name_of[address]}:{port}" if address in name_of else host
+    return [replace(request, host=named(request.host)) for request in requests]
 
 
 def crawl_web(tmp_path: Path, env: dict[str, str], spec: WebSpec,
               during: Callable[[subprocess.Popen[bytes]], None] = lambda crawl: None,
               seeds_of: Callable[[Web], list[str]] = Web.seeds,
               before: Callable[[Web], None] = lambda web: None, args: Sequence[str] = (),
-              tls: tuple[str, str] | None = None) -> tuple[Web, list[Request], str]:
+              tls: tuple[str, str] | None = None, wrap: Sequence[str] = ()
+              ) -> tuple[Web, list[Request], str]:
     """Serve `spec`, call `before(web)` once it is served, run `crawlctl crawl --until-idle
     [args]` on its seeds (`seeds_of(web)`, every normal host's home page by default) while
     `during(crawl)` acts on it, and return the web (at its final generation), the server's
     log and the crawl's output. Fails the test if the crawl fails. `tls`: the certificate and
-    key files of a web whose spec says `tls`."""
+    key files of a web whose spec says `tls`; `wrap`: a command the crawl runs under."""
     log = str(tmp_path / "requests.jsonl")
     out = tmp_path / "crawl.out"
     with start_in_background(Web(spec), log, tls=tls) as server:
         before(server.web)
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("\n".join(seeds_of(server.web)) + "\n")
-        crawl = start_crawl(env, seeds, out, *args)
+        crawl = start_crawl(env, seeds, out, *args, wrap=wrap)
         during(crawl)
         assert crawl.wait(300) == 0, out.read_text()
     return server.web, load(log), out.read_text()

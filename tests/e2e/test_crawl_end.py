@@ -1,6 +1,8 @@
 """A crawl run until idle ends when its work ends: the last host, whose robots.txt answers
 503, is left for later (reported with its time), and the next crawl asks it again at that
-time, not earlier, and crawls it once robots.txt answers 200. Judged from the servers' logs."""
+time, not earlier, and crawls it once robots.txt answers 200. Each crawl's tail after its
+last request is at most CRAWL_IDLE_HORIZON and STOP seconds (docs/settings.md). Judged from
+the servers' logs."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ RETRY = 30.0  # CRAWL_ROBOTS_RETRY: past the rest of the first crawl (slow on a 
 HORIZON = 2.0  # of the first crawl
 HTML = {"Content-Type": "text/html"}
 PAGES = ["/", "/a", "/b"]
+STOP = 5.0  # seconds a crawl may take past CRAWL_IDLE_HORIZON to see it is idle and stop
 
 
 def _robots_down_once(path: str, before: int) -> Answer:
@@ -58,6 +61,7 @@ def test_a_host_whose_robots_txt_fails_is_left_for_the_next_crawl(tmp_path: Path
         # With the default horizon, the host is due soon enough for the next crawl to wait.
         second = crawlctl({**env, "CRAWL_IDLE_HORIZON": "30"}, "crawl", "--until-idle",
                           timeout=120)
+        second_ended = time.time()
         assert second.returncode == 0, second.stdout + second.stderr
 
     # The first crawl covered the test web and ended without waiting for the deferred host:
@@ -68,6 +72,8 @@ def test_a_host_whose_robots_txt_fails_is_left_for_the_next_crawl(tmp_path: Path
     assert robots_503[0] == "/robots.txt" and robots_503[3] == 503
     assert first_ended < robots_503[2] + RETRY
     assert max(r.end for r in requests) < first_ended  # the second crawl asked it nothing
+    first_tail = first_ended - max(max(r.end for r in requests), robots_503[2])
+    assert first_tail <= HORIZON + STOP, f"the first crawl's tail: {first_tail:.1f} s"
 
     # ... and listed the host as deferred, with why and when it is asked again.
     name = host_of(f"{late}/")
@@ -86,3 +92,5 @@ def test_a_host_whose_robots_txt_fails_is_left_for_the_next_crawl(tmp_path: Path
     assert later[0][1] >= deferred["until"]
     assert sorted(path for path, _, _, _ in later[1:]) == sorted([*PAGES, "/sitemap.xml"])
     assert "deferred" not in second.stdout
+    second_tail = second_ended - max(end for _, _, end, _ in later)
+    assert second_tail <= 30 + STOP, f"the second crawl's tail: {second_tail:.1f} s"

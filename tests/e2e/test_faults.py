@@ -17,7 +17,15 @@ import sqlalchemy as sa
 from crawlapp.adapters.db.engine import get_engine, normalize_url
 from crawlapp.core.settings import load_settings
 from tests.conftest import crawl_env
-from tests.e2e.helpers import crawl_web, crawlctl, kill, wait_for_child
+from tests.e2e.helpers import (
+    by_name,
+    crawl_web,
+    crawlctl,
+    hosts_file_namespace,
+    kill,
+    named,
+    wait_for_child,
+)
 from tests.faults import FaultProxy
 from testweb.serverlog import Request, fetched_urls, longest_quiet, repeats, summary
 from testweb.site import Web, WebSpec
@@ -78,10 +86,12 @@ def test_redis_losing_the_frontier_is_rebuilt_from_the_database(tmp_path: Path,
     _judge(tmp_path, env, web, requests, delay, bodies=False)
 
 
-def _crawl_through_outage(tmp_path: Path, env: dict[str, str], proxy: FaultProxy
-                          ) -> tuple[Web, list[Request]]:
-    """Crawl OUTAGE_SPEC with `proxy` down for OUTAGE_SECONDS once the crawl is under way;
-    checks that the crawler met the outage and went on after it."""
+def _crawl_through_outage(tmp_path: Path, env: dict[str, str], proxy: FaultProxy,
+                          names: bool = False) -> tuple[Web, list[Request]]:
+    """Crawl OUTAGE_SPEC (its hosts by name with `names`: a hosts file of the test's own, the
+    names kept a second in the DNS cache) with `proxy` down for OUTAGE_SECONDS once the crawl
+    is under way; checks that the crawler met the outage and went on after it. The log is
+    returned as the crawl asked it (by name)."""
     log = tmp_path / "requests.jsonl"
 
     def outage(crawl: subprocess.Popen[bytes]) -> None:
@@ -91,7 +101,11 @@ def _crawl_through_outage(tmp_path: Path, env: dict[str, str], proxy: FaultProxy
             time.sleep(0.1)
         proxy.outage(OUTAGE_SECONDS)
 
-    web, requests, _ = crawl_web(tmp_path, env, OUTAGE_SPEC, outage)
+    spec = named(OUTAGE_SPEC) if names else OUTAGE_SPEC
+    wrap = hosts_file_namespace(tmp_path, Web(spec).name_addresses()) if names else []
+    web, requests, _ = crawl_web(tmp_path, {**env, "CRAWL_DNS_TTL": "1"} if names else env,
+                                 spec, outage, wrap=wrap)
+    requests = by_name(requests, web)
     assert proxy.dropped > 0  # the crawler tried to reach the server while it was down
     assert proxy.up_at and any(r.start > proxy.up_at for r in requests)  # and went on after
     assert proxy.down_at is not None
@@ -103,15 +117,16 @@ def _crawl_through_outage(tmp_path: Path, env: dict[str, str], proxy: FaultProxy
     return web, requests
 
 
+@pytest.mark.parametrize("names", [False, True], ids=["addresses", "names"])
 def test_postgres_refusing_connections_for_10s_loses_nothing(tmp_path: Path, redis_url: str,
-                                                             pg_url: str) -> None:
+                                                             pg_url: str, names: bool) -> None:
     delay = 0.5
     server = sa.make_url(normalize_url(pg_url))
     with FaultProxy(server.port or 5432, server.host or "127.0.0.1").running() as proxy:
         proxied = server.set(host="127.0.0.1", port=proxy.port)
         env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(delay),
                         DATABASE_URL=proxied.render_as_string(hide_password=False))
-        web, requests = _crawl_through_outage(tmp_path, env, proxy)
+        web, requests = _crawl_through_outage(tmp_path, env, proxy, names)
         _judge(tmp_path, env, web, requests, delay, once=True)
     engine = sa.create_engine(server)
     with engine.connect() as conn:

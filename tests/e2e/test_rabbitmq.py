@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import crawl_env, rabbitmqctl
-from tests.e2e.helpers import crawl_web, crawlctl
+from tests.e2e.helpers import by_name, crawl_web, crawlctl, hosts_file_namespace, named
 from testweb.serverlog import fetched_urls, load, longest_quiet, repeats, summary
-from testweb.site import WebSpec
+from testweb.site import Web, WebSpec
 
 pytestmark = pytest.mark.e2e
 DELAY = 0.2
@@ -25,11 +25,18 @@ SPEC = WebSpec(hosts=6, pages_per_host=8, port=0)
 
 
 def _crawl(tmp_path: Path, redis_url: str, broker: str, during=lambda crawl: None,  # type: ignore[no-untyped-def]
-           **extra: str) -> tuple[dict[str, int], set[str], set[str], dict[str, object]]:
-    """The server log's verdict (with `repeats`), the pages expected and fetched, stats."""
+           names: bool = False, **extra: str
+           ) -> tuple[dict[str, int], set[str], set[str], dict[str, object]]:
+    """The server log's verdict (with `repeats`), the pages expected and fetched, stats; with
+    `names`, the hosts are names in a hosts file of the test's own (kept a second in the DNS
+    cache)."""
     env = crawl_env(tmp_path, redis_url, CELERY_BROKER_URL=broker,
                     CRAWL_DEFAULT_DELAY=str(DELAY), **extra)
-    web, requests, _ = crawl_web(tmp_path, env, SPEC, during=during)
+    spec = named(SPEC) if names else SPEC
+    wrap = hosts_file_namespace(tmp_path, Web(spec).name_addresses()) if names else []
+    web, requests, _ = crawl_web(tmp_path, {**env, "CRAWL_DNS_TTL": "1"} if names else env,
+                                 spec, during=during, wrap=wrap)
+    requests = by_name(requests, web)
     stats = json.loads(crawlctl(env, "stats", "--json").stdout)
     verdict = summary(requests, web, DELAY) | {"repeats": repeats(requests)}
     return verdict, web.expected_pages(5), set(fetched_urls(requests)), stats
@@ -52,8 +59,9 @@ def test_a_crawl_on_rabbitmq(tmp_path: Path, redis_url: str, amqp_url: str,
     assert {types[name] for name in stats["queues"]} == {"quorum" if quorum else "classic"}
 
 
+@pytest.mark.parametrize("names", [False, True], ids=["addresses", "names"])
 def test_broker_connections_cut_mid_crawl(tmp_path: Path, redis_url: str,
-                                          amqp_url: str) -> None:
+                                          amqp_url: str, names: bool) -> None:
     """Every connection to the crawl's virtual host is closed twice while it runs: the
     workers, beat and the dispatcher reconnect, and no URL is lost or fetched twice."""
     vhost = amqp_url.rsplit("/", 1)[1]
@@ -71,7 +79,8 @@ def test_broker_connections_cut_mid_crawl(tmp_path: Path, redis_url: str,
             cuts.append(time.time())
             time.sleep(2)
 
-    verdict, expected, fetched, _ = _crawl(tmp_path, redis_url, amqp_url, during=cut)
+    verdict, expected, fetched, _ = _crawl(tmp_path, redis_url, amqp_url, during=cut,
+                                           names=names)
     assert len(cuts) == 2
     quiet = longest_quiet(load(str(log)), cuts[0])
     print(f"broker cut: {verdict['repeats']} repeats, longest quiet {quiet:.1f} s after "

@@ -214,7 +214,8 @@ def test_redirects_and_error_answers_replay_with_their_status(tmp_path: Path,
     exported = crawlctl(env, "export", "warc", "--out", str(out), "--cdxj")
     assert exported.returncode == 0, exported.stdout + exported.stderr
     assert "skipped" not in exported.stdout, exported.stdout
-    assert "8 redirect(s) and error answer(s) (1 cut" in exported.stdout, exported.stdout
+    assert ("8 redirect(s), error answer(s) and answers too large (1 cut: WARC-Truncated)"
+            in exported.stdout), exported.stdout
     _check([out])
     history = _history(tmp_path)
     paths = ["/" + url.split("/", 3)[3] for url, *_ in history]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import http.server
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -13,28 +11,20 @@ import redis
 from crawlapp.adapters.http import Fetcher
 from crawlapp.adapters.redis.dnscache import DnsCache, Resolution
 from crawlapp.core.settings import load_settings
+from tests.loopback import QuietHandler, serving
 
 pytestmark = pytest.mark.integration
 
 
-class _Echo(http.server.BaseHTTPRequestHandler):
+class _Echo(QuietHandler):
     def do_GET(self) -> None:  # noqa: N802
-        body = f"{self.headers['Host']}|{self.headers.get('From')}|{self.path}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_body(f"{self.headers['Host']}|{self.headers.get('From')}|{self.path}".encode())
 
 
 @pytest.fixture
 def port() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
+    with serving(_Echo) as port:
+        yield port
 
 
 class CountingLookup:

@@ -178,7 +178,8 @@ def test_redirect_hops_are_bounded_by_fetch_and_by_time(tmp_path: Path, redis_ur
     assert known.hops == {"http://a.com/new": 3, "http://a.com/plain": 0}
     assert set(known.validators) == {"http://a.com/new", "http://a.com/plain"}
     ctx.hops.record({"http://a.com/plain": 1})  # found as a redirect's target while fetched
-    assert _retries(ctx, [(lease, Fetched(lease.url, 200)), (plain, Fetched(plain.url, 200))],
+    assert _retries(ctx, "run", [(lease, Fetched(lease.url, 200)),
+                                 (plain, Fetched(plain.url, 200))],
                     [], known) == set()  # fetched
     assert not ctx.redis.exists(key)
     assert _known(ctx, [lease, plain]).validators == {}

@@ -11,9 +11,11 @@ import httpx
 
 from crawlapp.adapters.browser.renderer import HostSlots
 from crawlapp.adapters.context import Context
+from crawlapp.adapters.redis.local import RedisServer
 from crawlapp.core.records import Fetched, Link, Status
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.rendering import _Answers, _learned_robots
+from tests.loopback import with_longest_stall
 from tests.mock_web import mock_fetcher, site
 
 CDN = "http://cdn.test"
@@ -64,3 +66,27 @@ def test_a_robots_txt_that_gives_no_answer_refuses_the_origin_for_the_batch(
     assert asked == [f"{CDN}/robots.txt"] and got == ["robots_unknown", "robots_unknown"]
     assert answers.learned == [] and _learned_robots(ctx, answers.learned) == []
     assert ctx.robots.load([CDN])[CDN] is None  # left to the fetch stage, which tries again
+
+
+def test_a_check_redis_cannot_answer_refuses_the_request_without_stalling_the_loop(
+        tmp_path: Path) -> None:
+    """Redis stopped under a render: the robots.txt and denylist read is tried again for the
+    ride-out in the loop's executor (the browser's loop goes on), then the request is
+    refused as 'redis' and counted a fault (the page is then not taken for rendered)."""
+    server = RedisServer()
+    ctx = Context(load_settings({"CRAWL_DATA_DIR": str(tmp_path),
+                                 "CRAWL_REDIS_URL": f"{server.start()}/0",
+                                 "CRAWL_REDIS_RIDE_OUT": "1"}))
+    asked: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(str(request.url))
+        return httpx.Response(200)
+
+    answers = _Answers(ctx, mock_fetcher(handler), {}, HostSlots({}, lambda host: 0.0))
+    server.stop()
+
+    got, longest_gap = asyncio.run(with_longest_stall(
+        answers.answer(f"{CDN}/a.js", None, time.time() + 10)))
+    assert (got, answers.faults, asked) == ("redis", 1, [])
+    assert longest_gap < 0.5

@@ -190,3 +190,12 @@ def test_any_final_answer_leaves_the_host_in_good_standing(status: int) -> None:
     ParkReason(ParkKind.FAILING, "8 failures in a row, last: 503")])
 def test_a_park_reason_is_kept_as_its_text_and_read_back(reason: ParkReason) -> None:
     assert ParkReason.parse(str(reason)) == reason
+
+
+def test_a_failure_of_ours_sends_the_url_back_and_the_host_keeps_its_count() -> None:
+    book, page = ledger(failures={"a.test": 1}), lease("/1")
+    assert book.next_start(page, answer(None, 100.0, "resolver")) is None
+    book.answered(page, answer(None, 100.0, "resolver"), retry=True)
+    (ended,) = book.releases()
+    assert (ended.next_time, ended.failures, ended.requeue, ended.park_reason) == (
+        101.0, 1, True, None)

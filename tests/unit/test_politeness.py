@@ -117,3 +117,16 @@ def test_the_politeness_key_by_host_domain_or_address() -> None:
     assert politeness_key("domain", "127.0.0.1:80") == "domain:127.0.0.1"
     assert politeness_key("ip", "a.test:80", "10.0.0.7") == "ip:10.0.0.7"
     assert politeness_key("ip", "[::1]:8080") == "ip:::1"  # an address is its own key
+
+
+@pytest.mark.parametrize("robots", [False, True])
+def test_a_failure_of_ours_requeues_the_url_and_leaves_the_host_as_it_stood(robots: bool) -> None:
+    """The crawler's resolver failing (`resolver`: Redis and the system's resolver both
+    failing the process) is not the host's failure: a delay, its failures kept, never
+    parked or given up."""
+    assert requeues_url(None, "resolver")
+    assert not backs_off_host(None, "resolver")
+    policy = replace(POLICY, give_up_after=1, park_after=1)
+    nxt = host_next(10.0, 1.0, Answer(None, "resolver"), failures=2, policy=policy,
+                    robots=robots)
+    assert (nxt.next_time, nxt.failures, nxt.park_reason) == (11.0, 2, None)

@@ -168,9 +168,11 @@ def test_a_bomb_in_any_coding_is_too_large(bomb: tuple[str, bytes], url: str) ->
     fetcher = mock_fetcher(lambda _: answer(200, raw, {"Content-Encoding": encoding}),
                            CRAWL_MAX_BODY_BYTES=str(1 << 20))
     result = asyncio.run(fetcher.get(url))
-    assert (result.status, result.error, result.body) == (200, "too_large", b"")
+    assert (result.status, result.error, result.truncated) == (200, "too_large", True)
+    assert result.body == (b"Sitemap: http://a.test/map.xml\n" + b"\0" * BOMB_BYTES)[:1 << 20]
     page = apply_fetch(page_for(replace(LEASE, url=url)), result, 1 << 20)
-    assert (page.status, page.error) == ("failed", "too_large")
+    assert (page.status, page.error, page.truncated) == ("failed", "too_large", True)
+    assert page.raw_gz is not None and gzip.decompress(page.raw_gz) == result.body  # archived
 
 
 def test_a_robots_txt_bomb_in_any_coding_is_cut_at_its_cap(bomb: tuple[str, bytes]) -> None:

@@ -49,6 +49,8 @@ def fetch(cert_key: tuple[Path, Path], **env: str) -> Fetched:
 def test_a_root_added_by_crawl_ca_bundle_is_trusted(ca: Authority) -> None:
     fetched = fetch(ca.issue(), CRAWL_CA_BUNDLE=str(ca.cert_file))
     assert (fetched.status, fetched.body, fetched.error) == (200, b"hello", None)
+    # the connection's suite, as OpenSSL names it (WARC-Cipher-Suite)
+    assert fetched.cipher_suite in {c["name"] for c in ssl.create_default_context().get_ciphers()}
 
 
 @pytest.mark.parametrize(("leaf", "bundle", "reason"), [

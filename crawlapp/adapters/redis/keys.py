@@ -117,7 +117,9 @@ HOPS = Key("P:hops:<url_hash>", "string", "redirects that led to a URL waiting t
            "expiring (redirect_hops.py)")
 VALIDATORS = Key("P:validators:<part>", "hash", "url -> ETag and Last-Modified a re-crawl "
                  "sends, one hash per part (validators.py)")
-RETRIES = Key("P:retries", "hash", "url -> transient failures so far (retries.py)")
+RETRIES = Key("{P:retries}", "hash", "url -> transient failures so far (retries.py)")
+RETRIES_RUN = Key("{P:retries}:run:<run>", "string", "the counts a fetch batch's run got, "
+                  "kept through a Redis fault's tries again, expiring (retries.py)")
 SLOT = Key("P:slot:<key>", "string", "\"<holder> <time>\" of a politeness key (a domain or "
            "an address, CRAWL_POLITENESS_KEY): held by a batch, or free from that time "
            "(slots.py)")
@@ -167,7 +169,7 @@ VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify
 
 ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM,
                         DEDUP_BUCKET, BANDS, DEDUP_LOCK, CANONICAL, ROBOTS, DNS, DNS_LOCK, HOPS,
-                        VALIDATORS, RETRIES, THROTTLE, SLOT, RECRAWL_TIER, RECRAWL_CLAIMED,
+                        VALIDATORS, RETRIES, RETRIES_RUN, THROTTLE, SLOT, RECRAWL_TIER, RECRAWL_CLAIMED,
                         RECRAWL_HORIZON, RATES, RATES_ALL, SITEMAP_TRUST,
                         HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
                         AUTHORITY, DENYLIST, SCOPE, WORKERS, VERIFY)
