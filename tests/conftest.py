@@ -43,6 +43,7 @@ from crawlapp.adapters.redis.local import (
     RedisServer,
     refuse_unless_empty,
 )
+from tests.skip_summary import pytest_terminal_summary  # noqa: F401 - the hook, registered here
 
 PG_SERVER = os.environ.get("TEST_DATABASE_URL",
                            "postgresql://postgres@127.0.0.1:5432/postgres")
