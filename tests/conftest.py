@@ -1,15 +1,18 @@
 """Fixtures for the integration and end-to-end tests: a Redis server, a Postgres database and
 an S3 server of the tests' own, so that nothing of the user's is read, flushed or dropped.
 
-- Redis: a `redis-server` on a free loopback port (no persistence), started the first time a
-  test needs it and stopped at the end of the session. `TEST_REDIS_URL` (a server, e.g.
-  `redis://127.0.0.1:6379`) and/or `TEST_REDIS_DB` (default 9) point the tests at a server
-  of the user's instead, and `TEST_BLOOM_REDIS_URL` (a database) the Bloom filter tests; each
-  such database is emptied before every test, so the tests refuse one that holds keys unless
-  `TEST_REDIS_FLUSH=1`, and empty it again at the end.
+- Redis: a `redis-server` (the PATH's, else the one `make redis-bin` put in the venv: see
+  `binary` in crawlapp/adapters/redis/local.py) on a free loopback port (no persistence),
+  started the first time a test needs it and stopped at the end of the session.
+  `TEST_REDIS_URL` (a server, e.g. `redis://127.0.0.1:6379`) and/or `TEST_REDIS_DB` (default
+  9) point the tests at a server of the user's instead, and `TEST_BLOOM_REDIS_URL` (a
+  database) the Bloom filter tests; each such database is emptied before every test, so the
+  tests refuse one that holds keys unless `TEST_REDIS_FLUSH=1`, and empty it again at the
+  end.
 - Redis Cluster: 3 masters and 3 replicas on free loopback ports (RedisClusterServers),
   started the first time a test asks for `redis_cluster` and stopped at the end of the
-  session; skipped, with the reason, without redis-server and redis-cli.
+  session; skipped, with the reason, when redis-server or redis-cli is neither on the PATH
+  nor in the venv.
 - Postgres: a database of the tests' own (`crawlapp_test_<pid>_<random>`), created on the
   server of `TEST_DATABASE_URL` (default `postgresql://postgres@127.0.0.1:5432/postgres`; the
   database it names is only connected to, for CREATE and DROP DATABASE) and dropped at the end.
