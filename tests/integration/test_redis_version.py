@@ -4,13 +4,18 @@ on the tests' real servers with the bar raised above them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import redis
 
+from crawlapp import app
+from crawlapp.adapters.context import Context
 from crawlapp.adapters.redis import client as redis_client
 from crawlapp.adapters.redis.client import OLDEST_REDIS, connect
 from crawlapp.adapters.redis.local import RedisClusterServers, free_port
 from crawlapp.core.errors import InputError, ServerTooOld
+from crawlapp.core.settings import load_settings
 
 pytestmark = pytest.mark.integration
 
@@ -50,3 +55,15 @@ def test_a_server_that_does_not_answer_yet_fails_at_its_first_command() -> None:
     client = connect(f"redis://127.0.0.1:{free_port()}/0", cluster=False)
     with pytest.raises(redis.ConnectionError):
         client.ping()
+
+
+def test_a_worker_stops_at_its_start_on_an_older_server(
+        redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    ctx = Context(load_settings({"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": redis_url}))
+    monkeypatch.setattr(app, "get_context", lambda: ctx)
+    monkeypatch.setattr(redis_client, "OLDEST_REDIS", (99, 0, 0))
+    with pytest.raises(SystemExit) as stopped:
+        app._check_layout()
+    assert stopped.value.code == 1
+    assert "the crawler needs Redis 99.0.0 or newer" in caplog.text
