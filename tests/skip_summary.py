@@ -5,11 +5,14 @@ was never tested and why (Postgres, RabbitMQ, Chromium, a Redis Cluster...)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 
 import pytest
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # the outermost: after pytest's own summary
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterator[None]:
+    yield
     groups: defaultdict[str, list[str]] = defaultdict(list)
     for report in terminalreporter.stats.get("skipped", []):
         if isinstance(report.longrepr, tuple):
