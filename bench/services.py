@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bench.procs import ProcStat, cmdline, read_stat
+from crawlapp.adapters.redis.local import binary
 
 # A backend's process title: "postgres: [cluster: ]user database host(port) activity"
 _BACKEND_TITLE = re.compile(r"postgres: (?:\S+: )?\S+ (?P<database>\S+) (?:\S+\(\d+\)|\[local\])")
@@ -58,11 +59,12 @@ def _server(command: list[str], port: int, name: str) -> Iterator[subprocess.Pop
 @contextlib.contextmanager
 def own_redis() -> Iterator[str]:
     """A redis-server of the bench's own on a free loopback port (no persistence); its URL."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise RuntimeError("redis-server is not on PATH; set BENCH_REDIS_URL to a Redis to use")
+    try:
+        server = binary("redis-server")
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc} (BENCH_REDIS_URL)") from None
     port = free_port()
-    command = [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+    command = [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
                "--appendonly", "no", "--databases", "1"]
     with _server(command, port, "redis-server"):
         yield f"redis://127.0.0.1:{port}/0"

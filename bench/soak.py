@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from crawlapp.adapters.redis.local import binary  # noqa: E402
 from tests.e2e.helpers import children, kill, start_crawl  # noqa: E402
 from testweb.server import start_in_background  # noqa: E402
 from testweb.serverlog import fetched_urls, load, summary  # noqa: E402
@@ -31,11 +32,11 @@ RSS_EVERY = 10.0
 
 
 def start_redis(port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port),
+    proc = subprocess.Popen([binary("redis-server"), "--bind", "127.0.0.1", "--port", str(port),
                              "--save", "", "--appendonly", "no"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
-    while subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True,
+    while subprocess.run([binary("redis-cli"), "-p", str(port), "ping"], capture_output=True,
                          check=False).stdout.strip() != b"PONG":
         if time.monotonic() > deadline:
             raise RuntimeError(f"redis-server did not start on port {port}")

@@ -1,16 +1,18 @@
 """Fixtures for the integration and end-to-end tests: a Redis server, a Postgres database and
 an S3 server of the tests' own, so that nothing of the user's is read, flushed or dropped.
 
-- Redis: a `redis-server` on a free loopback port (no persistence), started the first time a
-  test needs it and stopped at the end of the session. `TEST_REDIS_URL` (a server, e.g.
-  `redis://127.0.0.1:6379`) and/or `TEST_REDIS_DB` (default 9) point the tests at a server
-  of the user's instead, and `TEST_BLOOM_REDIS_URL` (a database) the Bloom filter tests; each
-  such database is emptied before every test, so the tests refuse one that holds keys unless
-  `TEST_REDIS_FLUSH=1`, and empty it again at the end.
+- Redis: a `redis-server` (the PATH's, else the one `make redis-bin` put in the venv: see
+  `binary` in crawlapp/adapters/redis/local.py) on a free loopback port (no persistence),
+  started the first time a test needs it and stopped at the end of the session.
+  `TEST_REDIS_URL` (a server, e.g. `redis://127.0.0.1:6379`) and/or `TEST_REDIS_DB` (default
+  9) point the tests at a server of the user's instead, and `TEST_BLOOM_REDIS_URL` (a
+  database) the Bloom filter tests; each such database is emptied before every test, so the
+  tests refuse one that holds keys unless `TEST_REDIS_FLUSH=1`, and empty it again at the
+  end.
 - Redis Cluster: 3 masters and 3 replicas on free loopback ports (RedisClusterServers),
   started the first time a test asks for `redis_cluster` and stopped at the end of the
-  session; skipped, with the reason, without redis-server or redis-cli only: a cluster that
-  fails to form fails the tests.
+  session; skipped, with the reason, only when redis-server or redis-cli is neither on the
+  PATH nor in the venv: a cluster that fails to form fails the tests.
 - Postgres: a database of the tests' own (`crawlapp_test_<pid>_<random>`), created on the
   server of `TEST_DATABASE_URL` (default `postgresql://postgres@127.0.0.1:5432/postgres`; the
   database it names is only connected to, for CREATE and DROP DATABASE) and dropped at the end.
@@ -42,8 +44,10 @@ from crawlapp.adapters.redis.local import (
     NotEmpty,
     RedisClusterServers,
     RedisServer,
+    binary,
     refuse_unless_empty,
 )
+from tests.skip_summary import pytest_terminal_summary  # noqa: F401 - the hook, registered here
 
 PG_SERVER = os.environ.get("TEST_DATABASE_URL",
                            "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -149,10 +153,11 @@ def redis_cluster() -> Iterator[RedisClusterServers]:
     2000 ms); a test that kills a node gets the cluster back whole at its end. Skipped only
     without the redis-server or redis-cli binary; a cluster that fails to form fails the
     tests that need it."""
-    missing = [name for name in ("redis-server", "redis-cli") if shutil.which(name) is None]
-    if missing:
-        pytest.skip(f"no Redis Cluster of the tests' own: {' and '.join(missing)} not on the "
-                    "PATH (Debian: apt-get install redis-server redis-tools)")
+    try:
+        for name in ("redis-server", "redis-cli"):
+            binary(name)
+    except RuntimeError as exc:
+        pytest.skip(f"no Redis Cluster of the tests' own: {exc}")
     cluster = RedisClusterServers()
     try:
         cluster.start()

@@ -24,7 +24,7 @@ from celery.worker.request import Request
 from crawlapp.adapters.blobstore import load_client
 from crawlapp.adapters.context import get_context
 from crawlapp.adapters.errors import transient_errors
-from crawlapp.core.errors import FrontierLayoutError, TransientError
+from crawlapp.core.errors import FrontierLayoutError, ServerTooOld, TransientError
 from crawlapp.core.settings import get_settings
 
 if TYPE_CHECKING:
@@ -95,13 +95,17 @@ def _load(sender: WorkController, **_: Any) -> None:
 
 def _check_layout() -> None:
     """Stop a worker whose CRAWL_SHARDS is not the number of shards the frontier is laid out
-    in: the URLs it queued would wait in shards that no dispatcher reads."""
+    in: the URLs it queued would wait in shards that no dispatcher reads; and one whose Redis
+    is older than the crawler works with (the client's check when it connects)."""
     try:
         with transient_errors():
             layout = get_context().frontier.layout()
     except TransientError as exc:  # Redis restarting: its tasks retry until it is back
         log.warning("cannot read the frontier's layout (%s); starting anyway", exc)
         return
+    except ServerTooOld as exc:
+        log.critical("%s", exc)
+        raise SystemExit(1) from None
     shards = get_settings().shards
     if layout and layout != shards:
         log.critical("%s", FrontierLayoutError(layout, shards))

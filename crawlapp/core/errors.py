@@ -3,7 +3,8 @@
 - `InputError`: bad input from the operator or the web (a URL, a host pattern, a setting, a
   seed, a command-line argument). Trying again changes nothing; fixing the input does.
   `ServerRefused`, one of them: a server that answers but refuses what the settings ask of
-  it (credentials it does not take, a bucket it does not have).
+  it (credentials it does not take, a bucket it does not have); `ServerTooOld`, a server
+  older than the crawler works with.
 - `TransientError`: a server that may come back (Redis, Postgres, S3, the broker). The same
   call may succeed later; `service` names which one failed. `NotQueued`, one of them, carries
   the URLs that a failure at the commit or at the frontier left unqueued, for the try again.
@@ -52,6 +53,15 @@ class ServerRefused(InputError):
         super().__init__(f"{service} refused a request: {detail}; check {check}")
         self.service = service
         self.detail = detail
+
+
+class ServerTooOld(InputError):
+    """A server older than the oldest version the crawler works with."""
+
+    def __init__(self, service: str, where: str, found: str, needed: str) -> None:
+        super().__init__(f"{service} at {where} is version {found}; the crawler needs "
+                         f"{service} {needed} or newer")
+        self.found, self.needed = found, needed
 
 
 class TransientError(CrawlError):

