@@ -110,19 +110,9 @@ class Context:
     @cached_property
     def dedup_index(self) -> DedupIndex:
         # Imported here: its SimHash tables bring numpy, for the processes that dedup.
-        from crawlapp.adapters.redis.dedup_index import (
-            ENTRIES_PER_KEY,
-            URLS_PER_BUCKET,
-            URLS_PER_ORIGINAL,
-            DedupIndex,
-        )
-        from crawlapp.core.near_tables import plan
-
-        originals = self.settings.expected_urls // URLS_PER_ORIGINAL
-        return DedupIndex(self.dedup_redis, self._prefix,
-                          buckets(self.settings.expected_urls, URLS_PER_BUCKET),
-                          plan(originals, self.settings.near_duplicate_bits),
-                          buckets(originals, ENTRIES_PER_KEY))
+        from crawlapp.adapters.redis.dedup_index import DedupIndex
+        return DedupIndex.planned(self.dedup_redis, self._prefix, self.settings.expected_urls,
+                                  self.settings.near_duplicate_bits)
 
     @cached_property
     def canonicals(self) -> CanonicalPointers:

@@ -20,8 +20,9 @@ permuted, under a prefix of them, and a page's look-up reads, in each table, the
 under its own prefix: a ZRANGEBYLEX, since members sort as their bits do. Every fingerprint
 within `max_distance` bits is among them, and about `Tables.strangers` others, whatever the
 number filed, as long as it stays near the originals planned for (CRAWL_EXPECTED_URLS /
-URLS_PER_ORIGINAL: the context's `near_tables`). A table's members are spread over
-`table_buckets` keys by their top bits (about ENTRIES_PER_KEY each at the plan: listpacks);
+URLS_PER_ORIGINAL: `planned`). A table's members are spread over
+`table_buckets` keys by their top bits (ENTRIES_PER_KEY to twice that each at the plan:
+listpacks);
 filing an original adds one member to one key a table, releasing it removes that member.
 Those within `max_distance` bits are resolved to their owners through the "f" fields (a
 second round trip, only when there are any). Every key is a key of its own, so a Redis
@@ -65,7 +66,8 @@ from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.lua import Lua
 from crawlapp.core.errors import TransientError
-from crawlapp.core.near_tables import WIDTH, Tables
+from crawlapp.adapters.redis.parts import buckets
+from crawlapp.core.near_tables import WIDTH, Tables, plan
 
 # KEYS: a bucket or the lock. ARGV: a field (a bucket's) or nothing (the lock), then a
 # url_hash or a lock holder's token. Deletes the field (or key) if it still holds that value;
@@ -124,7 +126,9 @@ URLS_PER_BUCKET = 512
 # The originals the tables are planned for: CRAWL_EXPECTED_URLS / URLS_PER_ORIGINAL (a crawl
 # knows about 4 URLs for each page it fetched, docs/sizing.md; copies are not filed).
 URLS_PER_ORIGINAL = 4
-ENTRIES_PER_KEY = 64  # members of a table key at the plan: half a listpack's 128
+# Members of a table key at the plan: 32 to 64 (parts.buckets rounds down), so that a key
+# stays a listpack (up to 128 members) past twice the originals planned for.
+ENTRIES_PER_KEY = 32
 SCRIPT_KEYS = 1000  # keys a script touches at most, to keep each one short
 CLAIM, FINGERPRINT = b"c", b"f"  # the two kinds of a bucket's fields
 Slot = tuple[str, bytes]  # a bucket key and a field of it
@@ -230,9 +234,19 @@ class DedupIndex:
         # which leave out the `cut` whole bytes of them
         self.bits = min(table_buckets.bit_length() - 1, *tables.prefixes)
         self.cut = self.bits // 8
+        self.digits = (self.bits + 3) // 4  # of a key's bucket, in hex: keys of a table align
         self._bucket_prefix = keys.DEDUP_BUCKET.of(prefix, bucket="")
         self._table_prefix = keys.NEAR_TABLE.of(prefix, table="", bucket="").removesuffix(":")
         self._lock = keys.DEDUP_LOCK.of(prefix)
+
+    @classmethod
+    def planned(cls, client: Client, prefix: str, expected_urls: int, distance: int
+                ) -> DedupIndex:
+        """The index for CRAWL_EXPECTED_URLS and CRAWL_NEAR_DUPLICATE_BITS: buckets of claims
+        for the URLs, tables for a URLS_PER_ORIGINAL-th as many originals."""
+        originals = expected_urls // URLS_PER_ORIGINAL
+        return cls(client, prefix, buckets(expected_urls, URLS_PER_BUCKET),
+                   plan(originals, distance), buckets(originals, ENTRIES_PER_KEY))
 
     def _bucket(self, number: int) -> str:
         return f"{self._bucket_prefix}{number & (self.buckets - 1):x}"
@@ -258,10 +272,13 @@ class DedupIndex:
             for fp, value in zip(wanted, permuted, strict=True):
                 low = value & ~tail
                 found[fp].append(Place(value.to_bytes(8, "big")[cut:], Range(
-                    table, f"{self._table_prefix}{table}:{value >> (WIDTH - self.bits):x}",
+                    table, self.table_key(table, value >> (WIDTH - self.bits)),
                     low.to_bytes(8, "big")[cut:], (low | tail).to_bytes(8, "big")[cut:],
                     low >> low_bits << low_bits)))
         return found
+
+    def table_key(self, table: int, bucket: int) -> str:
+        return f"{self._table_prefix}{table}:{bucket:0{self.digits}x}"
 
     def _groups(self, keyed: Iterable[Any], key: Callable[[Any], str]) -> list[list[Any]]:
         """`keyed` by what one script may touch, SCRIPT_KEYS at most: any of them on one
