@@ -68,7 +68,8 @@ def _apply(luts: np.ndarray, values: np.ndarray) -> np.ndarray:
     shape (n,) or (tables, n)."""
     octets = (values[:, None] >> (np.arange(8, dtype=np.uint64) * np.uint64(8))) & np.uint64(255)
     picked = luts[..., np.arange(8), octets.astype(np.intp)]
-    return np.bitwise_or.reduce(picked, axis=-1)
+    moved: np.ndarray = np.bitwise_or.reduce(picked, axis=-1)
+    return moved
 
 
 @dataclass(frozen=True)

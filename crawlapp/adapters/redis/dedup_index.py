@@ -65,8 +65,8 @@ from redis.cluster import RedisCluster
 from crawlapp.adapters.redis import keys
 from crawlapp.adapters.redis.client import Client, Pipeline
 from crawlapp.adapters.redis.lua import Lua
-from crawlapp.core.errors import TransientError
 from crawlapp.adapters.redis.parts import buckets
+from crawlapp.core.errors import TransientError
 from crawlapp.core.near_tables import WIDTH, Tables, plan
 
 # KEYS: a bucket or the lock. ARGV: a field (a bucket's) or nothing (the lock), then a
@@ -285,9 +285,10 @@ class DedupIndex:
         Redis; on a cluster, those of one hash slot (a key of its own each, as a rule, spread
         over the masters)."""
         by_hash_slot: dict[int, list[Any]] = defaultdict(list)
-        cluster = isinstance(self.client, RedisCluster)
+        client = self.client
         for item in keyed:
-            by_hash_slot[self.client.keyslot(key(item)) if cluster else 0].append(item)
+            slot = client.keyslot(key(item)) if isinstance(client, RedisCluster) else 0
+            by_hash_slot[slot].append(item)
         return [group[i:i + SCRIPT_KEYS] for group in by_hash_slot.values()
                 for i in range(0, len(group), SCRIPT_KEYS)]
 
