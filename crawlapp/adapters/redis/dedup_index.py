@@ -284,11 +284,13 @@ class DedupIndex:
         """`keyed` by what one script may touch, SCRIPT_KEYS at most: any of them on one
         Redis; on a cluster, those of one hash slot (a key of its own each, as a rule, spread
         over the masters)."""
-        by_hash_slot: dict[int, list[Any]] = defaultdict(list)
         client = self.client
+        if not isinstance(client, RedisCluster):
+            items = list(keyed)
+            return [items[i:i + SCRIPT_KEYS] for i in range(0, len(items), SCRIPT_KEYS)]
+        by_hash_slot: dict[int, list[Any]] = defaultdict(list)
         for item in keyed:
-            slot = client.keyslot(key(item)) if isinstance(client, RedisCluster) else 0
-            by_hash_slot[slot].append(item)
+            by_hash_slot[client.keyslot(key(item))].append(item)
         return [group[i:i + SCRIPT_KEYS] for group in by_hash_slot.values()
                 for i in range(0, len(group), SCRIPT_KEYS)]
 
