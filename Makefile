@@ -6,7 +6,7 @@ export CRAWL_DATA_DIR ?= $(CURDIR)/var
 .PHONY: install redis-bin services test test-unit test-integration test-e2e demo bench bench-quick bench-scale lint \
         lock clean compose-config compose-schema docs audit soak install-render test-render \
         bench-render docsites bench-authority install-pywb bench-redis-sizing cluster-up cluster-down \
-        bench-db bench-fetch bench-freshness
+        bench-db bench-fetch bench-freshness bench-near-dup
 
 # The Docker Compose v2 plugin, for `make compose-config` only (an extra check where a docker
 # client exists; `make test` validates the compose file offline against the vendored schema).
@@ -185,6 +185,13 @@ bench-fetch: install
 # Bytes per item of every Redis structure, from MEMORY USAGE during a crawl (not a test).
 bench-redis-sizing: install redis-bin
 	$(PY) -m bench.redis_sizing
+
+# The near-copy index alone (bench/near_dup.py): BENCH_NEAR_DUP_SIZES (100000,1000000,10000000)
+# random originals filed on a redis-server of its own, look-ups and filings timed, missed near
+# copies counted, and the dedup lock's batches a second with Redis 1 ms away; writes
+# var/bench/near_dup.json and near_dup_lock.json. 10 M originals take ~3 GB of Redis.
+bench-near-dup: install
+	$(PY) -m bench.near_dup
 
 # Postgres at scale (bench/db_bench.py): a database of its own (crawl_bench_db), BENCH_DB_ROWS
 # (10,000,000) URL rows through the repository, hot queries timed; not part of `test`.

@@ -18,7 +18,7 @@ Sizes = dict[str, tuple[int, int, int]]  # template -> (keys, items, bytes)
 FAMILIES: dict[str, tuple[keys.Key, ...]] = {
     "frontier": (*keys.FRONTIER, keys.ALIVE),
     "batches": (keys.BATCHES, keys.BATCH_URLS, keys.BATCH_RUN),
-    "dedup": (keys.DEDUP_BUCKET, keys.BANDS, keys.DEDUP_LOCK, keys.DEDUP_ALIVE, keys.CANONICAL),
+    "dedup": (keys.DEDUP_BUCKET, keys.NEAR_TABLE, keys.DEDUP_LOCK, keys.DEDUP_ALIVE, keys.CANONICAL),
     "recrawl": tuple(k for k in keys.ALL if k.template.startswith("P:recrawl")),
     "budgets": (keys.HOSTCOUNT, keys.PATTERNS),
     "fetch state": (keys.ROBOTS, keys.DNS, keys.DNS_LOCK, keys.HOPS, keys.VALIDATORS,

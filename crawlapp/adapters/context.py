@@ -109,10 +109,10 @@ class Context:
 
     @cached_property
     def dedup_index(self) -> DedupIndex:
-        # Imported here: its SimHash bands bring numpy and lxml, for the processes that dedup.
-        from crawlapp.adapters.redis.dedup_index import URLS_PER_BUCKET, DedupIndex
-        return DedupIndex(self.dedup_redis, self._prefix,
-                          buckets(self.settings.expected_urls, URLS_PER_BUCKET))
+        # Imported here: its SimHash tables bring numpy, for the processes that dedup.
+        from crawlapp.adapters.redis.dedup_index import DedupIndex
+        return DedupIndex.planned(self.dedup_redis, self._prefix, self.settings.expected_urls,
+                                  self.settings.near_duplicate_bits)
 
     @cached_property
     def canonicals(self) -> CanonicalPointers:

@@ -21,7 +21,7 @@ from crawlapp.cli.common import context, emit, host_arg, json_option
 def verify(click_ctx: click.Context, host: str | None, sample: int | None, repair: bool,
            as_json: bool) -> None:
     """Check that every body a row names is in the blob store, that the content claims and
-    SimHash bands in Redis name stored originals, and that every copy's duplicate_of chain
+    SimHash tables in Redis name stored originals, and that every copy's duplicate_of chain
     ends at one. Exit 1 if problems were found and not repaired.
 
     Example: crawlctl verify --sample 10000, or crawlctl verify --host example.com --repair

@@ -92,7 +92,7 @@ class Settings:
         convert=_REDIS_URL, doc_default="the broker, if Redis")
     dedup_redis_url: str = setting(
         "CRAWL_DEDUP_REDIS_URL",
-        "what grows with the crawl: URL-seen filter, content claims and SimHash bands, canonical "
+        "what grows with the crawl: URL-seen filter, content claims and SimHash tables, canonical "
         "pointers, re-crawl sets",
         default=lambda read: read["redis_url"], convert=_REDIS_URL, doc_default="CRAWL_REDIS_URL")
     redis_cluster: bool = setting(
@@ -347,7 +347,9 @@ class Settings:
         "CRAWL_MAX_PAGES_PER_HOST", "URLs queued per host; the rest are recorded `over_budget`",
         default=100_000, convert=bounded(int, 1, 1 << 40))
     near_duplicate_bits: int = setting(
-        "CRAWL_NEAR_DUPLICATE_BITS", "SimHash distance (0-3) under which a page is a near duplicate",
+        "CRAWL_NEAR_DUPLICATE_BITS",
+        "SimHash distance (0-3) under which a page is a near duplicate; the near-copy tables "
+        "are shaped for it (a change needs the dedup Redis rebuilt: docs/sizing.md)",
         default=3, convert=bounded(int, 0, 3))
     trap_pattern_cap: int = setting(
         "CRAWL_TRAP_PATTERN_CAP",
@@ -367,7 +369,10 @@ class Settings:
         "for the WARC export (the storage their dedup saves)",
         default=False, convert=boolean)
     expected_urls: int = setting(
-        "CRAWL_EXPECTED_URLS", "URLs the Bloom filter of seen URLs is sized for",
+        "CRAWL_EXPECTED_URLS",
+        "URLs the Bloom filter of seen URLs, the content claims' buckets and the near-copy "
+        "tables (for a quarter as many originals) are sized for (a change needs the dedup "
+        "Redis rebuilt: docs/sizing.md)",
         default=10_000_000, convert=bounded(int, 1, 1 << 40))
     delay_margin: float = setting(
         "CRAWL_DELAY_MARGIN", "seconds added to every delay, for servers that log a response's end late",

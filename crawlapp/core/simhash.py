@@ -1,4 +1,4 @@
-"""Near-duplicate detection: 64-bit SimHash fingerprints and their bands. Pure.
+"""Near-duplicate detection: 64-bit SimHash fingerprints. Pure.
 
 A page's fingerprint is the SimHash of the word 3-shingles of its visible text (the text
 core/html.py reads): every shingle is hashed to 64 bits, and bit k of the fingerprint is 1
@@ -6,13 +6,8 @@ when more than half of the shingle hashes have bit k set. Pages that share most 
 fingerprints a few bits apart: a near duplicate is one within CRAWL_NEAR_DUPLICATE_BITS
 (at most 3) bits.
 
-Finding those pairs without comparing every pair: the fingerprint is cut into 4 disjoint
-bands of 16 bits, and a page is filed under each of its 4 band values (the Redis index,
-adapters/redis/dedup_index.py). Two fingerprints within 3 bits differ in at most 3 bit
-positions, and 3 positions can touch at most 3 of the 4 bands, so by the pigeonhole
-principle at least one band is identical in both: they always share a bucket. In general
-`count` bands find every pair within `count - 1` bits; only the fingerprints sharing a
-bucket (the candidates) are compared exactly.
+Finding those pairs without comparing every pair: core/near_tables.py (tables of permuted
+fingerprints, filed in Redis by adapters/redis/dedup_index.py).
 """
 
 from __future__ import annotations
@@ -24,7 +19,6 @@ import numpy as np
 
 BITS = 64
 MASK = (1 << BITS) - 1
-BAND_COUNT = 4
 
 _WORD_RE = re.compile(r"\w+")
 # An ASCII character's byte where \w matches it ([A-Za-z0-9_]), a space elsewhere.
@@ -84,16 +78,3 @@ def from_signed(x: int) -> int:
     if not -(1 << (BITS - 1)) <= x < 1 << (BITS - 1):
         raise ValueError(f"not a signed 64-bit integer: {x}")
     return x & MASK
-
-
-def bands(fp: int, count: int = BAND_COUNT) -> list[int]:
-    """`fp` cut into `count` bands, most significant first, each tagged `(index << width) | bits`.
-
-    The index tag keeps equal bit patterns in different bands apart.
-    """
-    if count < 1 or BITS % count:
-        raise ValueError(f"band count must divide {BITS}: {count}")
-    width = BITS // count
-    mask = (1 << width) - 1
-    return [(index << width) | (fp >> (BITS - width * (index + 1)) & mask)
-            for index in range(count)]

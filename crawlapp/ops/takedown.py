@@ -100,7 +100,7 @@ def delete(ctx: Context, url: str | None = None, host: str | None = None) -> dic
             by_host[r.host].append(QueueEntry(r.depth, r.url, r.hops))
     dropped = (ctx.frontier.drop(host) if host
                else sum(ctx.frontier.drop(h, urls) for h, urls in by_host.items()))
-    # Dedup must not point new pages at deleted ones: their claims, band entries and canonical
+    # Dedup must not point new pages at deleted ones: their claims, table members and canonical
     # pointers go, and their copies are handed to another original (or fetched again when
     # none is left).
     ctx.dedup_index.release([Held(r.url_hash, r.content_hash,

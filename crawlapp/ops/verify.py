@@ -1,11 +1,12 @@
 """`crawlctl verify`: is every body a row names in the blob store, do the content claims and
-SimHash bands in Redis name stored originals, does every copy's duplicate_of chain end at one
+SimHash tables in Redis name stored originals (a table member is a "band entry" in the
+report, as before the tables), does every copy's duplicate_of chain end at one
 (no cycle)? With `repair`, what cannot be trusted is cleared and its pages are queued again,
 so that the next crawl stores them.
 
 Rows are read in id order, CHUNK at a time (or a random sample), and their keys checked with
 the blob store's batched existence check (on S3, HEADs in parallel; a whole run lists the
-bucket instead, up to LISTED_KEYS keys). Claims and bands are read
+bucket instead, up to LISTED_KEYS keys). Claims and table members are read
 with SCAN and their owners looked up in the database a chunk at a time. The report of the last
 run stays in Redis for `crawlctl stats` and the metrics.
 """
@@ -156,8 +157,9 @@ def _repair_rows(ctx: Context, bad: list[PageRow], report: Report) -> None:
 
 
 class Owners:
-    """The rows that claims and band entries name, read once each: an original owns a claim,
-    a fingerprint and its four band entries. Forgets them all past OWNERS_KEPT rows, to bound memory."""
+    """The rows that claims and table members name, read once each: an original owns a claim,
+    a fingerprint and a member in each near-copy table. Forgets them all past OWNERS_KEPT
+    rows, to bound memory."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -203,7 +205,7 @@ def _check_claims(ctx: Context, owners: Owners, host: str | None, limit: int | N
 
 def _check_bands(ctx: Context, owners: Owners, host: str | None, limit: int | None,
                  repair: bool, report: Report) -> None:
-    for entries in ctx.dedup_index.band_entries(CHUNK):
+    for entries in ctx.dedup_index.table_entries(CHUNK):
         rows = owners([e.owner for e in entries if e.owner])
         stale = []
         for e in entries:

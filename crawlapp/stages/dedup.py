@@ -1,7 +1,7 @@
 """Stage 3, dedup: exact copies by content hash, near copies by SimHash, claimed atomically.
 
 Redis names stored originals only (the dedup index, adapters/redis/dedup_index.py: content
-claims and SimHash bands). One claim per page looks both up and files the page in one step: a
+claims and SimHash tables). One claim per page looks both up and files the page in one step: a
 page whose hash another page claimed is an exact copy of it; else a page within `max_distance`
 bits of a filed fingerprint is a near copy of that original and claims nothing; else it claims
 its hash and files its fingerprint. So the owner of a claim is always an original (never a near
@@ -145,7 +145,7 @@ def recheck(ctx: Context, pages: list[Page], rows: dict[str, PageRow]) -> list[s
 
 def superseded(pages: list[Page], rows: dict[str, PageRow], dropped: set[str]
                ) -> tuple[list[Held], list[str]]:
-    """What a batch about to be written takes away: the claims and band entries of pages that
+    """What a batch about to be written takes away: the claims and table members of pages that
     were stored originals and will not be (or not of the same content), plus those the dedup
     stage made for pages `dropped` from the batch; and the pages whose copies need another
     original. `pages` carry their storage_key already."""

@@ -96,8 +96,8 @@ def test_two_pages_naming_each_other_canonical_keep_one_body(tmp_path: Path,
 @pytest.mark.parametrize("server", ["redis_url", "redis_cluster_url"])
 def test_the_index_files_finds_and_releases_a_batch_on_one_redis_and_on_a_cluster(
         tmp_path: Path, server: str, request: pytest.FixtureRequest) -> None:
-    """A batch's look-ups and band writes go as a few scripts on one Redis (one a hash slot
-    on a cluster): exact copies, near copies across batches, the band entries listed with
+    """A batch's look-ups and table writes go as a few scripts on one Redis (one a hash slot
+    on a cluster): exact copies, near copies across batches, the table entries listed with
     their owners, and released again."""
     env = {"CRAWL_DATA_DIR": str(tmp_path), "CRAWL_REDIS_URL": request.getfixturevalue(server)}
     if server == "redis_cluster_url":
@@ -114,8 +114,9 @@ def test_the_index_files_finds_and_releases_a_batch_on_one_redis_and_on_a_cluste
     outcomes = index.claim(near + exact, 3)
     assert [(o.kind, o.owner) for o in outcomes] == [(NEAR, c.url_hash) for c in first] + [
         (EXACT, c.url_hash) for c in first]
-    entries = [e for chunk in index.band_entries(100) for e in chunk]
-    assert len(entries) == 4 * 40 and {e.owner for e in entries} == {c.url_hash for c in first}
+    entries = [e for chunk in index.table_entries(100) for e in chunk]
+    assert len(entries) == len(index.tables.keys) * 40
+    assert {e.owner for e in entries} == {c.url_hash for c in first}
     index.release(Held(c.url_hash, c.content_hash, c.fingerprint) for c in first)
-    assert [e for chunk in index.band_entries(100) for e in chunk] == []
+    assert [e for chunk in index.table_entries(100) for e in chunk] == []
     assert [o.kind for o in index.claim(near, 3)] == [ORIGINAL] * 40

@@ -108,7 +108,7 @@ def assert_redis_names_stored_originals(ctx: Context) -> None:
             owner = known.get(entry.owner)
             assert owner is not None and owner.original, (entry, owner)
             assert index.files(held_by(owner), entry), (entry, owner)
-    for bands in index.band_entries(100):
+    for bands in index.table_entries(100):
         for band in bands:
             owner = known.get(band.owner or "")
             assert owner is not None and owner.original, (band, owner)

@@ -31,7 +31,7 @@ SPEC = WebSpec(hosts=2, pages_per_host=3, port=0, crawl_delay_every=0, link_case
                dedup_cases=True, recrawl_cases=True)
 EXPIRING = {keys.ROBOTS, keys.DNS, keys.DNS_LOCK, keys.HOPS, keys.BATCH_RUN, keys.DEDUP_LOCK}
 # What CRAWL_DEDUP_REDIS_URL holds: the structures that grow with the crawl.
-DEDUP_ROLE = {keys.BLOOM, keys.DEDUP_BUCKET, keys.BANDS, keys.DEDUP_LOCK, keys.CANONICAL,
+DEDUP_ROLE = {keys.BLOOM, keys.DEDUP_BUCKET, keys.NEAR_TABLE, keys.DEDUP_LOCK, keys.CANONICAL,
               keys.RECRAWL_TIER, keys.RECRAWL_CLAIMED, keys.RECRAWL_HORIZON, keys.DEDUP_ALIVE}
 
 
@@ -99,7 +99,7 @@ def test_a_crawl_writes_only_keys_of_the_registry(tmp_path: Path,
     seen.scan()
     assert seen.found >= {keys.READY, keys.IDLE, keys.LEASES, keys.TOKEN, keys.LEASED,
                           keys.QUEUED, keys.QUEUE, keys.ALIVE, keys.BATCHES, keys.BATCH_URLS,
-                          keys.BLOOM, keys.DEDUP_BUCKET, keys.BANDS, keys.CANONICAL, keys.ROBOTS,
+                          keys.BLOOM, keys.DEDUP_BUCKET, keys.NEAR_TABLE, keys.CANONICAL, keys.ROBOTS,
                           keys.VALIDATORS, keys.RECRAWL_TIER, keys.RECRAWL_HORIZON,
                           keys.HOSTCOUNT, keys.PATTERNS,
                           keys.COUNTERS, keys.REFUSED, keys.STAGE_CPU, keys.DENYLIST,
@@ -159,7 +159,7 @@ def test_each_role_on_its_own_redis_and_a_lost_one_rebuilt_alone(
         Both().scan()
         assert drain(ctx) > 0
         crawl(ctx, Both(), time.monotonic() + 120)
-    assert dedup.found >= {keys.BLOOM, keys.DEDUP_BUCKET, keys.BANDS, keys.RECRAWL_TIER,
+    assert dedup.found >= {keys.BLOOM, keys.DEDUP_BUCKET, keys.NEAR_TABLE, keys.RECRAWL_TIER,
                            keys.RECRAWL_HORIZON,
                            keys.DEDUP_ALIVE}
     assert hot.found >= {keys.READY, keys.QUEUE, keys.ALIVE, keys.ROBOTS, keys.COUNTERS}

@@ -17,7 +17,7 @@ from crawlapp.adapters.redis.parts import Parts
 
 SIZING = Path(__file__).parents[2] / "docs" / "sizing.md"
 PARTS = {"shard": 3, "host": "a.com:8080", "batch": "ab12.render", "part": "{7.3}", "bucket": "1f",
-         "band": "3a2b", "url_hash": "0" * 32, "origin": "https://a.com", "tier": "daily",
+         "table": 7, "url_hash": "0" * 32, "origin": "https://a.com", "tier": "daily",
          "reason": "pattern_cap", "stage": "fetch", "key": "ip:127.0.0.1", "run": "9c0f"}
 
 

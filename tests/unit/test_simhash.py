@@ -1,4 +1,5 @@
-"""SimHash fingerprints of pages' visible text (as the parse stage reads it) and their bands."""
+"""SimHash fingerprints of pages' visible text (as the parse stage reads it), and near copies
+found among them by the tables of core/near_tables.py."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawlapp.core.html import parse_html
+from crawlapp.core.near_tables import Tables, plan
 from crawlapp.core.simhash import (
-    BAND_COUNT,
-    bands,
     from_signed,
     hamming,
     shingles,
@@ -34,40 +34,44 @@ BYLINE = "By Jane Doe, staff reporter, in Lisbon."
 MAX_DISTANCE = 3
 
 
-class BandIndex:
-    """In-memory banded look-up of fingerprints by key: the model of the Redis index
-    (adapters/redis/dedup_index.py)."""
+class TableIndex:
+    """In-memory tables of permuted fingerprints by key: the model of the Redis index
+    (adapters/redis/dedup_index.py), each table a dict of prefixes."""
 
-    def __init__(self, count: int = BAND_COUNT) -> None:
-        self.count = count
+    def __init__(self, tables: Tables | None = None) -> None:
+        self.tables = tables or plan(100_000, MAX_DISTANCE)
         self._fingerprints: dict[str, int] = {}
-        self._buckets: defaultdict[int, set[str]] = defaultdict(set)
+        self._filed: defaultdict[tuple[int, int], set[str]] = defaultdict(set)
+
+    def _prefixes(self, fp: int) -> list[tuple[int, int]]:
+        permuted = self.tables.permute([fp])[:, 0].tolist()
+        return [(t, value >> (self.tables.width - bits))
+                for t, (value, bits) in enumerate(zip(permuted, self.tables.prefixes, strict=True))]
 
     def add(self, key: str, fp: int) -> None:
-        """File `key` under the bands of `fp`, replacing its previous fingerprint if any."""
+        """File `key` under the prefixes of `fp`, replacing its previous fingerprint if any."""
         old = self._fingerprints.get(key)
         if old is not None:
-            for band in bands(old, self.count):
-                self._buckets[band].discard(key)
+            for prefix in self._prefixes(old):
+                self._filed[prefix].discard(key)
         self._fingerprints[key] = fp
-        for band in bands(fp, self.count):
-            self._buckets[band].add(key)
+        for prefix in self._prefixes(fp):
+            self._filed[prefix].add(key)
 
     def candidates(self, fp: int) -> set[str]:
-        """Keys whose fingerprint shares at least one band with `fp`."""
+        """Keys whose fingerprint shares at least one table's prefix with `fp`."""
         found: set[str] = set()
-        for band in bands(fp, self.count):
-            found |= self._buckets.get(band, set())
+        for prefix in self._prefixes(fp):
+            found |= self._filed.get(prefix, set())
         return found
 
     def near(self, fp: int, max_distance: int = MAX_DISTANCE) -> list[tuple[str, int]]:
         """(key, distance) of the keys within `max_distance` bits of `fp`, closest first."""
-        if max_distance >= self.count:
-            raise ValueError(f"{self.count} bands only guarantee distances below {self.count}")
+        if max_distance > self.tables.distance:
+            raise ValueError(f"the tables only find distances up to {self.tables.distance}")
         distances = ((key, hamming(fp, self._fingerprints[key])) for key in self.candidates(fp))
         near = [(key, d) for key, d in distances if d <= max_distance]
         return sorted(near, key=lambda pair: (pair[1], pair[0]))
-
 
 
 def page_text(body: bytes, content_type: str | None = None) -> str:
@@ -124,7 +128,7 @@ def brute_force_pairs(fingerprints: dict[str, int], max_distance: int = 3) -> se
 
 
 def index_pairs(fingerprints: dict[str, int], max_distance: int = 3) -> set[frozenset[str]]:
-    index = BandIndex()
+    index = TableIndex()
     for key, fp in fingerprints.items():
         index.add(key, fp)
     return {frozenset((key, other)) for key, fp in fingerprints.items()
@@ -235,41 +239,14 @@ def test_signed_conversion_rejects_out_of_range() -> None:
             from_signed(bad)
 
 
-# --- bands ---------------------------------------------------------------------------------
+# --- table index ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("count", [1, 2, 4, 8, 16])
-def test_bands_round_trip(count: int) -> None:
-    width = 64 // count
-    rng = random.Random(count)
-    for fp in [0, 2**64 - 1, *(rng.getrandbits(64) for _ in range(200))]:
-        parts = bands(fp, count)
-        assert [part >> width for part in parts] == list(range(count))
-        values = [part & ((1 << width) - 1) for part in parts]
-        assert sum(value << (64 - width * (k + 1)) for k, value in enumerate(values)) == fp
-
-
-def test_band_values_of_different_indexes_never_collide() -> None:
-    rng = random.Random(3)
-    seen: dict[int, int] = {}
-    for fp in [0, 2**64 - 1, 0x0001_0001_0001_0001, *(rng.getrandbits(64) for _ in range(500))]:
-        for index, value in enumerate(bands(fp)):
-            assert seen.setdefault(value, index) == index
-    assert bands(0x0001_0001_0001_0001) == [1, (1 << 16) | 1, (2 << 16) | 1, (3 << 16) | 1]
-
-
-def test_bands_reject_counts_that_do_not_divide_64() -> None:
-    with pytest.raises(ValueError):
-        bands(1, 3)
-
-
-# --- band index ----------------------------------------------------------------------------
-
-def test_band_index_matches_brute_force_on_generated_pages(
+def test_table_index_matches_brute_force_on_generated_pages(
         web_fingerprints: dict[str, int]) -> None:
     assert index_pairs(web_fingerprints) == brute_force_pairs(web_fingerprints) == set()
 
 
-def test_band_index_matches_brute_force_on_planted_near_copies(
+def test_table_index_matches_brute_force_on_planted_near_copies(
         web_fingerprints: dict[str, int]) -> None:
     fingerprints = web_fingerprints | planted_fingerprints()
     expected = brute_force_pairs(fingerprints)
@@ -279,12 +256,13 @@ def test_band_index_matches_brute_force_on_planted_near_copies(
     assert index_pairs(fingerprints) == expected
 
 
-def test_band_index_near_and_candidates() -> None:
-    index = BandIndex()
+def test_table_index_near_and_candidates() -> None:
+    index = TableIndex()  # 10 tables: 5 blocks of 13, 13, 13, 13 and 12 bits, keyed by 2
     index.add("a", 0)
-    index.add("b", 0b111)  # 3 bits, all in the last band
-    index.add("c", 0b1111)  # 4 bits: shares bands, but too far
-    index.add("d", 1 << 63 | 1 << 47 | 1 << 31 | 1 << 15)  # 4 bits, one per band: no shared band
+    index.add("b", 0b111)  # 3 bits, all in the last block
+    index.add("c", 0b1111)  # 4 bits: shares prefixes, but too far
+    # 4 bits in 4 blocks: the only block left alike is one, no table's two
+    index.add("d", 1 << 63 | 1 << 50 | 1 << 37 | 1 << 24)
     assert index.candidates(0) == {"a", "b", "c"}
     assert index.near(0) == [("a", 0), ("b", 3)]
     assert index.near(0, max_distance=2) == [("a", 0)]

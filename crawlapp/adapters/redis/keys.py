@@ -12,7 +12,7 @@ part share its slot (a re-crawl drain claims from every tier of a part in one sc
 
 Global: every other key. The batch ledger shares a hash tag, `{P:batches}` (one MGET reads the
 URLs of the lost batches). The others are touched one key per command (pipelines may mix
-them): the content dedup index too, buckets of claims and of band values, which a batch files
+them): the content dedup index too, buckets of claims and the tables of near copies, which a batch files
 under the dedup lock (dedup_index.py).
 
 docs/sizing.md lists each key with its size per item and what deletes it.
@@ -98,9 +98,9 @@ BLOOM = Key("P:bloom:<part>", "string", "one part of the Bloom filter of URLs se
 DEDUP_BUCKET = Key("P:dedup:<bucket>", "hash", "\"c\" + 12 bytes of a content hash, or \"f\" + "
                    "a SimHash fingerprint (8 bytes) -> the 16-byte url_hash of the stored "
                    "original holding it; one hash per bucket of the hash or fingerprint")
-BANDS = Key("P:bands:<band>", "hash", "the low 5 bits of a SimHash band value -> the "
-            "fingerprints (8 bytes each) of the originals filed under it; one hash per band "
-            "and 11 high bits of its value")
+NEAR_TABLE = Key("P:near:<table>:<bucket>", "zset", "the SimHash fingerprints of the stored "
+                 "originals as one table of near copies files them (bits permuted), whose top "
+                 "bits are <bucket>, each without the whole bytes <bucket> holds")
 DEDUP_LOCK = Key("P:dedup-lock", "string", "token of the task filing a batch's originals, "
                  "expiring (dedup_index.py)")
 CANONICAL = Key("P:canonical-of:<url_hash>", "string", "url_hash of the URL a page names as "
@@ -168,8 +168,9 @@ VERIFY = Key("P:verify:last", "string", "JSON report of the last crawlctl verify
              "(verify_report.py)")
 
 ALL: tuple[Key, ...] = (*FRONTIER, ALIVE, DEDUP_ALIVE, BATCHES, BATCH_URLS, BATCH_RUN, BLOOM,
-                        DEDUP_BUCKET, BANDS, DEDUP_LOCK, CANONICAL, ROBOTS, DNS, DNS_LOCK, HOPS,
-                        VALIDATORS, RETRIES, RETRIES_RUN, THROTTLE, SLOT, RECRAWL_TIER, RECRAWL_CLAIMED,
+                        DEDUP_BUCKET, NEAR_TABLE, DEDUP_LOCK, CANONICAL, ROBOTS, DNS, DNS_LOCK,
+                        HOPS, VALIDATORS, RETRIES, RETRIES_RUN, THROTTLE, SLOT, RECRAWL_TIER,
+                        RECRAWL_CLAIMED,
                         RECRAWL_HORIZON, RATES, RATES_ALL, SITEMAP_TRUST,
                         HOSTCOUNT, PATTERNS, COUNTERS, REFUSED, STAGE_CPU,
                         AUTHORITY, DENYLIST, SCOPE, WORKERS, VERIFY)
