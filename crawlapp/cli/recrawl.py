@@ -35,13 +35,11 @@ def recrawl(urls: tuple[str, ...], host: str | None, all_: bool, now: bool, rule
 
 def _show_rules(urls: tuple[str, ...]) -> None:
     """Each URL's interval bounds in seconds and the rule they come from."""
-    from crawlapp.core.recrawl import Bounds
     from crawlapp.core.settings import get_settings
     from crawlapp.core.urls import host_of
 
     settings = get_settings()
-    default = Bounds(settings.recrawl_min_interval, settings.recrawl_max_interval,
-                     settings.recrawl_first_interval)
+    default = settings.recrawl_bounds
     for raw in urls:
         url = request_url(raw, max_length=settings.max_url_length)
         rule = settings.recrawl_rule_set.rule_for(url, host_of(url))

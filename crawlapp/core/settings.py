@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from crawlapp.core.errors import InputError
 from crawlapp.core.politeness import POLITENESS_KEYS, Backoff
 from crawlapp.core.priority import Weights
-from crawlapp.core.recrawl import RecrawlRules
+from crawlapp.core.recrawl import Bounds, RecrawlRules
 from crawlapp.core.scope import SCOPES, Patterns
 from crawlapp.core.setting_values import (
     IPNetwork,
@@ -474,6 +474,12 @@ class Settings:
         if self.recrawl_rules is None:
             return RecrawlRules(())
         return RecrawlRules.parse(self.recrawl_rules.read_text(encoding="utf-8"))
+
+    @cached_property
+    def recrawl_bounds(self) -> Bounds:
+        """The re-crawl interval's bounds where no rule applies (the three interval settings)."""
+        return Bounds(self.recrawl_min_interval, self.recrawl_max_interval,
+                      self.recrawl_first_interval)
 
     @cached_property
     def backoff(self) -> Backoff:

@@ -13,7 +13,7 @@ from crawlapp.adapters.db import repository, schedule
 from crawlapp.adapters.db.models import Url
 from crawlapp.core.priority import NEW_FRESHNESS, depth_priority, freshness, refresh_priority
 from crawlapp.core.records import QueuedURL, Status
-from crawlapp.core.recrawl import RECRAWLED_STATUSES, Bounds, timestamp, validators
+from crawlapp.core.recrawl import RECRAWLED_STATUSES, timestamp, validators
 from crawlapp.stages.admission import requeue
 
 CLAIM_SECONDS = 300.0  # a claim not acknowledged by then goes back to its tier
@@ -91,8 +91,7 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
     authority = ctx.authority.load(r.host for r in rows)
     settings = ctx.settings
     weights = settings.priority_weights
-    default = Bounds(settings.recrawl_min_interval, settings.recrawl_max_interval,
-                     settings.recrawl_first_interval)
+    default = settings.recrawl_bounds
     prior = 1.0 / settings.recrawl_first_interval
     out = []
     for r in rows:

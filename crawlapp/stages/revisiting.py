@@ -81,8 +81,7 @@ def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous]) -> Plan
     and its schedule."""
     out = Plan()
     settings = ctx.settings
-    default = Bounds(settings.recrawl_min_interval, settings.recrawl_max_interval,
-                     settings.recrawl_first_interval)
+    default = settings.recrawl_bounds
     fetched = [p for p in pages if p.status == Status.FETCHED]
     for page in fetched:
         before = previous.get(page.url_hash)
