@@ -14,7 +14,9 @@ the others new fingerprints; then BENCH_NEAR_DUP_FILES new originals are filed o
   bytes_read_per_page                 bytes Redis sent per look-up (INFO total_net_output_bytes)
   bytes_written_per_original          bytes sent to Redis per original filed (the lock, the
                                       look-up and the writes; total_net_input_bytes)
-  lookup_ms_p50, lookup_ms_p99        one page's look-up, wall time
+  lookup_ms_p50, lookup_ms_p99        one page's look-up, wall time, timed once every size
+                                      is filed, a hundred look-ups of each size in turn
+                                      (sizes timed side by side see the same machine load)
   file_ms_p50                         one original's claim and filing, wall time
   redis_bytes_per_original            used_memory grown by the filing, per original: the
                                       tables and the fingerprints' owners
@@ -50,6 +52,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -233,8 +236,10 @@ def table_bytes(client: redis.Redis, pattern: str, sample: int = 20_000) -> tupl
 
 def measure(n: int, index_of: Callable[[redis.Redis], DedupIndex],
             filing: Callable[[DedupIndex, str, np.ndarray], None],
-            found: Callable[[DedupIndex, int], set[int]], pattern: str) -> dict[str, Any]:
-    """One size, on a redis-server of its own (module docstring)."""
+            found: Callable[[DedupIndex, int], set[int]], pattern: str, servers: ExitStack
+            ) -> tuple[dict[str, Any], list[Callable[[], Any]]]:
+    """One size, on a redis-server of its own that `servers` keeps (module docstring); and
+    its look-ups, to time again beside the other sizes'."""
     rng = np.random.default_rng(n)
     originals = np.unique(rng.integers(1, 2**64, n, dtype=np.uint64, endpoint=False))
     while len(originals) < n:  # a collision among random 64-bit values: draw again
@@ -247,48 +252,58 @@ def measure(n: int, index_of: Callable[[redis.Redis], DedupIndex],
     pages = np.concatenate([near_copies(rng, originals, planted),
                             rng.integers(1, 2**64, lookups - planted, dtype=np.uint64)]).tolist()
     fresh = rng.integers(1, 2**64, files, dtype=np.uint64).tolist()
-    with own_redis() as url:
-        client = redis.Redis.from_url(url)
-        index = index_of(client)
-        before = client.info("memory")["used_memory"]
-        began = time.perf_counter()
-        filing(index, url, originals)
-        filing_s = time.perf_counter() - began
-        grown = client.info("memory")["used_memory"] - before
-        keys, table_used = table_bytes(client, pattern)
-        print(f"{n:,} originals filed in {filing_s:.0f} s; {grown / n:.0f} B of Redis each, "
-              f"{table_used / n:.0f} B in {keys:,} table keys", flush=True)
+    url = servers.enter_context(own_redis())
+    client = redis.Redis.from_url(url)
+    index = index_of(client)
+    before = client.info("memory")["used_memory"]
+    began = time.perf_counter()
+    filing(index, url, originals)
+    filing_s = time.perf_counter() - began
+    grown = client.info("memory")["used_memory"] - before
+    keys, table_used = table_bytes(client, pattern)
+    print(f"{n:,} originals filed in {filing_s:.0f} s; {grown / n:.0f} B of Redis each, "
+          f"{table_used / n:.0f} B in {keys:,} table keys", flush=True)
 
-        look_ms, outcomes, read = timed(
-            [lambda i=i, fp=fp: index.claim([_claim(fp, i)], DISTANCE, LOOK)[0]
-             for i, fp in enumerate(pages)], client, "total_net_output_bytes")
-        counts = [len(found(index, fp)) for fp in pages]
-        missed = sum(o.kind != NEAR for o in outcomes[:planted])
-        checked = list(range(0, planted, max(1, 2 * planted // BRUTE_FORCE))) + \
-            list(range(planted, lookups, max(1, 2 * (lookups - planted) // BRUTE_FORCE)))
-        for i in checked:
-            near = originals[np.bitwise_count(originals ^ np.uint64(pages[i])) <= DISTANCE]
-            reached = {fp for fp in found(index, pages[i])
-                       if (fp ^ pages[i]).bit_count() <= DISTANCE}
-            missed += len(set(near.tolist()) - reached)
-        file_ms, _, written = timed(
-            [lambda i=i, fp=fp: index.claim([_claim(fp, lookups + i)], DISTANCE)
-             for i, fp in enumerate(fresh)], client, "total_net_input_bytes")
-        result = {
-            "originals": n, "filing_s": round(filing_s, 1),
-            "candidates_per_lookup": round(statistics.fmean(counts), 3),
-            "bytes_read_per_page": round(read, 1),
-            "bytes_written_per_original": round(written, 1),
-            "lookup_ms_p50": round(float(np.percentile(look_ms, 50)), 3),
-            "lookup_ms_p99": round(float(np.percentile(look_ms, 99)), 3),
-            "file_ms_p50": round(float(np.percentile(file_ms, 50)), 3),
-            "redis_bytes_per_original": round(grown / n, 1),
-            "table_bytes_per_original": round(table_used / n, 1),
-            "table_keys": keys,
-            "missed": missed, "brute_forced": len(checked), "planted": planted,
-        }
+    lookups_of = [lambda i=i, fp=fp: index.claim([_claim(fp, i)], DISTANCE, LOOK)[0]
+                  for i, fp in enumerate(pages)]
+    _, outcomes, read = timed(lookups_of, client, "total_net_output_bytes")
+    counts = [len(found(index, fp)) for fp in pages]
+    missed = sum(o.kind != NEAR for o in outcomes[:planted])
+    checked = list(range(0, planted, max(1, 2 * planted // BRUTE_FORCE))) + \
+        list(range(planted, lookups, max(1, 2 * (lookups - planted) // BRUTE_FORCE)))
+    for i in checked:
+        near = originals[np.bitwise_count(originals ^ np.uint64(pages[i])) <= DISTANCE]
+        reached = {fp for fp in found(index, pages[i])
+                   if (fp ^ pages[i]).bit_count() <= DISTANCE}
+        missed += len(set(near.tolist()) - reached)
+    file_ms, _, written = timed(
+        [lambda i=i, fp=fp: index.claim([_claim(fp, lookups + i)], DISTANCE)
+         for i, fp in enumerate(fresh)], client, "total_net_input_bytes")
+    result = {
+        "originals": n, "filing_s": round(filing_s, 1),
+        "candidates_per_lookup": round(statistics.fmean(counts), 3),
+        "bytes_read_per_page": round(read, 1),
+        "bytes_written_per_original": round(written, 1),
+        "file_ms_p50": round(float(np.percentile(file_ms, 50)), 3),
+        "redis_bytes_per_original": round(grown / n, 1),
+        "table_bytes_per_original": round(table_used / n, 1),
+        "table_keys": keys,
+        "missed": missed, "brute_forced": len(checked), "planted": planted,
+    }
     print(json.dumps(result), flush=True)
-    return result
+    return result, lookups_of
+
+
+def side_by_side(lookups: list[list[Callable[[], Any]]], chunk: int = 100) -> list[list[float]]:
+    """Each size's look-ups timed again (ms), `chunk` of one size, then of the next, in turn."""
+    times: list[list[float]] = [[] for _ in lookups]
+    for start in range(0, max(map(len, lookups)), chunk):
+        for calls, spent in zip(lookups, times, strict=True):
+            for call in calls[start:start + chunk]:
+                began = time.perf_counter()
+                call()
+                spent.append((time.perf_counter() - began) * 1000)
+    return times
 
 
 class DelayProxy:
@@ -408,19 +423,25 @@ def lock_limit(workers: list[int], rtt_ms: float) -> dict[str, Any]:
 def main() -> None:
     workers = [int(w) for w in os.environ.get("BENCH_NEAR_DUP_LOCK_WORKERS", "1,2,4,8")
                .split(",") if w.strip()]
-    results = []
-    for n in sizes():
-        def index_of(client: redis.Redis, n: int = n) -> DedupIndex:
-            return DedupIndex.planned(client, PREFIX, URLS_PER_ORIGINAL * n, DISTANCE)
+    results, lookups = [], []
+    with ExitStack() as servers:
+        for n in sizes():
+            def index_of(client: redis.Redis, n: int = n) -> DedupIndex:
+                return DedupIndex.planned(client, PREFIX, URLS_PER_ORIGINAL * n, DISTANCE)
 
-        shape = index_of(redis.Redis())
-        result = measure(n, index_of, file_and_check, candidates,
-                         keys.NEAR_TABLE.of(PREFIX, table="*", bucket="*"))
-        results.append({"originals": n, "tables": len(shape.tables.keys),
-                        "prefix_bits": [min(shape.tables.prefixes), max(shape.tables.prefixes)],
-                        **result})
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+            shape = index_of(redis.Redis())
+            result, lookups_of = measure(n, index_of, file_and_check, candidates,
+                                         keys.NEAR_TABLE.of(PREFIX, table="*", bucket="*"),
+                                         servers)
+            results.append({"originals": n, "tables": len(shape.tables.keys),
+                            "prefix_bits": [min(shape.tables.prefixes), max(shape.tables.prefixes)],
+                            **result})
+            lookups.append(lookups_of)
+        for result, look_ms in zip(results, side_by_side(lookups), strict=True):
+            result["lookup_ms_p50"] = round(float(np.percentile(look_ms, 50)), 3)
+            result["lookup_ms_p99"] = round(float(np.percentile(look_ms, 99)), 3)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
     if workers:
         lock = lock_limit(workers, float(os.environ.get("BENCH_NEAR_DUP_RTT_MS", "1")))
         LOCK_RESULTS.parent.mkdir(parents=True, exist_ok=True)

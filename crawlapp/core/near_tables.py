@@ -63,12 +63,19 @@ def _bit_luts(order: Sequence[int], width: int) -> np.ndarray:
     return luts
 
 
+_SHIFTS = np.arange(8, dtype=np.uint64) * np.uint64(8)
+
+
+def _octets(values: np.ndarray) -> np.ndarray:
+    """Each value's 8 bytes, least significant first: shape (n, 8), indexes."""
+    octets: np.ndarray = ((values[:, None] >> _SHIFTS) & np.uint64(255)).astype(np.intp)
+    return octets
+
+
 def _apply(luts: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Each value's bits moved by `luts` (one permutation, or one a table: (tables, 8, 256));
     shape (n,) or (tables, n)."""
-    octets = (values[:, None] >> (np.arange(8, dtype=np.uint64) * np.uint64(8))) & np.uint64(255)
-    picked = luts[..., np.arange(8), octets.astype(np.intp)]
-    moved: np.ndarray = np.bitwise_or.reduce(picked, axis=-1)
+    moved: np.ndarray = np.bitwise_or.reduce(luts[..., np.arange(8), _octets(values)], axis=-1)
     return moved
 
 
@@ -82,6 +89,7 @@ class Tables:
     distance: int
     blocks: tuple[int, ...]
     keys: tuple[tuple[int, ...], ...]
+    prefixes: tuple[int, ...] = field(init=False, compare=False)  # each table's prefix bits
     _forward: np.ndarray = field(init=False, repr=False, compare=False)
     _backward: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -100,21 +108,25 @@ class Tables:
             for j, source in enumerate(order):
                 inverse[self.width - 1 - source] = self.width - 1 - j
             backward.append(_bit_luts(inverse, self.width))
+        object.__setattr__(self, "prefixes",
+                           tuple(sum(self.blocks[i] for i in key) for key in self.keys))
         object.__setattr__(self, "_forward", np.stack(forward))
         object.__setattr__(self, "_backward", np.stack(backward))
-
-    @property
-    def prefixes(self) -> tuple[int, ...]:
-        """Each table's prefix bits."""
-        return tuple(sum(self.blocks[i] for i in key) for key in self.keys)
 
     def permute(self, fingerprints: Sequence[int] | np.ndarray) -> np.ndarray:
         """Each fingerprint as each table files it: shape (tables, n), uint64."""
         return _apply(self._forward, np.asarray(fingerprints, dtype=np.uint64))
 
-    def unpermute(self, table: int, permuted: Sequence[int] | np.ndarray) -> np.ndarray:
-        """The fingerprints that `table` files as `permuted`."""
-        return _apply(self._backward[table], np.asarray(permuted, dtype=np.uint64))
+    def unpermute(self, table: int | Sequence[int] | np.ndarray,
+                  permuted: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The fingerprints that `table` files as `permuted` (one table, or one a value)."""
+        values = np.asarray(permuted, dtype=np.uint64)
+        if isinstance(table, int):
+            return _apply(self._backward[table], values)
+        luts = self._backward[np.asarray(table, dtype=np.intp)[:, None], np.arange(8),
+                              _octets(values)]
+        found: np.ndarray = np.bitwise_or.reduce(luts, axis=-1)
+        return found
 
     def strangers(self, originals: int) -> float:
         """Fingerprints a look-up meets, on average, among `originals` spread at random (none

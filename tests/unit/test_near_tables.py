@@ -83,6 +83,10 @@ def test_prefixes_are_the_key_blocks_and_unpermuting_gives_the_fingerprint_back(
             [key_bits(t, table, fp) for fp in fps]
         assert t.unpermute(table, permuted[table]).tolist() == fps
         assert sorted(popcounts(permuted[table]).tolist()) == sorted(fp.bit_count() for fp in fps)
+    # values of several tables unpermuted at once, each by its own table
+    picked = [rng.randrange(len(t.keys)) for _ in fps]
+    mixed = [int(permuted[table][i]) for i, table in enumerate(picked)]
+    assert t.unpermute(picked, mixed).tolist() == fps
 
 
 def test_blocks_cut_every_bit_once() -> None:

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import mmh3
+import numpy as np
 from redis.cluster import RedisCluster
 
 from crawlapp.adapters.redis import keys
@@ -132,6 +133,7 @@ ENTRIES_PER_KEY = 32
 SCRIPT_KEYS = 1000  # keys a script touches at most, to keep each one short
 CLAIM, FINGERPRINT = b"c", b"f"  # the two kinds of a bucket's fields
 Slot = tuple[str, bytes]  # a bucket key and a field of it
+_ALL = (1 << WIDTH) - 1
 
 
 class Range(NamedTuple):
@@ -237,6 +239,12 @@ class DedupIndex:
         self.digits = (self.bits + 3) // 4  # of a key's bucket, in hex: keys of a table align
         self._bucket_prefix = keys.DEDUP_BUCKET.of(prefix, bucket="")
         self._table_prefix = keys.NEAR_TABLE.of(prefix, table="", bucket="").removesuffix(":")
+        self._table_stems = [f"{self._table_prefix}{table}:" for table in range(len(tables.keys))]
+        # of a permuted fingerprint: each table's prefix bits (the rest of a range spans), and
+        # the bits a table key's members leave out (a Range's `top`)
+        self._heads = np.array([~((1 << (WIDTH - p)) - 1) & _ALL for p in tables.prefixes],
+                               dtype=np.uint64)[:, None]
+        self._kept = np.uint64(~((1 << 8 * (8 - self.cut)) - 1) & _ALL)
         self._lock = keys.DEDUP_LOCK.of(prefix)
 
     @classmethod
@@ -260,25 +268,31 @@ class DedupIndex:
         return self._bucket(mmh3.hash(value, signed=False)), FINGERPRINT + value
 
     def places(self, fingerprints: Iterable[int]) -> dict[int, list[Place]]:
-        """Where each table files each fingerprint, and the range its look-up reads."""
+        """Where each table files each fingerprint, and the range its look-up reads (every
+        table's worked out at once, in numpy)."""
         wanted = list(dict.fromkeys(fingerprints))
         found: dict[int, list[Place]] = {fp: [] for fp in wanted}
         if not wanted:
             return found
-        cut, low_bits = self.cut, 8 * (8 - self.cut)
-        for table, (permuted, prefix) in enumerate(zip(self.tables.permute(wanted).tolist(),
-                                                       self.tables.prefixes, strict=True)):
-            tail = (1 << (WIDTH - prefix)) - 1
-            for fp, value in zip(wanted, permuted, strict=True):
-                low = value & ~tail
-                found[fp].append(Place(value.to_bytes(8, "big")[cut:], Range(
-                    table, self.table_key(table, value >> (WIDTH - self.bits)),
-                    low.to_bytes(8, "big")[cut:], (low | tail).to_bytes(8, "big")[cut:],
-                    low >> low_bits << low_bits)))
+        permuted = self.tables.permute(wanted)
+        low = permuted & self._heads
+        members, lows, highs = (values.astype(">u8").tobytes()
+                                for values in (permuted, low, low | ~self._heads))
+        tops = (low & self._kept).tolist()
+        buckets = (permuted >> np.uint64(WIDTH - self.bits) if self.bits
+                   else np.zeros_like(permuted)).tolist()
+        cut, digits, count = self.cut, self.digits, len(wanted)
+        for table, stem in enumerate(self._table_stems):
+            at = 8 * table * count
+            for i, fp in enumerate(wanted):
+                start, end = at + 8 * i + cut, at + 8 * i + 8
+                found[fp].append(Place(members[start:end], Range(
+                    table, f"{stem}{buckets[table][i]:0{digits}x}", lows[start:end],
+                    highs[start:end], tops[table][i])))
         return found
 
     def table_key(self, table: int, bucket: int) -> str:
-        return f"{self._table_prefix}{table}:{bucket:0{self.digits}x}"
+        return f"{self._table_stems[table]}{bucket:0{self.digits}x}"
 
     def _groups(self, keyed: Iterable[Any], key: Callable[[Any], str]) -> list[list[Any]]:
         """`keyed` by what one script may touch, SCRIPT_KEYS at most: any of them on one
@@ -331,18 +345,12 @@ class DedupIndex:
         return values, self._fingerprints(members)
 
     def _fingerprints(self, members: dict[Range, list[bytes]]) -> dict[Range, list[int]]:
-        """The fingerprints of each range's members, unpermuted a table at a time."""
-        found: dict[Range, list[int]] = {}
-        by_table: dict[int, list[Range]] = defaultdict(list)
-        for span in members:
-            by_table[span.table].append(span)
-        for table, spans in by_table.items():
-            permuted = [span.top | int.from_bytes(m, "big") for span in spans
-                        for m in members[span]]
-            fps = iter(self.tables.unpermute(table, permuted).tolist() if permuted else [])
-            for span in spans:
-                found[span] = [next(fps) for _ in members[span]]
-        return found
+        """The fingerprints of each range's members, unpermuted (every table's at once)."""
+        spans = list(members)
+        tables = [span.table for span in spans for _ in members[span]]
+        permuted = [span.top | int.from_bytes(m, "big") for span in spans for m in members[span]]
+        fps = iter(self.tables.unpermute(tables, permuted).tolist() if permuted else [])
+        return {span: [next(fps) for _ in members[span]] for span in spans}
 
     def read(self, slots: Sequence[Slot]) -> dict[Slot, bytes | None]:
         """The value of each slot, in one round trip."""
