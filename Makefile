@@ -6,7 +6,7 @@ export CRAWL_DATA_DIR ?= $(CURDIR)/var
 .PHONY: install redis-bin services test test-unit test-integration test-e2e demo bench bench-quick bench-scale lint \
         lock clean compose-config compose-schema docs audit soak install-render test-render \
         bench-render docsites bench-authority install-pywb bench-redis-sizing cluster-up cluster-down \
-        bench-db bench-fetch bench-freshness bench-near-dup
+        bench-db bench-fetch bench-freshness bench-freshness-sim bench-near-dup
 
 # The Docker Compose v2 plugin, for `make compose-config` only (an extra check where a docker
 # client exists; `make test` validates the compose file offline against the vendored schema).
@@ -203,6 +203,11 @@ bench-db: install services
 # round robin, the optimum and the informed bound; needs redis-server. Not part of `test`.
 bench-freshness: install redis-bin
 	$(PY) -m bench.freshness
+
+# The optimal re-crawl policy replayed on the changing web's true changes (bench/freshness_sim.py):
+# learned change rates against true ones, in a few minutes of CPU; not part of `test`.
+bench-freshness-sim: install
+	$(PY) -m bench.freshness_sim
 
 # Long run, not part of `test`: SOAK_MINUTES (10), SOAK_HOSTS (1000), SOAK_PAGES (30).
 soak: install redis-bin

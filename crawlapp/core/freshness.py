@@ -406,6 +406,24 @@ class Planning:
                         1.0 + authority, self.capacity(rates))
 
 
+def count_visit(sums: dict[str, float], before: ChangeRecord, bucket: int, hub: float,
+                fresh: float, changed: bool, span: float) -> None:
+    """A page's move in its host's `sums` (adapters/redis/change_rates.py) at a visit that
+    found it `changed` or not `span` seconds after the one before (0: its first), its record
+    `before` the visit: its bucket, hub rate and freshness now these; the store stage's, a
+    visit at a time."""
+    if before.bucket != NO_BUCKET:
+        sums[f"b{before.bucket}"] = sums.get(f"b{before.bucket}", 0.0) - 1
+    else:
+        sums["n"] = sums.get("n", 0.0) + 1
+    sums[f"b{bucket}"] = sums.get(f"b{bucket}", 0.0) + 1
+    sums["h"] = sums.get("h", 0.0) + hub - before.hub_rate
+    sums["F"] = sums.get("F", 0.0) + fresh - before.freshness
+    if span > 0:
+        sums["c"] = sums.get("c", 0.0) + (1 if changed else 0)
+        sums["t"] = sums.get("t", 0.0) + span
+
+
 def sums_of(records: Iterable[ChangeRecord]) -> dict[str, float]:
     """What a host's pages' records add up to in its sums (adapters/redis/change_rates.py):
     a rebuild's, where the store stage adds them a visit at a time."""

@@ -96,6 +96,15 @@ class Bounds:
         return queued_after / (1.0 - EARLY)
 
 
+def refresh_interval(best: float, seen: bool, informed: bool, bounds: Bounds) -> float:
+    """The interval of the `optimal` policy for a page whose host's plan gives it `best`: at
+    least the first interval while neither the page (`seen`) nor its host (`informed`) was
+    seen again, the plan alone teaching nothing yet; within the bounds."""
+    if not seen and not informed:
+        return bounds.clamp(max(bounds.first, best))
+    return bounds.clamp(best)
+
+
 def next_schedule(fetched_at: float, previous_interval: float | None, changed: bool,
                   priority: float, bounds: Bounds) -> Schedule:
     """The `adaptive` policy's next fetch of a page fetched at `fetched_at`."""

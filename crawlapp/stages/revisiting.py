@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.freshness import (
-    NO_BUCKET,
     ChangeRecord,
     HostPlan,
     HostRates,
     Planning,
     Visit,
     bucket_of,
+    count_visit,
     expected_freshness,
     http_time,
     links_digest,
@@ -31,7 +31,14 @@ from crawlapp.core.freshness import (
 )
 from crawlapp.core.priority import depth_priority
 from crawlapp.core.records import Page, Status
-from crawlapp.core.recrawl import Bounds, Planned, next_schedule, tier_of, timestamp
+from crawlapp.core.recrawl import (
+    Bounds,
+    Planned,
+    next_schedule,
+    refresh_interval,
+    tier_of,
+    timestamp,
+)
 from crawlapp.core.robots import effective_delay
 from crawlapp.core.rows import Previous
 
@@ -136,10 +143,8 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
     best = host_plan.interval(rate, weight, link_rate)
     if in_trusted_sitemap:
         interval = bounds.clamp(bounds.high)  # the sitemap tells its changes
-    elif not record.seen and not host_plan.informed:
-        interval = bounds.clamp(max(bounds.first, best))  # the prior alone
     else:
-        interval = bounds.clamp(best)
+        interval = refresh_interval(best, record.seen, host_plan.informed, bounds)
     if page.depth == 0 and bounds.fixed is None:  # a seed: within a day whatever it does
         interval = min(interval, max(SEED_INTERVAL, bounds.low))
     hub = min(host_plan.hub_visits(link_rate), 1.0 / bounds.low)
@@ -157,17 +162,7 @@ def _count(deltas: dict[str, dict[str, float]], host: str, before: ChangeRecord,
            hub: float, fresh: float, changed: bool, span: float) -> None:
     """A page's move in its host's sums and the fleet's."""
     for name in (host, ALL_HOSTS):
-        sums = deltas[name]
-        if before.bucket != NO_BUCKET:
-            sums[f"b{before.bucket}"] -= 1
-        else:
-            sums["n"] += 1
-        sums[f"b{bucket}"] += 1
-        sums["h"] += hub - before.hub_rate
-        sums["F"] += fresh - before.freshness
-        if span > 0:
-            sums["c"] += 1 if changed else 0
-            sums["t"] += span
+        count_visit(deltas[name], before, bucket, hub, fresh, changed, span)
 
 
 def _host_plans(ctx: Context, out: Plan, hosts: set[str]

@@ -1,0 +1,165 @@
+"""The `optimal` re-crawl policy simulated on the changing web's true changes, in seconds
+instead of a crawl's minutes: `python -m bench.freshness_sim`.
+
+What `make bench-freshness` measures costs a quarter of an hour a run; this replays the
+policy's decisions alone, on each host without a sitemap of the same web (testweb/changing.py,
+BENCH_FRESH_SEED, BENCH_FRESH_HOSTS, BENCH_FRESH_PAGES as there), to tell what a change to the
+estimator or the allocation is worth before a crawl measures it, and how much of the distance
+to the optimum is learning. A host's regular pages get one visit every delay plus margin (the
+crawler's settings): first each page in turn (discovery), then the re-crawl queued earliest due
+first, as the frontier hands them out (queued `Bounds.queue_after` after a visit, due at the
+interval). Each visit goes into the page's change record (`observe`: changed or not, and the
+Last-Modified where the host sends one) and into the host's sums (`count_visit`), its
+multiplier is solved every SOLVE_SECONDS, and the page's next interval planned by
+the host's plan (`HostPlan.interval`, `refresh_interval`) from
+
+  learned   the rate its record gives (`ChangeRecord.rate` against the host's prior), or
+  true      the rate it truly changes at: the policy with nothing to learn.
+
+Freshness is judged as `testweb/freshness.py` judges a crawl, over each window of
+BENCH_FRESH_SIM_WINDOWS (default `300-900,300-3600,1800-3600`, seconds from the web's start),
+against the optimum knowing the true rates at one request a delay. Left out: the home page,
+robots.txt and the articles of news hosts, which take a crawl's capacity too, and the
+dispatch's own delays. Writes var/bench/freshness_sim.json.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from crawlapp.core.freshness import (
+    ChangeRecord,
+    HostRates,
+    Planning,
+    Visit,
+    bucket_of,
+    count_visit,
+    observe,
+)
+from crawlapp.core.recrawl import refresh_interval
+from crawlapp.core.settings import Settings, load_settings
+from testweb.changing import ChangingSpec, ChangingWeb, sitemap_hosts
+from testweb.freshness import expected_freshness, instants, optimal_rates, visited_fresh
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "var" / "bench" / "freshness_sim.json"
+RECRAWL = {"CRAWL_RECRAWL_MIN_INTERVAL": "5", "CRAWL_RECRAWL_MAX_INTERVAL": "7200",
+           "CRAWL_RECRAWL_FIRST_INTERVAL": "120"}  # as make bench-freshness sets them
+STEP = 2.0  # seconds between the instants freshness is judged at
+
+
+def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
+           true_rates: bool) -> list[list[float]]:
+    """When the policy visits each regular page of `host`, up to `until` (module docstring)."""
+    changes, rates = web.schedule.changes[host], web.schedule.rates[host]
+    last_modified = "Last-Modified" in web.validators(host)
+    delay = settings.default_delay + settings.delay_margin
+    bounds = settings.recrawl_bounds
+    planning = Planning(bounds.low, bounds.high, bounds.first, settings.recrawl_share, delay)
+    records = [ChangeRecord() for _ in changes]
+    seen: list[list[float]] = [[] for _ in changes]
+    versions = [0] * len(changes)
+    queued: list[tuple[float, float, int]] = []  # (queued at, due at, page)
+    due: list[tuple[float, int]] = []  # queued re-crawls: (due at, page)
+    sums: dict[str, float] = {}  # the host's, as the store stage keeps them
+    solved: dict[str, float] = {}  # the host's multiplier and when it was solved
+    discovered, at = 0, 0.0
+    while (at := at + delay) <= until:
+        while queued and queued[0][0] <= at:
+            _, due_at, page = heapq.heappop(queued)
+            heapq.heappush(due, (due_at, page))
+        if discovered < len(changes):  # new URLs first: each page in turn
+            page, discovered = discovered, discovered + 1
+        elif due:
+            page = heapq.heappop(due)[1]
+        else:  # nothing queued: the host waits for its next re-crawl
+            at = max(at, queued[0][0] - delay) if queued else until
+            continue
+        version = int(np.searchsorted(changes[page], at, side="right"))
+        previous = seen[page][-1] if seen[page] else None
+        modified = (math.floor(changes[page][version - 1]) if version else 0.0) \
+            if last_modified else None
+        changed = previous is None or version != versions[page]
+        record = observe(records[page], Visit(at, previous, changed, modified, False))
+        host_rates = HostRates.parse({**sums, "d": delay, **solved})
+        multiplier, fresh = planning.multiplier(host_rates, len(changes), at)
+        if fresh:
+            solved = {"mu": multiplier, "mu_at": at}
+        plan = planning.host_plan(host_rates, multiplier)
+        rate = max(float(rates[page]), 1e-10) if true_rates else record.rate(plan.prior)
+        interval = refresh_interval(plan.interval(rate, 1.0, 0.0), record.seen, plan.informed,
+                                    bounds)
+        bucket = bucket_of(rate)
+        count_visit(sums, records[page], bucket, 0.0, 0.0, changed,
+                    at - previous if previous is not None else 0.0)
+        records[page] = record._replace(bucket=bucket)
+        seen[page].append(at)
+        versions[page] = version
+        heapq.heappush(queued, (at + bounds.queue_after(interval), at + interval, page))
+    return seen
+
+
+@dataclass(frozen=True)
+class Window:
+    start: float
+    end: float
+    learned: float  # mean share of fresh pages, hosts without a sitemap
+    true: float
+    optimum: float  # expected, knowing the true rates, one request a delay
+
+    @property
+    def learned_of_optimum(self) -> float:
+        return self.learned / self.optimum
+
+
+def simulate(web: ChangingWeb, settings: Settings, start: float, end: float) -> Window:
+    times = instants(start, end, STEP)
+    shares: dict[str, list[float]] = {"learned": [], "true": [], "optimum": []}
+    for host in sorted(set(range(web.spec.hosts)) - set(sitemap_hosts(web.spec))):
+        changes, rates = web.schedule.changes[host], web.schedule.rates[host]
+        for name in ("learned", "true"):
+            seen = visits(web, host, settings, end, true_rates=name == "true")
+            shares[name] += [float(visited_fresh(page, np.array(at), times).mean())
+                             for page, at in zip(changes, seen, strict=True)]
+        capacity = 1.0 / web.delay_for(web.netloc(host), settings.default_delay)
+        shares["optimum"] += expected_freshness(rates, optimal_rates(rates, capacity)).tolist()
+    return Window(start, end, *(float(np.mean(shares[name]))
+                                for name in ("learned", "true", "optimum")))
+
+
+def windows(env: Mapping[str, str]) -> list[tuple[float, float]]:
+    raw = env.get("BENCH_FRESH_SIM_WINDOWS", "300-900,300-3600,1800-3600")
+    return [(float(a), float(b)) for a, b in (part.split("-") for part in raw.split(","))]
+
+
+def main() -> None:
+    env = {**RECRAWL, **os.environ}
+    settings = load_settings(env)
+    spans = windows(env)
+    spec = ChangingSpec(hosts=int(env.get("BENCH_FRESH_HOSTS", "20")),
+                        pages_per_host=int(env.get("BENCH_FRESH_PAGES", "200")),
+                        seed=int(env.get("BENCH_FRESH_SEED", "7")),
+                        duration=max(end for _, end in spans))
+    web = ChangingWeb(spec)
+    print("| window (s) | learned | true rates | optimum, 1/delay | learned / optimum |")
+    print("|---|---|---|---|---|")
+    results = []
+    for start, end in spans:
+        window = simulate(web, settings, start, end)
+        results.append({**asdict(window), "learned_of_optimum": window.learned_of_optimum})
+        print(f"| {start:.0f}-{end:.0f} | {window.learned:.3f} | {window.true:.3f} | "
+              f"{window.optimum:.3f} | {window.learned_of_optimum:.3f} |", flush=True)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

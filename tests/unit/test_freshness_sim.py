@@ -1,0 +1,38 @@
+"""The re-crawl policy simulated on the changing web (bench/freshness_sim.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench.freshness_sim import RECRAWL, simulate, visits
+from crawlapp.core.settings import load_settings
+from testweb.changing import ChangingSpec, ChangingWeb
+
+SETTINGS = load_settings(RECRAWL)
+WEB = ChangingWeb(ChangingSpec(hosts=2, pages_per_host=30, seed=3, duration=600, news_hosts=0,
+                               sitemap_hosts=0))
+
+
+def test_a_host_is_visited_one_page_a_delay_new_pages_first() -> None:
+    delay = SETTINGS.default_delay + SETTINGS.delay_margin
+    seen = visits(WEB, 0, SETTINGS, 600.0, true_rates=False)
+    times = np.sort(np.concatenate([np.array(at) for at in seen]))
+    assert np.diff(times).min() >= delay - 1e-9
+    assert [at[0] for at in seen] == sorted(at[0] for at in seen)  # discovery in turn
+    assert times[len(seen) - 1] == max(at[0] for at in seen)  # ... before any re-crawl
+    assert len(times) > 2 * len(seen)  # and re-crawls after
+
+
+def test_pages_that_never_change_wait_the_maximum_once_their_rate_is_known() -> None:
+    rates = WEB.schedule.rates[1]
+    seen = visits(WEB, 1, SETTINGS, 600.0, true_rates=True)
+    static = [at for at, rate in zip(seen, rates, strict=True) if rate == 0]
+    assert static and all(len(at) == 1 for at in static)
+    changing = [at for at, rate in zip(seen, rates, strict=True) if rate > 1 / 600]
+    assert max(len(at) for at in changing) > 2
+
+
+def test_knowing_the_rates_keeps_the_web_fresher_than_learning_them() -> None:
+    window = simulate(WEB, SETTINGS, 120.0, 600.0)
+    assert 0 < window.learned < window.true <= 1
+    assert 0 < window.optimum <= 1
