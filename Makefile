@@ -166,9 +166,11 @@ compose-schema: | $(VENV)
 		.venv/compose-schema/$(COMPOSE_SCHEMA_WHEEL) > docker/schema/compose-spec.json
 	rm -rf .venv/compose-schema
 
-# docs/settings.md from the Settings fields (a unit test fails when it drifts).
+# docs/settings.md from the Settings fields, docs/retries.md from the retry rule (core/retry.py);
+# a unit test fails when either drifts.
 docs: install
 	$(PY) -m crawlapp.core.settings_doc
+	$(PY) -m crawlapp.core.retry_doc
 
 # Known vulnerabilities in the pins (part of `test`; skipped with a message when offline).
 audit: install

@@ -16,10 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+from crawlapp.core.retry import SERVERS, Server
 from crawlapp.core.settings import Settings
 
 PREFIX = "bodies"
 S3_CONCURRENCY = 16  # S3 requests in flight at once (HEADs of a check, PUTs of a batch)
+# boto3's tries again (botocore's max_attempts: after the first), its standard mode's waits.
+BLOB_RETRY = SERVERS[Server.BLOB_STORE]
 PRESIGNED_SECONDS = 300  # how long a PUT's presigned URL is good for (it is used at once)
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9/._-]+\Z")  # nothing to quote in a URL: body keys
 _SignedPut = tuple[str, dict[str, str]]  # a signed PUT: its URL and headers
@@ -355,7 +358,8 @@ def open_blobstore(settings: Settings) -> BlobStore:
 
     session = boto3.session.Session()
     client = session.client("s3", endpoint_url=settings.s3_endpoint_url,
-                            config=Config(retries={"max_attempts": 5, "mode": "standard"},
+                            config=Config(retries={"max_attempts": BLOB_RETRY.tries_again,
+                                                   "mode": "standard"},
                                           max_pool_connections=S3_CONCURRENCY,
                                           signature_version="s3v4"))
     return S3BlobStore(client, settings.s3_bucket, session.get_credentials())

@@ -12,6 +12,7 @@ from crawlapp.adapters.context import get_context
 from crawlapp.app import app, preload
 from crawlapp.app.chain import send_batch
 from crawlapp.app.config import DISPATCH_ENTRY
+from crawlapp.core.retry import SERVERS, Server
 
 # The modules of beat's tasks, imported in their bodies: beat only sends them, and the worker
 # that consumes `control` imports these when it starts (see `preload`).
@@ -19,7 +20,7 @@ CONTROL_MODULES = ("crawlapp.adapters.db.engine", "crawlapp.adapters.db.reposito
                    "crawlapp.ops.authority", "crawlapp.ops.dispatcher",
                    "crawlapp.stages.recrawling")
 preload({"control": CONTROL_MODULES})
-RETRY_SECONDS = 5.0  # BeatThread's wait after a tick that failed
+RETRY_SECONDS = SERVERS[Server.BEAT].cap  # BeatThread's wait after a tick that failed
 log = logging.getLogger(__name__)
 
 

@@ -31,6 +31,7 @@ from crawlapp.app import app, preload
 from crawlapp.app.chain import send_render
 from crawlapp.core.errors import NotQueued, TransientError
 from crawlapp.core.records import Handover, Lease, Page, QueuedURL, Status
+from crawlapp.core.retry import SERVERS, Server
 from crawlapp.stages.tallies import store_counts
 
 # The modules of each queue's stage: each task imports its stage in its body, and a worker
@@ -46,13 +47,14 @@ STAGE_MODULES = {
 }
 preload(STAGE_MODULES)
 
-# A server that failed (TransientError, raised by the adapters) is retried with jittered
-# backoff, doubling from 2 s up to 10 s: the batch goes on within seconds of the server's
-# return (a 60 s cap left batches waiting most of a minute after a short outage), and 60
-# tries cover an outage of several minutes. Politeness never waits through a retry.
-BACKOFF, BACKOFF_MAX = 2, 10
-RETRY = {"autoretry_for": (TransientError,),
-         "retry_backoff": BACKOFF, "retry_backoff_max": BACKOFF_MAX, "max_retries": 60}
+# A server that failed (TransientError, raised by the adapters) is retried as core/retry.py
+# says: jittered backoff doubling from 2 s up to 10 s (a 60 s cap left batches waiting most
+# of a minute after a short outage), 60 tries. Politeness never waits through a retry.
+STAGE = SERVERS[Server.STAGE]
+BACKOFF, BACKOFF_MAX = int(STAGE.first), int(STAGE.cap)
+RETRY = {"autoretry_for": (TransientError,), "retry_backoff": BACKOFF,
+         "retry_backoff_max": BACKOFF_MAX, "retry_jitter": STAGE.jitter,
+         "max_retries": STAGE.tries_again}
 
 
 Wire = list[list[Any]]
@@ -188,7 +190,7 @@ def _retry_with(exc: TransientError, **kwargs: Any) -> Retry:
     the try that failed hands the next one."""
     task = app.current_task
     countdown = get_exponential_backoff_interval(BACKOFF, task.request.retries, BACKOFF_MAX,
-                                                 full_jitter=True)
+                                                 full_jitter=STAGE.jitter)
     return task.retry(kwargs={**(task.request.kwargs or {}), **kwargs}, exc=exc,
                       countdown=countdown)
 

@@ -1,4 +1,6 @@
-"""When may a host be asked again after a request? Pure: times are passed in.
+"""When may a host be asked again after a request? Pure: times are passed in. Which outcome
+gets which of the rules below, and what becomes of its URL, is the retry rule's
+(core/retry.py, FETCH; the table in docs/retries.md); the times are here.
 
 - Success: the end of the request plus the host's delay.
 - 429 or 503 with Retry-After: that long (seconds or an HTTP date), capped at
@@ -17,12 +19,8 @@
   stands for the cycle (cached for 10 minutes; see adapters/redis/robots_cache).
 - A response the crawler abandoned (timeout, too large, broken): `abort_grace` more, since
   the server may still be sending it and would see the next request overlap it.
-A URL whose name the crawler's own resolver could not look up (`resolver`: not the name's
-answer, the crawler's fault) goes back to its host's queue, uncounted, and the host keeps its
-standing: a fault of ours is neither a page's failure nor its host's.
-A URL whose server was overloaded or unreachable (429, 5xx, connection refused) goes back
-to its host's queue, at most `max_retries` times; a timeout is not retried (the server was
-slow for that URL, and another try would cost the host another full timeout).
+- A failure of the crawler's own resolver (`resolver`): the delay, the host's failures in
+  a row kept: a fault of ours is neither a page's failure nor its host's.
 
 The defaults follow StormCrawler and Nutch as Common Crawl runs them.
 - A host that cannot be reached for a reason that will not change soon (the address guard
@@ -34,21 +32,12 @@ The defaults follow StormCrawler and Nutch as Common Crawl runs them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import NamedTuple
 
 from crawlapp.core.records import ADDRESS_REFUSED, FetchError, ParkKind, ParkReason
+from crawlapp.core.retry import HostTry, UrlTry, fetch_rule, parse_retry_after
 from crawlapp.core.scope import hostname, registrable_domain
 
-TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
-TRANSIENT_ERRORS = frozenset({FetchError.TIMEOUT, FetchError.CONNECT, FetchError.PROTOCOL,
-                              FetchError.DNS})
-ABANDONED_ERRORS = frozenset({FetchError.TIMEOUT, FetchError.PROTOCOL, FetchError.TOO_LARGE})
-# Failures of the crawler itself, not of the host or the URL.
-OUR_ERRORS = frozenset({FetchError.RESOLVER})
-# Errors of the host, not of one request, that another try soon will not change.
-UNREACHABLE_ERRORS = frozenset({FetchError.DNS, FetchError.INVALID_HOST, FetchError.TLS,
-                                FetchError.TLS_CERTIFICATE}) | ADDRESS_REFUSED
 _ADDRESS_KINDS = {FetchError.ADDRESS_LOOPBACK: "a loopback address",
                   FetchError.ADDRESS_PRIVATE: "a private address",
                   FetchError.ADDRESS_LINK_LOCAL: "a link-local address",
@@ -104,15 +93,14 @@ class HostNext:
 
 def backs_off_host(status: int | None, error: str | None) -> bool:
     """A failure that says nothing about the URL itself: its host is backed off (or
-    throttled) and asked again later."""
-    if error is not None:
-        return error in TRANSIENT_ERRORS
-    return status in TRANSIENT_STATUSES
+    throttled) and asked again later (core/retry.py)."""
+    return fetch_rule(status, error).host in (HostTry.WAITS, HostTry.THROTTLED,
+                                              HostTry.BACKED_OFF)
 
 
 def is_unreachable(error: str | None) -> bool:
-    """A failure of the host itself that will not change soon (see UNREACHABLE_ERRORS)."""
-    return error in UNREACHABLE_ERRORS
+    """A failure of the host itself that will not change soon (core/retry.py: given up)."""
+    return fetch_rule(None, error).host is HostTry.UNREACHABLE
 
 
 def unreachable_sentence(error: str, note: str = "") -> str:
@@ -132,32 +120,9 @@ def unreachable_sentence(error: str, note: str = "") -> str:
 
 
 def requeues_url(status: int | None, error: str | None) -> bool:
-    """A failed URL worth queueing again (at most CRAWL_MAX_RETRIES times, but for a failure
-    of ours: `is_ours`)."""
-    if error is None:
-        return status in TRANSIENT_STATUSES
-    return error == FetchError.CONNECT or is_ours(error)
-
-
-def is_ours(error: str | None) -> bool:
-    """A failure of the crawler itself (OUR_ERRORS): its URL goes back, uncounted."""
-    return error in OUR_ERRORS
-
-
-def parse_retry_after(value: str | None, now: float) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isascii() and value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - now)
+    """A failed URL worth queueing again (core/retry.py: at most CRAWL_MAX_RETRIES times, but
+    for a failure of ours)."""
+    return fetch_rule(status, error).url is not UrlTry.FINAL
 
 
 class Answer(NamedTuple):
@@ -179,28 +144,29 @@ def host_next(end: float, delay: float, answer: Answer, failures: int, policy: B
     crawl), `robots` whether the request was for robots.txt.
     """
     status, error, retry_after, note = answer
-    if is_ours(error):  # asked nothing: the host keeps its standing
+    rule = fetch_rule(status, error, retry_after)
+    if rule.host is HostTry.KEPT:  # asked nothing: the host keeps its standing
         return HostNext(end + delay, failures)
-    if error in ABANDONED_ERRORS:
+    if rule.grace:
         end += policy.abort_grace
-    if is_unreachable(error):
+    if rule.host is HostTry.UNREACHABLE:
         failures += 1
         if failures >= policy.give_up_after:
             given_up = ParkReason(ParkKind.UNREACHABLE, error or "", note or "")
             return HostNext(float("inf"), failures, given_up)
         return HostNext(end + max(min(delay * 2 ** failures, policy.max_backoff), delay),
                         failures)
-    if not backs_off_host(status, error):
+    if rule.host is HostTry.GOOD:
         return HostNext(end + delay, 0)
-    asked = parse_retry_after(retry_after, end) if status in (429, 503) else None
+    asked = parse_retry_after(retry_after, end) if rule.host is HostTry.WAITS else None
     if asked is not None:
         asked = min(asked, policy.max_retry_after)
     if robots:
         wait = min(policy.robots_retry * 2 ** failures, policy.throttle_max)
         return HostNext(end + max(wait, asked or 0.0, delay), failures + 1)
-    if status in (429, 503):
-        if asked is not None:
-            return HostNext(end + max(asked, delay), failures)
+    if asked is not None:
+        return HostNext(end + max(asked, delay), failures)
+    if rule.host is HostTry.THROTTLED:
         block = min(policy.throttle_seconds * 2 ** throttled, policy.throttle_max)
         block *= 1.0 + JITTER * jitter
         return HostNext(end + max(block, delay), failures, None,

@@ -38,16 +38,20 @@ def render() -> str:
     return HEADER + "".join(rows)
 
 
-def main(argv: list[str]) -> int:
-    """Write docs/settings.md, or with --check exit 1 when it differs from the settings."""
-    text = render()
+def write(path: Path, text: str, argv: list[str]) -> int:
+    """Write a generated page, or with --check exit 1 when it differs from `text`."""
     if "--check" in argv:
-        if not DOC_PATH.exists() or DOC_PATH.read_text() != text:
-            print(f"{DOC_PATH} is out of date: run `make docs`", file=sys.stderr)
+        if not path.exists() or path.read_text() != text:
+            print(f"{path} is out of date: run `make docs`", file=sys.stderr)
             return 1
         return 0
-    DOC_PATH.write_text(text)
+    path.write_text(text)
     return 0
+
+
+def main(argv: list[str]) -> int:
+    """Write docs/settings.md, or with --check exit 1 when it differs from the settings."""
+    return write(DOC_PATH, render(), argv)
 
 
 if __name__ == "__main__":

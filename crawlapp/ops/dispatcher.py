@@ -13,6 +13,7 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.core.records import Lease, QueuedURL, Release, Status
+from crawlapp.core.retry import SERVERS, Server
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import ensure_frontier
 from crawlapp.stages.admission import requeue
@@ -134,8 +135,8 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
                 raise
             except Exception:  # a Redis or broker hiccup must not end the dispatcher
                 log.exception("dispatch failed; retrying")
-                failed += 1  # 0.1 s, doubling up to 1 s: the look after a failover is soon
-                stop.wait(min(1.0, 0.05 * 2 ** min(failed, 5)))
+                failed += 1
+                stop.wait(SERVERS[Server.DISPATCHER].wait(failed))
                 continue
             failed = 0
             if largest < ctx.settings.batch_size:  # a full batch: more hosts may be ready now

@@ -18,17 +18,11 @@ from crawlapp.adapters.http import Fetcher, run_on_fetch_loop, start_at
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.adapters.redis.pipeline import Pipeline, joined
 from crawlapp.core.ledger import LeaseLedger, given_up
-from crawlapp.core.politeness import (
-    Throttle,
-    is_ours,
-    is_unreachable,
-    politeness_key,
-    requeues_url,
-    unreachable_sentence,
-)
+from crawlapp.core.politeness import Throttle, politeness_key, unreachable_sentence
 from crawlapp.core.records import Fetched, Handover, Lease, Page, Release, Status
 from crawlapp.core.recrawl import conditional_headers
 from crawlapp.core.render_rule import shares_slots, wants_render
+from crawlapp.core.retry import UrlTry, fetch_rule
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_url
 from crawlapp.core.scope import hostname, is_address
 from crawlapp.core.urls import origin_of
@@ -148,27 +142,27 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
 
 def _retries(ctx: Context, run: str, asked: list[tuple[Lease, Fetched]], refused: list[Lease],
              known: _Known) -> set[str]:
-    """The asked URLs that go back to be tried again: their retry counts are bumped (but for
-    a failure of ours, `is_ours`: back, uncounted) and those past CRAWL_MAX_RETRIES are done
-    with, as are the URLs answered and `refused` (their retries, validators and hops
+    """The asked URLs that go back to be tried again, as core/retry.py rules: their retry
+    counts are bumped (but for those back uncounted) and those past CRAWL_MAX_RETRIES are
+    done with, as are the URLs answered and `refused` (their retries, validators and hops
     forgotten); the batch's fetch counters are added in the same round trip. Safe to run
     again (a Redis fault, `Context.steady`): the counts are the batch's `run`'s, bumped once
     (the counters are added twice at worst)."""
-    ours = {lease.url for lease, r in asked if is_ours(r.error)}  # back, uncounted
-    to_retry = [lease for lease, r in asked
-                if requeues_url(r.status, r.error) and lease.url not in ours]
-    done = [lease for lease, r in asked if not requeues_url(r.status, r.error)] + refused
+    rules = [(lease, fetch_rule(r.status, r.error)) for lease, r in asked]
+    ours = {lease.url for lease, rule in rules if rule.url is UrlTry.UNCOUNTED}
+    to_retry = [(lease, rule) for lease, rule in rules if rule.url is UrlTry.COUNTED]
+    done = [lease for lease, rule in rules if rule.url is UrlTry.FINAL] + refused
     if not asked and not refused:
         return set()
     pipe = ctx.redis.pipeline(transaction=False)
-    counts = ctx.retries.count(run, [lease.url for lease in to_retry],
+    counts = ctx.retries.count(run, [lease.url for lease, _ in to_retry],
                                [lease.url for lease in done], ctx.settings.max_retries,
                                ctx.settings.redis_ride_out + RUN_KEPT, pipe)
     _forget_url_state(ctx, [lease.url for lease in done], known, pipe)
     ctx.counters.bump(fetch_counts(r for _, r in asked), pipe=pipe)
-    retry = {lease.url for lease, n in zip(to_retry, counts(pipe.execute()), strict=True)
-             if n <= ctx.settings.max_retries}
-    _forget_url_state(ctx, [lease.url for lease in to_retry if lease.url not in retry], known)
+    retry = {lease.url for (lease, rule), n in zip(to_retry, counts(pipe.execute()), strict=True)
+             if rule.url_again(n, ctx.settings.max_retries)}
+    _forget_url_state(ctx, [lease.url for lease, _ in to_retry if lease.url not in retry], known)
     return retry | ours
 
 
@@ -370,8 +364,8 @@ def _robots_answers(ctx: Context, ledger: LeaseLedger, leases: list[Lease],
         origin = origin_of(lease.url)
         ended = ledger.robots(lease, result)
         if (learned[origin].mode != "disallow_all"
-                or (ended.failures > ctx.settings.max_retries and not is_unreachable(result.error)
-                    and not is_ours(result.error))):
+                or fetch_rule(result.status, result.error).robots_final(
+                    ended.failures, ctx.settings.max_retries)):
             standing.add(origin)
         pages.append(robots_page(result, lease.host, sitemap_links(origin, learned[origin]),
                                  robots_cache.record(origin, learned[origin], ua), lease.hops))

@@ -23,6 +23,7 @@ from redis.retry import Retry
 
 from crawlapp.adapters.errors import server_error
 from crawlapp.core.errors import ServerTooOld, TransientError
+from crawlapp.core.retry import SERVERS, Server
 
 Client = redis.Redis | RedisCluster
 Pipeline = ServerPipeline | ClusterPipeline
@@ -36,10 +37,10 @@ def text(value: bytes | str) -> str:
 
 
 # A master lost is replaced by its replica after cluster-node-timeout plus an election (a few
-# seconds). A command is tried this many times (redis-py 8.1 takes the count from the Retry,
-# not yet its backoff) before it fails; then the crawler's TransientError
+# seconds). A command is tried again as core/retry.py says (redis-py 8.1 takes the count from
+# the Retry, not yet its backoff) before it fails; then the crawler's TransientError
 # (adapters/errors.py) lets the task or the dispatcher try again.
-CLUSTER_RETRIES = 10
+CLUSTER = SERVERS[Server.CLUSTER]
 
 
 class RefreshingPipeline(ClusterPipeline):
@@ -82,7 +83,8 @@ def connect(url: str, cluster: bool) -> Client:
                  for p in map(urlsplit, others)]
         client = Cluster.from_url(
             first, startup_nodes=nodes, health_check_interval=30,
-            retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), CLUSTER_RETRIES))
+            retry=Retry(ExponentialBackoff(cap=CLUSTER.cap, base=CLUSTER.first / 2),
+                        -1 if CLUSTER.tries_again is None else CLUSTER.tries_again))
     else:
         client = redis.Redis.from_url(url, health_check_interval=30)
     check_version(client, url)
@@ -114,9 +116,10 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) if part.isdigit() else 0 for part in text.split(".")[:3])
 
 
-# `ride_out` waits between tries up to a jittered backoff that doubles from 0.1 s to
-# RIDE_OUT_CAP, so that work resumes within half a second of a replica's promotion.
-RIDE_OUT_CAP = 0.5
+# `ride_out` waits between tries as core/retry.py says (a jittered backoff doubling from
+# 0.1 s to 0.5 s: work resumes within half a second of a replica's promotion). redis-py's
+# backoffs wait base * 2**failures, from one failure: base is half the first wait.
+RIDE_OUT = SERVERS[Server.RIDE_OUT]
 
 
 def _redis_fault(error: Exception) -> bool:
@@ -152,7 +155,8 @@ def ride_out(client: Client, call: Callable[[], T], seconds: float, what: str) -
                         error, seconds)
         refresh(client)
 
-    retry = Retry(ExponentialWithJitterBackoff(cap=RIDE_OUT_CAP, base=0.05), -1, (Exception,))
+    retry = Retry(ExponentialWithJitterBackoff(cap=RIDE_OUT.cap, base=RIDE_OUT.first / 2), -1,
+                  (Exception,))
     return retry.call_with_retry(call, failed, again, with_failure_count=True)
 
 
