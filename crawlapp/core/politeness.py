@@ -91,18 +91,6 @@ class HostNext:
     throttle: Throttle | None = None
 
 
-def backs_off_host(status: int | None, error: str | None) -> bool:
-    """A failure that says nothing about the URL itself: its host is backed off (or
-    throttled) and asked again later (core/retry.py)."""
-    return fetch_rule(status, error).host in (HostTry.WAITS, HostTry.THROTTLED,
-                                              HostTry.BACKED_OFF)
-
-
-def is_unreachable(error: str | None) -> bool:
-    """A failure of the host itself that will not change soon (core/retry.py: given up)."""
-    return fetch_rule(None, error).host is HostTry.UNREACHABLE
-
-
 def unreachable_sentence(error: str, note: str = "") -> str:
     """Why a host cannot be reached, in words, for people, with the error's note (a TLS
     failure's reason). Pure."""

@@ -147,11 +147,13 @@ MET = {
     Outcome.OTHER_ERROR: "`invalid_url`, `unsupported_encoding`, `http_*`, `error_*`",
 }
 
-_BY_ERROR: dict[str, Outcome] = {FetchError.CONNECT: Outcome.CONNECT, FetchError.TIMEOUT: Outcome.TIMEOUT,
-             FetchError.PROTOCOL: Outcome.PROTOCOL, FetchError.TOO_LARGE: Outcome.TOO_LARGE,
-             FetchError.DNS: Outcome.DNS, FetchError.RESOLVER: Outcome.RESOLVER,
-             FetchError.TLS: Outcome.TLS, FetchError.TLS_CERTIFICATE: Outcome.TLS,
-             FetchError.INVALID_HOST: Outcome.INVALID_HOST}
+_BY_ERROR: dict[str, Outcome] = {
+    FetchError.CONNECT: Outcome.CONNECT, FetchError.TIMEOUT: Outcome.TIMEOUT,
+    FetchError.PROTOCOL: Outcome.PROTOCOL, FetchError.TOO_LARGE: Outcome.TOO_LARGE,
+    FetchError.DNS: Outcome.DNS, FetchError.RESOLVER: Outcome.RESOLVER,
+    FetchError.TLS: Outcome.TLS, FetchError.TLS_CERTIFICATE: Outcome.TLS,
+    FetchError.INVALID_HOST: Outcome.INVALID_HOST,
+}
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

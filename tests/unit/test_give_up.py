@@ -11,11 +11,11 @@ from crawlapp.adapters.http import valid_host_name
 from crawlapp.core.politeness import (
     Answer,
     host_next,
-    is_unreachable,
     requeues_url,
     unreachable_sentence,
 )
 from crawlapp.core.records import ParkKind, ParkReason
+from crawlapp.core.retry import HostTry, fetch_rule
 from crawlapp.core.settings import SettingsError, load_settings
 
 POLICY = replace(load_settings({}).backoff, max_backoff=60, park_after=8, give_up_after=3)
@@ -24,7 +24,7 @@ POLICY = replace(load_settings({}).backoff, max_backoff=60, park_after=8, give_u
 @pytest.mark.parametrize("error", ["ssrf_loopback", "ssrf_private", "ssrf_not_global", "dns",
                                    "invalid_host", "tls", "tls_certificate"])
 def test_unreachable_errors_give_a_host_up_after_its_tries(error: str) -> None:
-    assert is_unreachable(error) and not requeues_url(None, error)
+    assert fetch_rule(None, error).host is HostTry.UNREACHABLE and not requeues_url(None, error)
     first = host_next(10.0, 1.0, Answer(None, error), 0, POLICY)
     second = host_next(20.0, 1.0, Answer(None, error), first.failures, POLICY)
     third = host_next(30.0, 1.0, Answer(None, error), second.failures, POLICY)
@@ -38,7 +38,7 @@ def test_unreachable_errors_give_a_host_up_after_its_tries(error: str) -> None:
 @pytest.mark.parametrize(("status", "error"), [(200, None), (404, None), (503, None),
                                                (None, "timeout"), (None, "connect")])
 def test_other_outcomes_never_give_a_host_up(status: int | None, error: str | None) -> None:
-    assert not is_unreachable(error)
+    assert fetch_rule(status, error).host is not HostTry.UNREACHABLE
     nxt = host_next(0.0, 1.0, Answer(status, error), 2, POLICY)
     assert nxt.park_reason is None or nxt.park_reason.kind is not ParkKind.UNREACHABLE
 

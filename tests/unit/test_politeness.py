@@ -5,13 +5,13 @@ import pytest
 from crawlapp.core.politeness import (
     Answer,
     Throttle,
-    backs_off_host,
     host_next,
     parse_retry_after,
     politeness_key,
     requeues_url,
 )
 from crawlapp.core.records import ParkKind, ParkReason
+from crawlapp.core.retry import HostTry, fetch_rule
 from crawlapp.core.settings import load_settings
 
 DEFAULT_POLICY = load_settings({}).backoff
@@ -32,7 +32,8 @@ def test_success_waits_the_delay_and_resets_failures() -> None:
 ])
 def test_failures_that_back_the_host_off(status: int | None, error: str | None,
                                          transient: bool) -> None:
-    assert backs_off_host(status, error) is transient
+    backed_off = (HostTry.WAITS, HostTry.THROTTLED, HostTry.BACKED_OFF)
+    assert (fetch_rule(status, error).host in backed_off) is transient
 
 
 def test_backoff_grows_exponentially_and_is_capped() -> None:
@@ -125,7 +126,7 @@ def test_a_failure_of_ours_requeues_the_url_and_leaves_the_host_as_it_stood(robo
     failing the process) is not the host's failure: a delay, its failures kept, never
     parked or given up."""
     assert requeues_url(None, "resolver")
-    assert not backs_off_host(None, "resolver")
+    assert fetch_rule(None, "resolver").host is HostTry.KEPT
     policy = replace(POLICY, give_up_after=1, park_after=1)
     nxt = host_next(10.0, 1.0, Answer(None, "resolver"), failures=2, policy=policy,
                     robots=robots)
