@@ -312,13 +312,14 @@ class Page:
     not_modified: bool = False          # a 304 to a conditional GET
     content_hash: str | None = None     # SHA-256 of the body (the rendered one, if rendered)
     content_length: int | None = None
-    body_gz: bytes | None = None        # gzip bytes, until stored
-    copy_gz: bytes | None = None        # an exact copy's body, written only if its key is missing
+    # The page's bodies, gzip bytes until stored: its content, an exact copy's content, and
+    # (`raw_*` below) its body as fetched when that is not its content. Written and read as
+    # one record by crawlapp.core.bodies only, which decides what the store keeps of them.
+    body_gz: bytes | None = None
+    copy_gz: bytes | None = None
     render_reason: str | None = None    # why it was handed to the render stage
     rendered: bool = False
     render_error: str | None = None
-    # The body as fetched when it is not `body_gz`: a rendered page's (render_store_raw), a
-    # robots.txt answer's, a redirect's or error answer's, an unstored page's kept for the archive.
     raw_gz: bytes | None = None
     raw_hash: str | None = None
     title: str | None = None

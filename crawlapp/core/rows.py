@@ -30,9 +30,7 @@ class UrlRow(NamedTuple):
 
     def scored(self, authority: float, priority: float, link_context: float) -> UrlRow:
         """The row with its score."""
-        return UrlRow(self.url_hash, self.url, self.host, self.depth, self.status,
-                      self.discovered_at, self.hops, link_context, priority, authority,
-                      self.last_error)
+        return self._replace(link_context=link_context, priority=priority, authority=authority)
 
 
 class LinkEdge(NamedTuple):

@@ -8,13 +8,13 @@ its hash and files its fingerprint. So the owner of a claim is always an origina
 copy or a canonical pointer), a near copy of a near copy points at the stored original, and two
 workers processing copies at the same moment still yield one original.
 
-An exact copy keeps its body (as `copy_gz`) until the store stage, which writes it if its key
-is missing: a row never names a body that was not written before it, whatever became of the
-original's batch. When the store stage finds that a page stopped being a stored original (its
-body changed, it failed, is noindex, a canonical pointer or a copy now, or was taken down), it
-releases what the page held in the index (`superseded`, then DedupIndex.release) and hands
-its copies to another original (`adopt`); copies whose original changed while they were on
-their way are looked up again (`recheck`).
+An exact copy keeps its body (as a copy: crawlapp.core.bodies) until the store stage, which
+writes it if its key is missing: a row never names a body that was not written before it,
+whatever became of the original's batch. When the store stage finds that a page stopped
+being a stored original (its body changed, it failed, is noindex, a canonical pointer or a
+copy now, or was taken down), it releases what the page held in the index (`superseded`,
+then DedupIndex.release) and hands its copies to another original (`adopt`); copies whose
+original changed while they were on their way are looked up again (`recheck`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import dedup_rows
 from crawlapp.adapters.db.repository import Session
 from crawlapp.adapters.redis.dedup_index import LOOK, NEAR, NO_NEAR, ORIGINAL, Claim, Held, Outcome
+from crawlapp.core.bodies import restore_original, set_aside
 from crawlapp.core.records import Page
 from crawlapp.core.rows import PageRow, Repointed
 from crawlapp.core.simhash import hamming
@@ -67,9 +68,9 @@ def _defer_to_canonicals(ctx: Context, pages: list[Page]) -> None:
 
 def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     """Mark pages not to store (noindex, or another URL is canonical), then claim the content
-    of the others: originals keep their body, exact copies keep it as `copy_gz` (written only
+    of the others: originals keep their body, exact copies keep it as a copy (written only
     if missing), near copies and pages not stored lose it (or, with CRAWL_ARCHIVE_UNSTORED,
-    keep it as `raw_gz`: the body as fetched, for the fetch history only)."""
+    keep it apart: the body as fetched, for the fetch history only)."""
     _defer_to_canonicals(ctx, pages)
     for page in pages:
         if page.noindex and not page.unstored:
@@ -80,12 +81,7 @@ def dedup_pages(ctx: Context, pages: list[Page]) -> list[Page]:
     for page, outcome in zip(claimants, outcomes, strict=True):
         _mark(page, outcome)
     for page in pages:
-        if page.content_dedup and not page.near_duplicate and page.body_gz is not None:
-            page.copy_gz, page.body_gz = page.body_gz, None
-        elif page.content_dedup or page.unstored:
-            if ctx.settings.archive_unstored and not page.rendered:
-                page.raw_gz, page.raw_hash = page.body_gz, page.content_hash
-            page.body_gz = None
+        set_aside(page, ctx.settings.archive_unstored)
     return pages
 
 
@@ -131,7 +127,7 @@ def recheck(ctx: Context, pages: list[Page], rows: dict[str, PageRow]) -> list[s
                                                           max_distance), strict=True):
         _mark(page, outcome)
         if outcome.kind == ORIGINAL:
-            page.body_gz, page.copy_gz = page.copy_gz, None
+            restore_original(page)
     near = [p for p in stale if p.near_duplicate]
     left = []
     for page, outcome in zip(near, ctx.dedup_index.claim([_claim_of(p) for p in near],

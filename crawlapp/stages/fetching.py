@@ -309,7 +309,7 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     robots, fetched = run_on_fetch_loop(settings, ctx.dns_cache, lambda f: _fetch_all(
         f, plan, known.policies, known.validators, chain_rule(settings, ledger.next_start),
         cutoff, early))
-    if early is not None and not isinstance(early, EarlySlotReturn):
+    if early is not None:
         ledger.sent_early(early.released)
 
     pages = _robots_answers(ctx, ledger, plan.robots, robots)

@@ -7,12 +7,11 @@ import gzip
 import hashlib
 from base64 import b32encode
 
+from crawlapp.core.bodies import bodies_of, compress, fetched_apart, fetched_content
 from crawlapp.core.records import Fetched, Lease, Link, Page, RobotsAnswer, Status, with_note
 from crawlapp.core.robots import RobotsPolicy, robots_answer
 from crawlapp.core.sitemaps import default_sitemap
 from crawlapp.core.urls import request_urls, url_hash
-
-GZIP_LEVEL = 1  # compressed once, in the fetch stage: speed over a few % of size
 
 
 def page_for(lease: Lease) -> Page:
@@ -32,7 +31,7 @@ def status_of(fetched: Fetched) -> Status:
 
 def apply_fetch(page: Page, fetched: Fetched, answer_bytes: int) -> Page:
     """Fill a page record from what its request got; the body is gzip-compressed once here.
-    A redirect's or an error answer's body is kept for the archive as `raw_gz`, its first
+    A redirect's or an error answer's body is kept apart for the archive, its first
     `answer_bytes` only (`truncated` when longer); so is a 2xx answer too large, as much of
     it as was read (`truncated`)."""
     headers = fetched.headers
@@ -49,9 +48,8 @@ def apply_fetch(page: Page, fetched: Fetched, answer_bytes: int) -> Page:
     if fetched.status == 304:
         page.not_modified = True  # a conditional GET: nothing changed, nothing to store
     elif page.status == Status.FETCHED:
-        page.content_hash = hashlib.sha256(fetched.body).hexdigest()
+        fetched_content(page, compress(fetched.body))
         page.content_length = len(fetched.body)
-        page.body_gz = gzip.compress(fetched.body, compresslevel=GZIP_LEVEL, mtime=0)
         page.payload_digest = payload_digest(fetched.body)
     elif fetched.status is not None and (not fetched.error or fetched.truncated):
         too_large = fetched.truncated and 200 <= fetched.status < 300
@@ -80,7 +78,7 @@ def robots_page(fetched: Fetched, host: str, sitemaps: list[str], robots: Robots
                 hops: int = 0) -> Page:
     """A record of a robots.txt answer: `robots` for its hosts row (written by the store
     stage), and its sitemaps as links, so they are queued (at depth 0, like seeds) by
-    extract_links. It has no URL row of its own; an HTTP answer's body travels as `raw_gz`,
+    extract_links. It has no URL row of its own; an HTTP answer's body travels apart,
     stored for the fetch history. `hops` are those of the URL it was fetched for (its
     sitemaps are one off-scope hop further when out of scope)."""
     page = Page(url=fetched.url, url_hash=url_hash(fetched.url), host=host, depth=-1,
@@ -117,14 +115,14 @@ def sitemap_links(origin: str, policy: RobotsPolicy) -> list[str]:
 
 def _keep_raw(page: Page, body: bytes) -> None:
     """The body as fetched, to store beside the page's own for the fetch history."""
-    page.raw_hash = hashlib.sha256(body).hexdigest()
-    page.raw_gz = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+    fetched_apart(page, compress(body))
     page.payload_digest = payload_digest(body)
 
 
 def body_of(page: Page) -> bytes:
-    """The page's body, decompressed (empty when the record carries none)."""
-    return gzip.decompress(page.body_gz) if page.body_gz is not None else b""
+    """The page's content, decompressed (empty when the record carries none)."""
+    content = bodies_of(page).content
+    return gzip.decompress(content.gz) if content is not None else b""
 
 
 def blocked(page: Page, reason: str, when: float) -> Page:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+from crawlapp.core.bodies import drop_content
 from crawlapp.core.html import is_html, parse_html, robots_directives
 from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.settings import Settings
@@ -124,7 +125,7 @@ def parse_pages(pages: list[Page], settings: Settings) -> tuple[list[Page], Coun
             page.status = Status.FAILED
             page.error = f"parse error: {name}: {str(exc)[:200]}"
             page.links = []
-            page.body_gz = None
+            drop_content(page)
             counts[f"parse_error:{name}"] += 1
             out.append(page)
     return out, counts

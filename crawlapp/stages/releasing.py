@@ -66,7 +66,8 @@ class EarlyRelease:
 class EarlySlotReturn(EarlyRelease):
     """With politeness slots, each key given back as its host's last request ends (free from
     the host's next time), rather than at the end of the batch, so that a host that renders
-    load from is not held through the batch's slowest chain; the leases go with the batch."""
+    load from is not held through the batch's slowest chain; the leases go with the batch
+    (`released` stays empty)."""
 
     def __init__(self, ctx: Context, holder: str, taken: Mapping[str, str],
                  ended: Callable[[list[Lease], list[Fetched]], list[Release] | None]) -> None:

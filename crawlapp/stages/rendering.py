@@ -18,8 +18,6 @@ redirect) refuses the origin's requests ('robots_unknown') and leaves it to the 
 from __future__ import annotations
 
 import asyncio
-import gzip
-import hashlib
 import logging
 import os
 import threading
@@ -37,6 +35,7 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.errors import transient_errors
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop
 from crawlapp.adapters.redis import robots_cache
+from crawlapp.core.bodies import compress, rendered_content
 from crawlapp.core.errors import TransientError
 from crawlapp.core.politeness import politeness_key
 from crawlapp.core.records import Fetched, Handover, Page, Release
@@ -45,7 +44,7 @@ from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, effective_delay
 from crawlapp.core.scope import hostname, is_address
 from crawlapp.core.settings import Settings
 from crawlapp.core.urls import host_of, origin_of
-from crawlapp.stages.pages import GZIP_LEVEL, body_of, robots_page, robots_policy, sitemap_links
+from crawlapp.stages.pages import body_of, robots_page, robots_policy, sitemap_links
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,21 +83,16 @@ _CACHE = SubresourceCache()  # used on the process's fetch loop only
 
 
 def apply_render(page: Page, rendered: Rendered, store_raw: bool) -> Page:
-    """The page with its rendered DOM as body (the fetched body kept as `raw_*` with
+    """The page with its rendered DOM as content (its body as fetched kept apart with
     `store_raw`); unchanged but for `render_error` when rendering failed."""
     page = page.copy()
     if rendered.html is None:
         page.render_error = rendered.error or "failed"
         return page
     body = rendered.html.encode("utf-8")
-    if store_raw:
-        page.raw_gz = page.body_gz
-        page.raw_hash = page.content_hash
-    page.rendered = True
+    rendered_content(page, compress(body), store_raw)
     page.content_type = RENDERED_TYPE
-    page.content_hash = hashlib.sha256(body).hexdigest()
     page.content_length = len(body)
-    page.body_gz = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
     return page
 
 

@@ -11,6 +11,7 @@ from crawlapp.adapters.blobstore import body_key
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import dedup_rows, repository
 from crawlapp.adapters.redis import robots_cache
+from crawlapp.core.bodies import keep, take, warc_body
 from crawlapp.core.records import Page, QueuedURL, Status
 from crawlapp.core.rows import FetchOutcome, HistoryRow, Previous
 from crawlapp.core.simhash import to_signed
@@ -53,34 +54,25 @@ def _record(page: Page, plan: revisiting.Plan, previous: dict[str, Previous]
 
 def _bodies(pages: list[Page], dropped: set[str], archive_unstored: bool
             ) -> list[tuple[str, bytes, str | None]]:
-    """Give each page to store its storage key and take its bodies out of it: the (key,
-    body, content type) to write. An exact copy's body (`copy_gz`) is written too, so that a
-    row never names a key whose body is not there; the store writes only missing keys. The
-    body as fetched (`raw_gz`) is written for a stored page, a robots.txt answer, a redirect
-    or error answer, and with `archive_unstored` for a page not stored."""
+    """Take each page's bodies out of it and give it the storage keys of what the store keeps
+    (crawlapp.core.bodies.keep): the (key, body, content type) to write."""
     uploads = []
     for page in pages:
-        body, copy, raw = page.body_gz, page.copy_gz, page.raw_gz
-        page.body_gz = page.copy_gz = page.raw_gz = None
-        stored = not (page.url_hash in dropped or not page.content_hash or page.near_duplicate
-                      or page.unstored)
-        if stored and page.content_hash:
-            page.storage_key = body_key(page.content_hash)
-            if (content := body if body is not None else copy) is not None:
-                uploads.append((page.storage_key, content, page.content_type))
-        archived = page.status == Status.ROBOTS or page.url_hash not in dropped and (
-            stored or page.status != Status.FETCHED or archive_unstored)
-        if raw is not None and page.raw_hash and archived:
-            page.raw_storage_key = body_key(page.raw_hash)
-            uploads.append((page.raw_storage_key, raw,
-                            "text/html" if page.rendered else page.content_type))
+        kept = keep(page, take(page), page.url_hash in dropped, archive_unstored)
+        if kept.stored is not None:
+            page.storage_key = body_key(kept.stored)
+            if kept.content is not None:
+                uploads.append((page.storage_key, kept.content.gz, kept.content.content_type))
+        if kept.archived is not None:
+            page.raw_storage_key = body_key(kept.archived.sha256)
+            uploads.append((page.raw_storage_key, kept.archived.gz, kept.archived.content_type))
     return uploads
 
 
 def _history_row(page: Page) -> HistoryRow | None:
     """The fetch history's row of a page whose answer is kept (its body as fetched stored,
     a 304, a robots.txt answer, a redirect or an error answer); None for the others."""
-    key = page.raw_storage_key if page.rendered or not page.storage_key else page.storage_key
+    key = warc_body(page.rendered, page.storage_key, page.raw_storage_key)
     if page.http_status is None or not (key or page.not_modified):
         return None
     return HistoryRow(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from crawlapp.core.bodies import bodies_of
 from crawlapp.core.records import Fetched, Page
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, float("inf"))
@@ -41,8 +42,8 @@ def fetch_counts(results: Iterable[Fetched]) -> dict[str, int]:
 
 def store_counts(pages: list[Page]) -> dict[str, int]:
     """Counter increments for a batch the store stage is about to write. Pure."""
-    bodies = [p.body_gz for p in pages if p.body_gz is not None]
-    return {"store:bodies": len(bodies), "bytes:stored": sum(len(b) for b in bodies),
+    own = [b.content.gz for b in map(bodies_of, pages) if b.content is not None and not b.copy]
+    return {"store:bodies": len(own), "bytes:stored": sum(len(gz) for gz in own),
             "dedup:exact": sum(1 for p in pages if p.content_dedup and not p.near_duplicate),
             "dedup:near": sum(1 for p in pages if p.near_duplicate),
             "archive:truncated": sum(1 for p in pages if p.truncated)}
