@@ -152,8 +152,8 @@ def keep(page: Page, bodies: Bodies, dropped: bool, archive_unstored: bool) -> K
     is not a 2xx or 304 answer, or is kept with `archive_unstored` (CRAWL_ARCHIVE_UNSTORED)."""
     stored = (page.content_hash if not dropped and page.content_hash
               and not page.near_duplicate and not page.unstored else None)
-    archiving = page.status == Status.ROBOTS or not dropped and (
-        stored is not None or page.status != Status.FETCHED or archive_unstored)
+    archiving = page.status == Status.ROBOTS or (not dropped and (
+        stored is not None or page.status != Status.FETCHED or archive_unstored))
     apart = bodies.apart
     archived = apart if archiving and apart is not None and apart.sha256 else None
     return Kept(stored, bodies.content if stored is not None else None, archived,

@@ -7,7 +7,15 @@ import gzip
 import hashlib
 
 from crawlapp.core.bodies import (
-    FETCHED_OF_RENDERED_TYPE, Kept, bodies_of, compress, keep, rendered_content, set_aside, take)
+    FETCHED_OF_RENDERED_TYPE,
+    Kept,
+    bodies_of,
+    compress,
+    keep,
+    rendered_content,
+    set_aside,
+    take,
+)
 from crawlapp.core.records import Fetched, FetchError, Lease, Page, Status
 from crawlapp.stages.pages import apply_fetch, page_for
 
