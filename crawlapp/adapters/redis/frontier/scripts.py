@@ -119,7 +119,7 @@ return added
 # DISPATCH in steps: each step is a Lua function of its own, on the locals of DISPATCH_KEYS
 # (and END_LEASE's functions), and DISPATCH's main body calls them in order, so that each
 # step can be read, and run (tests/integration/test_dispatch_steps.py), alone. Each says
-# which keys it reads (r) and writes (w).
+# first which keys it reads and writes.
 
 # The keys of DISPATCH, in the order of ShardKeys.dispatch_keys.
 DISPATCH_KEYS = """
@@ -135,7 +135,7 @@ def dispatch_script(*steps: str, main: str) -> Lua:
     return Lua(DISPATCH_KEYS + "".join(steps) + main)
 
 
-# r dispatched. The reply of the shard's last dispatch if `call` (the token prefix) made it,
+# Reads dispatched. The reply of the shard's last dispatch if `call` (the token prefix) made it,
 # else nil: a dispatch called again with the call of the last (its reply was lost: a
 # failover, a connection cut) returns that reply and changes nothing, so the caller gets the
 # leases it took instead of leaving them to expire.
@@ -151,9 +151,9 @@ local function replay_lost_reply(call)
 end
 """
 
-# r/w leases, token, leased, host queues, queued; w ready. Ends up to 1000 leases whose
-# deadline is past, their URLs back in their queues (END_LEASE), each host with URLs queued
-# ready `now`.
+# Reads and writes leases, token, leased, the host queues, queued; writes ready. Ends up to
+# 1000 leases whose deadline is past, their URLs back in their queues (END_LEASE), each host
+# with URLs queued ready `now`.
 RETURN_EXPIRED = """
 local function return_expired(now)
   for _, host in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, 1000)) do
@@ -165,8 +165,8 @@ local function return_expired(now)
 end
 """
 
-# r/w parked, why; r host queues; w ready, idle. Up to 1000 hosts parked until `now` or
-# before come back at that time: ready with URLs queued, else idle.
+# Reads and writes parked, why; reads the host queues; writes ready, idle. Up to 1000 hosts
+# parked until `now` or before come back at that time: ready with URLs queued, else idle.
 BRING_BACK_PARKED = """
 local function bring_back_parked(now)
   local back = redis.call('ZRANGEBYSCORE', parked, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
@@ -183,7 +183,7 @@ local function bring_back_parked(now)
 end
 """
 
-# r/w idle. Forgets up to 1000 idle hosts' next times that have passed by `now`.
+# Reads and writes idle. Forgets up to 1000 idle hosts' next times that have passed by `now`.
 FORGET_IDLE = """
 local function forget_idle(now)
   local passed = redis.call('ZRANGEBYSCORE', idle, '-inf', now, 'LIMIT', 0, 1000)
@@ -191,10 +191,10 @@ local function forget_idle(now)
 end
 """
 
-# r/w warm. A host is warm from a lease on (`warm`: host -> when its session began) until its
-# session is warm_seconds old or warm_hosts hosts joined after it (LEASE_URLS ends those);
-# with warm_hosts 0, none is (ports.Frontier.dispatch says why). Ends the sessions
-# warm_seconds old by `now`; returns the warm hosts, the oldest session first.
+# Reads and writes warm. A host is warm from a lease on (`warm`: host -> when its session
+# began) until its session is warm_seconds old or warm_hosts hosts joined after it (LEASE_URLS
+# ends those); with warm_hosts 0, none is (ports.Frontier.dispatch says why). Ends the
+# sessions warm_seconds old by `now`; returns the warm hosts, the oldest session first.
 WARM_SESSIONS = """
 local function warm_sessions(now, warm_hosts, warm_seconds)
   if not (warm_hosts > 0) then return {} end
@@ -203,7 +203,7 @@ local function warm_sessions(now, warm_hosts, warm_seconds)
 end
 """
 
-# r boost. The first `room` of the candidates in `window` ((host, ready time) pairs, in one
+# Reads boost. The first `room` of the candidates in `window` ((host, ready time) pairs, in one
 # list): the warm hosts (`is_warm`: host -> 1) first, then those with the highest boost
 # (ties: the earliest, then by name).
 FIRST_BY_BOOST = """
@@ -231,11 +231,11 @@ local function first_by_boost(window, is_warm, room)
 end
 """
 
-# r ready; r/w warm (WARM_SESSIONS); r boost (FIRST_BY_BOOST). The hosts to lease, as
-# (host, ready time) pairs in one list, and the earliest candidate's ready time. The
-# candidates are the earliest BOOST_WINDOW x max_hosts hosts ready by `horizon` (not x room:
-# a slot freed alone must not shrink the choice to the hosts that waited longest) and the
-# warm hosts ready by then; when more than `room`, the first `room` by FIRST_BY_BOOST.
+# Reads ready, boost (FIRST_BY_BOOST); reads and writes warm (WARM_SESSIONS). The hosts to
+# lease, as (host, ready time) pairs in one list, and the earliest candidate's ready time.
+# The candidates are the earliest BOOST_WINDOW x max_hosts hosts ready by `horizon` (not x
+# room: a slot freed alone must not shrink the choice to the hosts that waited longest) and
+# the warm hosts ready by then; when more than `room`, the first `room` by FIRST_BY_BOOST.
 CHOOSE_CANDIDATES = """
 local BOOST_WINDOW = 4
 local function choose_candidates(now, horizon, room, max_hosts, warm_hosts, warm_seconds)
@@ -272,10 +272,10 @@ local function hold_until_full_or_due(hosts, earliest, max_hosts, due_by)
 end
 """
 
-# w ready, idle, leases, token, leased, queued, warm; r/w host queues. Leases each of `hosts`
-# ((host, ready time) pairs) under the token "call:n", from its ready time (or `now` if
-# later: the fetch must not start before it) for `lease` seconds; a host with nothing queued
-# goes idle instead. While the hosts are fewer than max_hosts, each lease takes up to
+# Writes ready, idle, leases, token, leased, queued, warm, the host queues. Leases each of
+# `hosts` ((host, ready time) pairs) under the token "call:n", from its ready time (or `now`
+# if later: the fetch must not start before it) for `lease` seconds; a host with nothing
+# queued goes idle instead. While the hosts are fewer than max_hosts, each lease takes up to
 # per_lease of its host's best URLs, as many as keep the batch within max_hosts URLs (the
 # fetch asks them one after the other), else its best one. A host leased begins a warm
 # session unless in one; with more than warm_hosts, the oldest end. Appends to `out`
@@ -315,7 +315,7 @@ local function lease_urls(out, hosts, now, lease, call, max_hosts, per_lease, wa
 end
 """
 
-# r ready. The earliest ready time of a host not leased, -1 with none.
+# Reads ready. The earliest ready time of a host not leased, -1 with none.
 NEXT_READY_TIME = """
 local function next_ready_time()
   local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
@@ -323,7 +323,7 @@ local function next_ready_time()
 end
 """
 
-# w dispatched. Keeps the reply `out` of `call` as long as a lease, for REPLAY_LOST_REPLY.
+# Writes dispatched. Keeps the reply `out` of `call` as long as a lease, for REPLAY_LOST_REPLY.
 RECORD_REPLY = """
 local function record_reply(call, out, lease)
   if call == '' then return end
