@@ -83,6 +83,11 @@ class ShardKeys:
     def queue(self, host: str) -> str:
         return self.queues + host
 
+    def dispatch_keys(self) -> list[str]:
+        """The KEYS of DISPATCH and its steps (scripts.DISPATCH_KEYS)."""
+        return [self.ready, self.idle, self.leases, self.token, self.leased, self.parked,
+                self.why, self.queued, self.queues, self.boost, self.dispatched, self.warm]
+
 
 class RedisFrontier:
     """Mercator-style back queues in Redis; every operation touches one shard's keys.
@@ -150,8 +155,7 @@ class RedisFrontier:
         pipe = self.client.pipeline(transaction=False)
         for shard in shards:
             k = self._keys[shard]
-            scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
-                                    k.queued, k.queues, k.boost, k.dispatched, k.warm],
+            scripts.DISPATCH(pipe, k.dispatch_keys(),
                              [now, max_hosts, lease_seconds, max_leased, f"{token}.{shard}",
                               lookahead, due_by, per_lease, warm_hosts, warm_seconds])
         leases: dict[int, list[Lease]] = {}
@@ -376,9 +380,7 @@ class RedisFrontier:
                   for shard in self.shards_holding(max(limit, self.shards))}
         pipe = self.client.pipeline(transaction=False)
         for k in shards.values():
-            scripts.DISPATCH(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
-                                    k.queued, k.queues, k.boost, k.dispatched, k.warm],
-                             [now, 0, 0, 0, "", 0, now, 1, 0, 0])  # leases no host
+            scripts.DISPATCH(pipe, k.dispatch_keys(), [now, 0, 0, 0, "", 0, now, 1, 0, 0])  # leases no host
             pipe.zcard(k.leases)
         held = sum(int(n) for n in self._acks.execute(
             pipe, [k.leases for k in shards.values()])[1::2])

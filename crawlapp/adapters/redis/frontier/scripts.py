@@ -44,7 +44,7 @@ from crawlapp.adapters.redis.lua import Lua
 # the host's others). hand_back takes one URL out of `host`'s lease, putting it back with
 # `back`, and returns how many URLs the lease still holds; end_lease ends the lease, with
 # `back` putting every URL it still holds back.
-_END_LEASE = """
+END_LEASE = """
 local function held_urls(host)
   local urls = {}
   for line in string.gmatch(redis.call('HGET', leased, host) or '', '[^\\n]+') do
@@ -116,80 +116,137 @@ redis.call('INCRBY', queued, added)
 return added
 """)
 
-# KEYS: ready, idle, leases, token, leased, parked, why, queued, host queue prefix, boost,
-#       dispatched, warm
-# ARGV: now, max_hosts, lease_seconds, max_leased, token_prefix, lookahead, due_by, per_lease,
-#       warm_hosts, warm_seconds
-# The token prefix names the call: called again with the one of the shard's last dispatch
-# (its reply was lost: a failover, a connection cut), it returns that dispatch's reply and
-# changes nothing, so the caller gets the leases it took instead of leaving them to expire.
-# First returns the URLs of expired leases to their queues, brings back parked hosts whose
-# time has come and forgets idle times that have passed. Then leases up to max_hosts hosts
-# whose next time is at most now + lookahead, while fewer than max_leased hosts are leased,
-# popping each host's best URL; but only once the batch is full or its earliest host is due
-# by `due_by`, so batches grow without making any host late. When more hosts are ready than
-# there is room for, the earliest BOOST_WINDOW x max_hosts of them are candidates (not x room:
-# a slot freed alone must not shrink the choice to the hosts that waited longest), and so
-# are the warm hosts due: warm hosts go first, then those with the highest boost (ties: the
-# earliest, then by name). A host is warm from a lease on (`warm`: host -> when its session
-# began) until its session is warm_seconds old or warm_hosts hosts joined after it; with
-# warm_hosts 0, none is (ports.Frontier.dispatch says why). When fewer than
-# max_hosts hosts are leased, each lease takes up to per_lease of its host's best URLs, as
-# many as keep the batch within max_hosts URLs (the fetch asks them one after the other).
-# A lease carries its host's next time: the fetch must not start before it.
-# Returns {next_ready_time or -1, host1, token1, member1, not_before1, ...}: a lease of
-# several URLs is one such quadruplet per URL, in the order to fetch them.
-DISPATCH = Lua("""
-local BOOST_WINDOW = 4
+# DISPATCH in steps: each step is a Lua function of its own, on the locals of DISPATCH_KEYS
+# (and END_LEASE's functions), and DISPATCH's main body calls them in order, so that each
+# step can be read, and run (tests/integration/test_dispatch_steps.py), alone. Each says
+# first which keys it reads and writes.
+
+# The keys of DISPATCH, in the order of ShardKeys.dispatch_keys.
+DISPATCH_KEYS = """
 local ready, idle, leases, token, leased = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local parked, why, queued, q, boost = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local now = tonumber(ARGV[1])
-local max_hosts, lease, max_leased = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local token_prefix, horizon, due_by = ARGV[5], now + tonumber(ARGV[6]), tonumber(ARGV[7])
-local per_lease = tonumber(ARGV[8])
 local dispatched, warm = KEYS[11], KEYS[12]
-local warm_hosts, warm_seconds = tonumber(ARGV[9]), tonumber(ARGV[10])
-if token_prefix ~= '' then
+"""
+
+
+def dispatch_script(*steps: str, main: str) -> Lua:
+    """A script on the keys of DISPATCH: the functions of `steps`, in order (a step after
+    those it calls), then `main`."""
+    return Lua(DISPATCH_KEYS + "".join(steps) + main)
+
+
+# Reads dispatched. The reply of the shard's last dispatch if `call` (the token prefix) made it,
+# else nil: a dispatch called again with the call of the last (its reply was lost: a
+# failover, a connection cut) returns that reply and changes nothing, so the caller gets the
+# leases it took instead of leaving them to expire.
+REPLAY_LOST_REPLY = """
+local function replay_lost_reply(call)
+  if call == '' then return nil end
   local last = redis.call('GET', dispatched)
-  if last then
-    local cut = string.find(last, '\\n', 1, true)
-    if string.sub(last, 1, cut - 1) == token_prefix then
-      return cmsgpack.unpack(string.sub(last, cut + 1))
+  if not last then return nil end
+  local cut = string.find(last, '\\n', 1, true)
+  if string.sub(last, 1, cut - 1) == call then
+    return cmsgpack.unpack(string.sub(last, cut + 1))
+  end
+end
+"""
+
+# Reads and writes leases, token, leased, the host queues, queued; writes ready. Ends up to
+# 1000 leases whose deadline is past, their URLs back in their queues (END_LEASE), each host
+# with URLs queued ready `now`.
+RETURN_EXPIRED = """
+local function return_expired(now)
+  for _, host in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, 1000)) do
+    end_lease(host, true)
+    if redis.call('EXISTS', q .. host) == 1 then
+      redis.call('ZADD', ready, now, host)
     end
   end
 end
-""" + _END_LEASE + """
-local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, 1000)
-for _, host in ipairs(expired) do
-  end_lease(host, true)
-  if redis.call('EXISTS', q .. host) == 1 then
-    redis.call('ZADD', ready, now, host)
+"""
+
+# Reads and writes parked, why; reads the host queues; writes ready, idle. Up to 1000 hosts
+# parked until `now` or before come back at that time: ready with URLs queued, else idle.
+BRING_BACK_PARKED = """
+local function bring_back_parked(now)
+  local back = redis.call('ZRANGEBYSCORE', parked, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
+  for i = 1, #back, 2 do
+    local host = back[i]
+    redis.call('ZREM', parked, host)
+    redis.call('HDEL', why, host)
+    if redis.call('EXISTS', q .. host) == 1 then
+      redis.call('ZADD', ready, back[i + 1], host)
+    else
+      redis.call('ZADD', idle, back[i + 1], host)
+    end
   end
 end
-local back = redis.call('ZRANGEBYSCORE', parked, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
-for i = 1, #back, 2 do
-  local host = back[i]
-  redis.call('ZREM', parked, host)
-  redis.call('HDEL', why, host)
-  if redis.call('EXISTS', q .. host) == 1 then
-    redis.call('ZADD', ready, back[i + 1], host)
-  else
-    redis.call('ZADD', idle, back[i + 1], host)
-  end
+"""
+
+# Reads and writes idle. Forgets up to 1000 idle hosts' next times that have passed by `now`.
+FORGET_IDLE = """
+local function forget_idle(now)
+  local passed = redis.call('ZRANGEBYSCORE', idle, '-inf', now, 'LIMIT', 0, 1000)
+  if #passed > 0 then redis.call('ZREM', idle, unpack(passed)) end
 end
-local passed = redis.call('ZRANGEBYSCORE', idle, '-inf', now, 'LIMIT', 0, 1000)
-if #passed > 0 then redis.call('ZREM', idle, unpack(passed)) end
-local out = {-1}
-local room = math.min(max_hosts, max_leased - redis.call('ZCARD', leases))
-if room > 0 then
+"""
+
+# Reads and writes warm. A host is warm from a lease on (`warm`: host -> when its session
+# began) until its session is warm_seconds old or warm_hosts hosts joined after it (LEASE_URLS
+# ends those); with warm_hosts 0, none is (ports.Frontier.dispatch says why). Ends the
+# sessions warm_seconds old by `now`; returns the warm hosts, the oldest session first.
+WARM_SESSIONS = """
+local function warm_sessions(now, warm_hosts, warm_seconds)
+  if not (warm_hosts > 0) then return {} end
+  redis.call('ZREMRANGEBYSCORE', warm, '-inf', now - warm_seconds)
+  return redis.call('ZRANGE', warm, 0, -1)
+end
+"""
+
+# Reads boost. The first `room` of the candidates in `window` ((host, ready time) pairs, in one
+# list): the warm hosts (`is_warm`: host -> 1) first, then those with the highest boost
+# (ties: the earliest, then by name).
+FIRST_BY_BOOST = """
+local function first_by_boost(window, is_warm, room)
+  local names = {}
+  for i = 1, #window, 2 do table.insert(names, window[i]) end
+  local boosts = redis.call('HMGET', boost, unpack(names))
+  local order = {}
+  for n, host in ipairs(names) do
+    table.insert(order, {host, tonumber(window[2 * n]), tonumber(boosts[n] or '0'),
+                         window[2 * n], is_warm[host] or 0})
+  end
+  table.sort(order, function(a, b)
+    if a[5] ~= b[5] then return a[5] > b[5] end
+    if a[3] ~= b[3] then return a[3] > b[3] end
+    if a[2] ~= b[2] then return a[2] < b[2] end
+    return a[1] < b[1]
+  end)
+  local hosts = {}
+  for n = 1, room do
+    table.insert(hosts, order[n][1])
+    table.insert(hosts, order[n][4])  -- the time as Redis wrote it: no precision lost
+  end
+  return hosts
+end
+"""
+
+# Reads ready, boost (FIRST_BY_BOOST); reads and writes warm (WARM_SESSIONS). The hosts to
+# lease, as (host, ready time) pairs in one list, and the earliest candidate's ready time.
+# The candidates are the earliest BOOST_WINDOW x max_hosts hosts ready by `horizon` (not x
+# room: a slot freed alone must not shrink the choice to the hosts that waited longest) and
+# the warm hosts ready by then; when more than `room`, the first `room` by FIRST_BY_BOOST.
+CHOOSE_CANDIDATES = """
+local BOOST_WINDOW = 4
+local function choose_candidates(now, horizon, room, max_hosts, warm_hosts, warm_seconds)
   local window = redis.call('ZRANGEBYSCORE', ready, '-inf', horizon, 'WITHSCORES',
                             'LIMIT', 0, BOOST_WINDOW * max_hosts)
   local is_warm = {}
-  if warm_hosts > 0 then
-    redis.call('ZREMRANGEBYSCORE', warm, '-inf', now - warm_seconds)
+  local sessions = warm_sessions(now, warm_hosts, warm_seconds)
+  if #sessions > 0 then
     local listed = {}
     for i = 1, #window, 2 do listed[window[i]] = true end
-    for _, host in ipairs(redis.call('ZRANGE', warm, 0, -1)) do
+    for _, host in ipairs(sessions) do
       is_warm[host] = 1
       local at = not listed[host] and redis.call('ZSCORE', ready, host)
       if at and tonumber(at) <= horizon then
@@ -198,32 +255,33 @@ if room > 0 then
       end
     end
   end
-  local hosts = {}
-  if #window > 2 * room then
-    local names = {}
-    for i = 1, #window, 2 do table.insert(names, window[i]) end
-    local boosts = redis.call('HMGET', boost, unpack(names))
-    local order = {}
-    for n, host in ipairs(names) do
-      table.insert(order, {host, tonumber(window[2 * n]), tonumber(boosts[n] or '0'),
-                           window[2 * n], is_warm[host] or 0})
-    end
-    table.sort(order, function(a, b)
-      if a[5] ~= b[5] then return a[5] > b[5] end
-      if a[3] ~= b[3] then return a[3] > b[3] end
-      if a[2] ~= b[2] then return a[2] < b[2] end
-      return a[1] < b[1]
-    end)
-    for n = 1, room do
-      table.insert(hosts, order[n][1])
-      table.insert(hosts, order[n][4])  -- the time as Redis wrote it: no precision lost
-    end
-  else
-    hosts = window
+  if #window > 2 * room then return first_by_boost(window, is_warm, room), window[2] end
+  return window, window[2]
+end
+"""
+
+# Reads no key. `hosts` ((host, ready time) pairs), or none while they are fewer than
+# max_hosts and the earliest candidate's ready time is after `due_by`: batches grow without
+# making any host late.
+HOLD_UNTIL_FULL_OR_DUE = """
+local function hold_until_full_or_due(hosts, earliest, max_hosts, due_by)
+  if #hosts > 0 and #hosts < 2 * max_hosts and tonumber(earliest) > due_by then
+    return {}  -- not full and nothing due yet: let the batch grow until the next tick
   end
-  if #hosts > 0 and #hosts < 2 * max_hosts and tonumber(window[2]) > due_by then
-    hosts = {}  -- not full and nothing due yet: let the batch grow until the next tick
-  end
+  return hosts
+end
+"""
+
+# Writes ready, idle, leases, token, leased, queued, warm, the host queues. Leases each of
+# `hosts` ((host, ready time) pairs) under the token "call:n", from its ready time (or `now`
+# if later: the fetch must not start before it) for `lease` seconds; a host with nothing
+# queued goes idle instead. While the hosts are fewer than max_hosts, each lease takes up to
+# per_lease of its host's best URLs, as many as keep the batch within max_hosts URLs (the
+# fetch asks them one after the other), else its best one. A host leased begins a warm
+# session unless in one; with more than warm_hosts, the oldest end. Appends to `out`
+# (host, token, member, not_before) per URL, in the order to fetch them.
+LEASE_URLS = """
+local function lease_urls(out, hosts, now, lease, call, max_hosts, per_lease, warm_hosts)
   local take = 1
   if #hosts > 0 and #hosts < 2 * max_hosts then
     take = math.max(1, math.min(per_lease, math.floor(2 * max_hosts / #hosts)))
@@ -235,7 +293,7 @@ if room > 0 then
     if #popped == 0 then
       redis.call('ZADD', idle, ready_at, host)
     else
-      local tok = token_prefix .. ':' .. i
+      local tok = call .. ':' .. i
       local not_before = math.max(now, tonumber(ready_at))
       local held = {}
       redis.call('ZADD', leases, not_before + lease, host)
@@ -255,12 +313,56 @@ if room > 0 then
   local over = warm_hosts > 0 and redis.call('ZCARD', warm) - warm_hosts or 0
   if over > 0 then redis.call('ZREMRANGEBYRANK', warm, 0, over - 1) end
 end
-local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
-if #first > 0 then out[1] = first[2] end
-if token_prefix ~= '' then
-  redis.call('SET', dispatched, token_prefix .. '\\n' .. cmsgpack.pack(out), 'EX',
+"""
+
+# Reads ready. The earliest ready time of a host not leased, -1 with none.
+NEXT_READY_TIME = """
+local function next_ready_time()
+  local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+  return first[2] or -1
+end
+"""
+
+# Writes dispatched. Keeps the reply `out` of `call` as long as a lease, for REPLAY_LOST_REPLY.
+RECORD_REPLY = """
+local function record_reply(call, out, lease)
+  if call == '' then return end
+  redis.call('SET', dispatched, call .. '\\n' .. cmsgpack.pack(out), 'EX',
              math.max(1, math.ceil(lease)))
 end
+"""
+
+# KEYS: DISPATCH_KEYS (ready, idle, leases, token, leased, parked, why, queued, host queue
+#       prefix, boost, dispatched, warm)
+# ARGV: now, max_hosts, lease_seconds, max_leased, call (the token prefix), lookahead, due_by,
+#       per_lease, warm_hosts, warm_seconds
+# The steps above in order: leases up to max_hosts hosts ready by now + lookahead, while
+# fewer than max_leased hosts of the shard are leased, once the batch is full or due.
+# Returns {next_ready_time or -1, host1, token1, member1, not_before1, ...}: a lease of
+# several URLs is one such quadruplet per URL, in the order to fetch them.
+DISPATCH = dispatch_script(
+    END_LEASE, REPLAY_LOST_REPLY, RETURN_EXPIRED, BRING_BACK_PARKED, FORGET_IDLE, WARM_SESSIONS,
+    FIRST_BY_BOOST, CHOOSE_CANDIDATES, HOLD_UNTIL_FULL_OR_DUE, LEASE_URLS, NEXT_READY_TIME,
+    RECORD_REPLY, main="""
+local now, max_hosts, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local max_leased, call, horizon = tonumber(ARGV[4]), ARGV[5], now + tonumber(ARGV[6])
+local due_by, per_lease = tonumber(ARGV[7]), tonumber(ARGV[8])
+local warm_hosts, warm_seconds = tonumber(ARGV[9]), tonumber(ARGV[10])
+local replayed = replay_lost_reply(call)
+if replayed then return replayed end
+return_expired(now)
+bring_back_parked(now)
+forget_idle(now)
+local out = {-1}
+local room = math.min(max_hosts, max_leased - redis.call('ZCARD', leases))
+if room > 0 then
+  local hosts, earliest = choose_candidates(now, horizon, room, max_hosts, warm_hosts,
+                                            warm_seconds)
+  hosts = hold_until_full_or_due(hosts, earliest, max_hosts, due_by)
+  lease_urls(out, hosts, now, lease, call, max_hosts, per_lease, warm_hosts)
+end
+out[1] = next_ready_time()
+record_reply(call, out, lease)
 return out
 """)
 
@@ -299,7 +401,7 @@ RELEASE = Lua("""
 local ready, idle, leases, token, leased = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local parked, why, paused, fails = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local queued, q = KEYS[10], KEYS[11]
-""" + _END_LEASE + """
+""" + END_LEASE + """
 local ended = 0
 for i = 1, #ARGV, 7 do
   local host, tok, nxt, requeue = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
