@@ -31,10 +31,11 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 
+from bench.crawlers import ROOT
+from bench.freshness import RECRAWL_DEFAULTS
 from crawlapp.core.freshness import (
     ChangeRecord,
     HostRates,
@@ -49,10 +50,7 @@ from crawlapp.core.settings import Settings, load_settings
 from testweb.changing import ChangingSpec, ChangingWeb, sitemap_hosts
 from testweb.freshness import expected_freshness, instants, optimal_rates, visited_fresh
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "var" / "bench" / "freshness_sim.json"
-RECRAWL = {"CRAWL_RECRAWL_MIN_INTERVAL": "5", "CRAWL_RECRAWL_MAX_INTERVAL": "7200",
-           "CRAWL_RECRAWL_FIRST_INTERVAL": "120"}  # as make bench-freshness sets them
 STEP = 2.0  # seconds between the instants freshness is judged at
 
 
@@ -141,7 +139,7 @@ def windows(env: Mapping[str, str]) -> list[tuple[float, float]]:
 
 
 def main() -> None:
-    env = {**RECRAWL, **os.environ}
+    env = {**RECRAWL_DEFAULTS, **os.environ}
     settings = load_settings(env)
     spans = windows(env)
     spec = ChangingSpec(hosts=int(env.get("BENCH_FRESH_HOSTS", "20")),

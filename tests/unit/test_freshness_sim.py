@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.freshness_sim import RECRAWL, simulate, visits
+from bench.freshness import RECRAWL_DEFAULTS
+from bench.freshness_sim import simulate, visits
 from crawlapp.core.settings import load_settings
 from testweb.changing import ChangingSpec, ChangingWeb
 
-SETTINGS = load_settings(RECRAWL)
+SETTINGS = load_settings(RECRAWL_DEFAULTS)
 WEB = ChangingWeb(ChangingSpec(hosts=2, pages_per_host=30, seed=3, duration=600, news_hosts=0,
                                sitemap_hosts=0))
 
