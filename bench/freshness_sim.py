@@ -7,11 +7,12 @@ BENCH_FRESH_SEED, BENCH_FRESH_HOSTS, BENCH_FRESH_PAGES as there), to tell what a
 estimator or the allocation is worth before a crawl measures it, and how much of the distance
 to the optimum is learning. A host's regular pages get one visit every delay plus margin (the
 crawler's settings): first each page in turn (discovery), then the re-crawl queued earliest due
-first, as the frontier hands them out (queued `Bounds.queue_after` after a visit, due at the
-interval). Each visit goes into the page's change record (`observe`: changed or not, and the
-Last-Modified where the host sends one) and into the host's sums (`count_visit`), its
-multiplier is solved every SOLVE_SECONDS, and the page's next interval planned by
-the host's plan (`HostPlan.interval`, `refresh_interval`) from
+first, as the frontier hands them out (queued `Bounds.queue_after` after a visit, due as the
+drain reckons it then from the host's plan of the moment). Each visit goes into the page's
+change record (`observe`: changed or not, and the Last-Modified where the host sends one) and
+into the host's sums (`count_visit`), its multiplier is solved every SOLVE_SECONDS, and the
+page's interval planned by the host's plan (`best_interval`, as the store stage and the drain
+plan it) from
 
   learned   the rate its record gives (`ChangeRecord.rate` against the host's prior), or
   true      the rate it truly changes at: the policy with nothing to learn.
@@ -37,10 +38,13 @@ import numpy as np
 from bench.crawlers import ROOT
 from bench.freshness import RECRAWL_DEFAULTS
 from crawlapp.core.freshness import (
+    Best,
     ChangeRecord,
+    HostPlan,
     HostRates,
     Planning,
     Visit,
+    best_interval,
     bucket_of,
     count_visit,
     observe,
@@ -65,15 +69,32 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
     records = [ChangeRecord() for _ in changes]
     seen: list[list[float]] = [[] for _ in changes]
     versions = [0] * len(changes)
-    queued: list[tuple[float, float, int]] = []  # (queued at, due at, page)
+    queued: list[tuple[float, int]] = []  # planned re-crawls: (queued at, page)
     due: list[tuple[float, int]] = []  # queued re-crawls: (due at, page)
     sums: dict[str, float] = {}  # the host's, as the store stage keeps them
     solved: dict[str, float] = {}  # the host's multiplier and when it was solved
     discovered, at = 0, 0.0
+
+    def plan_now() -> HostPlan:
+        nonlocal solved
+        host_rates = HostRates.parse({**sums, "d": delay, **solved})
+        multiplier, fresh = planning.multiplier(host_rates, len(changes), at)
+        if fresh:
+            solved = {"mu": multiplier, "mu_at": at}
+        return planning.host_plan(host_rates, multiplier)
+
+    def best(page: int, record: ChangeRecord, plan: HostPlan) -> Best:
+        if not true_rates:
+            return best_interval(record, plan, bounds, 1, False)
+        rate = max(float(rates[page]), 1e-10)
+        return Best(rate, 0.0, 1.0, refresh_interval(plan.interval(rate, 1.0, 0.0), record.seen,
+                                                     plan.informed, bounds))
+
     while (at := at + delay) <= until:
-        while queued and queued[0][0] <= at:
-            _, due_at, page = heapq.heappop(queued)
-            heapq.heappush(due, (due_at, page))
+        while queued and queued[0][0] <= at:  # the drain: due as the host's plan has it now
+            _, page = heapq.heappop(queued)
+            heapq.heappush(due, (seen[page][-1] + best(page, records[page], plan_now()).interval,
+                                 page))
         if discovered < len(changes):  # new URLs first: each page in turn
             page, discovered = discovered, discovered + 1
         elif due:
@@ -87,21 +108,14 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
             if last_modified else None
         changed = previous is None or version != versions[page]
         record = observe(records[page], Visit(at, previous, changed, modified, False))
-        host_rates = HostRates.parse({**sums, "d": delay, **solved})
-        multiplier, fresh = planning.multiplier(host_rates, len(changes), at)
-        if fresh:
-            solved = {"mu": multiplier, "mu_at": at}
-        plan = planning.host_plan(host_rates, multiplier)
-        rate = max(float(rates[page]), 1e-10) if true_rates else record.rate(plan.prior)
-        interval = refresh_interval(plan.interval(rate, 1.0, 0.0), record.seen, plan.informed,
-                                    bounds)
-        bucket = bucket_of(rate)
+        planned = best(page, record, plan_now())
+        bucket = bucket_of(planned.rate)
         count_visit(sums, records[page], bucket, 0.0, 0.0, changed,
                     at - previous if previous is not None else 0.0)
         records[page] = record._replace(bucket=bucket)
         seen[page].append(at)
         versions[page] = version
-        heapq.heappush(queued, (at + bounds.queue_after(interval), at + interval, page))
+        heapq.heappush(queued, (at + bounds.queue_after(planned.interval), page))
     return seen
 
 

@@ -50,11 +50,15 @@ from typing import NamedTuple
 import mmh3
 import numpy as np
 
+from crawlapp.core.recrawl import Bounds, refresh_interval
+
 PRIOR_WEIGHT = 0.3  # pseudo-changes of the prior: the host's rate weighs as 0.3 of a change
 DECAY = 1.0 - 1.0 / 32  # share of the past an observation keeps
 HUB_VISITS = 3.0  # visits of a hub per change of its links...
 HUB_SHARE = 0.05  # ...at most this share of its host's capacity (a sitemap whose lastmods move
 # at every visit would otherwise take the host's minimum interval: 20 % of it at 5 s a delay)
+TOP_WEIGHT = 2.0  # a seed (depth 0) weighs twice any other page of its host...
+SEED_INTERVAL = 86400.0  # ...and is fetched again within a day at most
 MIN_RATE, MAX_RATE = 1e-10, 10.0  # changes per second the estimates stay within
 # The histogram of lambda / w: BUCKETS_PER_DECADE buckets a decade from 10 ** LOW_DECADE.
 BUCKETS_PER_DECADE = 6
@@ -308,6 +312,34 @@ class HostPlan:
         fresh = visit_rate(rate / weight, self.multiplier) * weight
         visits = max(fresh, self.hub_visits(link_rate))
         return math.inf if visits <= 0 else 1.0 / visits
+
+
+class Best(NamedTuple):
+    """A page's next interval under its host's plan, and what it follows from."""
+
+    rate: float       # its change rate (per second)
+    link_rate: float  # the rate its links change at
+    weight: float     # its importance
+    interval: float   # seconds from its last visit to its next
+
+
+def best_interval(record: ChangeRecord, host_plan: HostPlan, bounds: Bounds, depth: int,
+                  in_trusted_sitemap: bool) -> Best:
+    """The interval of the `optimal` policy for a page of change `record` and `depth` under
+    its host's plan now: the store stage's at a visit (stages/revisiting.py), the drain's
+    again as the page is queued (stages/recrawling.py: its host's multiplier may have moved
+    since)."""
+    rate = record.rate(host_plan.prior)
+    link_rate = record.link_rate(1.0 / bounds.first)
+    weight = host_plan.importance * (TOP_WEIGHT if depth == 0 else 1.0)
+    if in_trusted_sitemap:
+        interval = bounds.clamp(bounds.high)  # the sitemap tells its changes
+    else:
+        interval = refresh_interval(host_plan.interval(rate, weight, link_rate), record.seen,
+                                    host_plan.informed, bounds)
+    if depth == 0 and bounds.fixed is None:  # a seed: within a day whatever it does
+        interval = min(interval, max(SEED_INTERVAL, bounds.low))
+    return Best(rate, link_rate, weight, interval)
 
 
 def host_prior(changes: float, seconds: float, first_interval: float) -> float:

@@ -14,6 +14,7 @@ from crawlapp.adapters.db.models import Url
 from crawlapp.core.priority import NEW_FRESHNESS, depth_priority, freshness, refresh_priority
 from crawlapp.core.records import QueuedURL, Status
 from crawlapp.core.recrawl import RECRAWLED_STATUSES, timestamp, validators
+from crawlapp.stages import revisiting
 from crawlapp.stages.admission import requeue
 
 CLAIM_SECONDS = 300.0  # a claim not acknowledged by then goes back to its tier
@@ -81,18 +82,23 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
             ) -> list[tuple[str, QueuedURL, float]]:
     """(url_hash, the URL with its new priority, its host's authority) of each row. A page
     the `optimal` policy planned (it has a change record) goes by when it is due
-    (core/priority.py: refresh_priority): the interval its queueing time stands for
-    (core/recrawl.py: Bounds.due_after), or, when its sitemap's lastmod moved past its copy,
-    overdue by STALE_AHEAD the more the slower it changes: of the pages known stale the
-    slowest first, as a fetch of it stays fresh the longest. A hub whose visits its links
-    earned (core/freshness.py: HostPlan.hub_visits) is discovery: queued as a new URL of its
-    depth. Another page goes by the time since its last fetch over its re-crawl interval."""
-    from crawlapp.core.freshness import ChangeRecord  # numpy: control only
+    (core/priority.py: refresh_priority), due as its host's plan has it now
+    (core/freshness.py: best_interval; the plan that queued it is a fraction of its interval
+    old, core/recrawl.py: EARLY), or, when its sitemap's lastmod moved past its copy, overdue by
+    STALE_AHEAD the more the slower it changes: of the pages known stale the slowest first,
+    as a fetch of it stays fresh the longest. A hub whose visits its links earned
+    (core/freshness.py: HostPlan.hub_visits) is discovery: queued as a new URL of its depth.
+    Another page goes by the time since its last fetch over its re-crawl interval."""
+    from crawlapp.core.freshness import ChangeRecord, best_interval  # numpy: control only
     authority = ctx.authority.load(r.host for r in rows)
     settings = ctx.settings
     weights = settings.priority_weights
     default = settings.recrawl_bounds
-    prior = 1.0 / settings.recrawl_first_interval
+    planned = [r for r in rows if r.changes is not None and r.last_fetched_at is not None
+               and r.next_crawl_at is not None]
+    solved: dict[str, dict[str, float]] = {}
+    plans, trusted = (revisiting.host_plans(ctx, {r.host for r in planned}, solved)
+                      if settings.recrawl_policy == "optimal" else ({}, frozenset()))
     out = []
     for r in rows:
         last, nxt = r.last_fetched_at, r.next_crawl_at
@@ -101,7 +107,14 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
         if r.changes is not None and last is not None and nxt is not None:
             record = ChangeRecord.unpack(r.changes)
             bounds = settings.recrawl_rule_set.bounds(r.url, r.host, default)
-            interval = bounds.due_after((nxt - last).total_seconds())
+            plan = plans.get(r.host)
+            if plan is None:  # the `adaptive` policy: when its queueing time says
+                interval, prior = (bounds.due_after((nxt - last).total_seconds()),
+                                   1.0 / bounds.first)
+            else:
+                interval, prior = best_interval(
+                    record, plan, bounds, r.depth,
+                    r.host in trusted and r.sitemap_lastmod is not None).interval, plan.prior
             due = timestamp(last) + interval
             if r.sitemap_lastmod is not None and r.sitemap_lastmod > last:  # known stale
                 lasts = 1.0 / record.rate(prior)
@@ -114,4 +127,8 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
             fresh = freshness(since, (nxt - last).total_seconds() if last and nxt else None)
             score = weights.priority(authority[r.host], fresh, context)
         out.append((r.url_hash, QueuedURL(r.url, r.depth, score), authority[r.host]))
+    if solved:
+        pipe = ctx.redis.pipeline(transaction=False)
+        ctx.change_rates.add({}, solved, pipe)
+        pipe.execute()
     return out

@@ -22,6 +22,7 @@ from crawlapp.core.freshness import (
     HostRates,
     Planning,
     Visit,
+    best_interval,
     bucket_of,
     count_visit,
     expected_freshness,
@@ -35,15 +36,11 @@ from crawlapp.core.recrawl import (
     Bounds,
     Planned,
     next_schedule,
-    refresh_interval,
     tier_of,
     timestamp,
 )
 from crawlapp.core.robots import effective_delay
 from crawlapp.core.rows import Previous
-
-TOP_WEIGHT = 2.0  # a seed (depth 0) weighs twice any other page of its host...
-SEED_INTERVAL = 86400.0  # ...and is fetched again within a day at most
 
 
 @dataclass
@@ -103,7 +100,7 @@ def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous]) -> Plan
                 settings.recrawl_rule_set.bounds(page.url, page.host, default))
             out.planned.append(Planned(page.url_hash, schedule.tier, schedule.next_at))
         return out
-    plans, trusted = _host_plans(ctx, out, {p.host for p in fetched})
+    plans, trusted = host_plans(ctx, {p.host for p in fetched}, out.settings)
     for page in fetched:
         before = previous.get(page.url_hash)
         last = timestamp(before.last_fetched_at) if before and before.last_fetched_at else None
@@ -137,24 +134,15 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
                      and digest is not None and digest != before.links_digest)
     record = observe(record, Visit(page.fetched_at, last, changed,
                                    http_time(page.last_modified), links_changed))
-    rate = record.rate(host_plan.prior)
-    link_rate = record.link_rate(1.0 / bounds.first)
-    weight = host_plan.importance * (TOP_WEIGHT if page.depth == 0 else 1.0)
-    best = host_plan.interval(rate, weight, link_rate)
-    if in_trusted_sitemap:
-        interval = bounds.clamp(bounds.high)  # the sitemap tells its changes
-    else:
-        interval = refresh_interval(best, record.seen, host_plan.informed, bounds)
-    if page.depth == 0 and bounds.fixed is None:  # a seed: within a day whatever it does
-        interval = min(interval, max(SEED_INTERVAL, bounds.low))
-    hub = min(host_plan.hub_visits(link_rate), 1.0 / bounds.low)
-    bucket = bucket_of(rate / weight)
-    fresh = expected_freshness(rate, 1.0 / interval)
+    best = best_interval(record, host_plan, bounds, page.depth, in_trusted_sitemap)
+    hub = min(host_plan.hub_visits(best.link_rate), 1.0 / bounds.low)
+    bucket = bucket_of(best.rate / best.weight)
+    fresh = expected_freshness(best.rate, 1.0 / best.interval)
     _count(out.deltas, page.host, record, bucket, hub, fresh, changed,
            page.fetched_at - last if last is not None else 0.0)
     record = record._replace(bucket=bucket, hub_rate=hub, freshness=fresh)
     out.records[page.url_hash] = (record.pack(), digest)
-    queued = bounds.queue_after(interval)
+    queued = bounds.queue_after(best.interval)
     out.planned.append(Planned(page.url_hash, tier_of(queued), page.fetched_at + queued))
 
 
@@ -165,11 +153,12 @@ def _count(deltas: dict[str, dict[str, float]], host: str, before: ChangeRecord,
         count_visit(deltas[name], before, bucket, hub, fresh, changed, span)
 
 
-def _host_plans(ctx: Context, out: Plan, hosts: set[str]
-                ) -> tuple[dict[str, HostPlan], frozenset[str]]:
+def host_plans(ctx: Context, hosts: set[str], solved: dict[str, dict[str, float]]
+               ) -> tuple[dict[str, HostPlan], frozenset[str]]:
     """Each host's plan: its sums read, its multiplier solved again where older than
-    SOLVE_SECONDS (and kept for the other processes), the fleet's budget applied; and the
-    hosts whose sitemaps' lastmods are believed (all read in one round trip)."""
+    SOLVE_SECONDS (added to `solved`, for the caller to keep for the other processes), the
+    fleet's budget applied; and the hosts whose sitemaps' lastmods are believed (all read in
+    one round trip)."""
     if not hosts:
         return {}, frozenset()
     rules = planning(ctx)
@@ -185,8 +174,8 @@ def _host_plans(ctx: Context, out: Plan, hosts: set[str]
     fleet = rules.fleet_multiplier(sums[ALL_HOSTS], ctx.settings.recrawl_budget)
     plans = {}
     for host in hosts:
-        multiplier, solved = rules.multiplier(sums[host], admitted[host], now)
-        if solved:
-            out.settings[host] = {"mu": multiplier, "mu_at": now}
+        multiplier, fresh = rules.multiplier(sums[host], admitted[host], now)
+        if fresh:
+            solved.setdefault(host, {}).update(mu=multiplier, mu_at=now)
         plans[host] = rules.host_plan(sums[host], max(multiplier, fleet), authority[host])
     return plans, frozenset(h for h, trust in read_trust(replies).items() if trust.trusted)

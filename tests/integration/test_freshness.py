@@ -18,14 +18,14 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
-from crawlapp.core.freshness import ChangeRecord, HostRates
+from crawlapp.core.freshness import ChangeRecord, HostRates, best_interval
 from crawlapp.core.records import Page, Status
 from crawlapp.core.recrawl import EARLY
 from crawlapp.core.rows import UrlRow
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import rebuild
-from crawlapp.stages import sitemapping
+from crawlapp.stages import revisiting, sitemapping
 from crawlapp.stages.dedup import dedup_pages
 from crawlapp.stages.recrawling import drain, rescore
 from crawlapp.stages.storing import store_pages
@@ -90,7 +90,7 @@ def test_visits_build_the_record_and_the_host_sums_once(ctx: Context) -> None:
     record, last, nxt = row(ctx, URLS[0])
     assert last == T and record.exposure == 50 and record.bucket >= 0  # as old as it says
     assert T < nxt < row(ctx, URLS[1])[2]  # the page unchanged for longer waits longer
-    # the prior alone: due 120 s later, queued a third before
+    # the prior alone: due 120 s later, queued EARLY of it before
     assert row(ctx, URLS[2])[2] - T == pytest.approx(120 * (1 - EARLY), abs=1)
     for visit in range(1, 6):
         at = T + 100 * visit
@@ -132,7 +132,7 @@ def sitemap(at: float, lastmods: dict[str, float]) -> Page:
 
 def test_a_sitemap_lastmod_past_the_copy_makes_the_page_due_and_lies_end_the_trust(
         ctx: Context) -> None:
-    fetched = time.time() - 60  # queued again 80 s later: 20 s from now
+    fetched = time.time() - (1 - EARLY) * 120 + 20  # queued again 20 s from now
     store(ctx, [page(u, fetched, 0) for u in URLS])
     now = time.time()
     made = sitemapping.freshen(ctx, [sitemap(now, {URLS[0]: fetched + 30,
@@ -171,14 +171,21 @@ def test_re_crawls_go_earliest_due_first_known_stale_slowest_first_and_hubs_as_n
         found.sitemap_lastmod = last + timedelta(seconds=60) if stale else None
         return found
 
+    slow, fast = ChangeRecord(exposure=5000), ChangeRecord(censored=5, censored_time=500)
     scored = {item.url: item.priority for _, item, _ in rescore(ctx, [
-        planned(URLS[0], 400, ChangeRecord()),  # due 600 s after its fetch
-        planned(URLS[1], 200, ChangeRecord()),  # due 300 s after
+        planned(URLS[0], 400, slow),  # queued alike, due as the host's plan has them now
+        planned(URLS[1], 400, fast),
         planned(URLS[2], 400, ChangeRecord(censored=5, censored_time=50), stale=True),  # fast
         planned(URLS[3], 400, ChangeRecord(exposure=5000), stale=True),  # slow
         planned(URLS[4], 40, ChangeRecord(hub_rate=1 / 60)),  # due 60 s after, for its links
-    ], T + 300)}
+    ], T + 1)}
     assert sorted(scored, key=scored.__getitem__, reverse=True) == [
         URLS[4], URLS[3], URLS[2], URLS[1], URLS[0]]
-    # due at 300 s and 600 s, scored at 300 s: 300 s apart in the queue
-    assert scored[URLS[1]] - scored[URLS[0]] == pytest.approx(300 / 3600, abs=1e-4)
+    # their queue values are their due times under the host's plan: as far apart
+    plans, _ = revisiting.host_plans(ctx, {HOST}, {})
+    bounds = ctx.settings.recrawl_bounds
+    due_slow, due_fast = (best_interval(r, plans[HOST], bounds, 1, False).interval
+                          for r in (slow, fast))
+    assert due_slow > due_fast
+    assert scored[URLS[1]] - scored[URLS[0]] == pytest.approx((due_slow - due_fast) / 3600,
+                                                              abs=1e-4)

@@ -73,11 +73,11 @@ def test_the_shortest_interval_in_use_sets_the_drain_s_pace() -> None:
     assert RecrawlRules(()).shortest(HOUR) == HOUR
 
 
-def test_a_page_is_queued_a_third_early_and_its_due_time_recovered() -> None:
+def test_a_page_is_queued_half_its_interval_early_and_its_due_time_recovered() -> None:
     bounds = Bounds(low=5, high=7200, first=120)
-    assert bounds.queue_after(600) == pytest.approx(400)
+    assert bounds.queue_after(600) == pytest.approx(300)
     assert bounds.due_after(bounds.queue_after(600)) == pytest.approx(600)
-    assert bounds.queue_after(6) == 5  # never sooner than the minimum...
+    assert bounds.queue_after(9) == 5  # never sooner than the minimum...
     assert bounds.due_after(5) == 5  # ...which is then its due time
     fixed = Bounds(low=5, high=7200, first=120, fixed=3600)
     assert fixed.queue_after(3600) == 3600 and fixed.due_after(3600) == 3600  # a ttl on time
