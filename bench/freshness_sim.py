@@ -38,6 +38,7 @@ import numpy as np
 from bench.crawlers import ROOT
 from bench.freshness import RECRAWL_DEFAULTS
 from crawlapp.core.freshness import (
+    SOLVE_SECONDS,
     Best,
     ChangeRecord,
     HostPlan,
@@ -75,10 +76,10 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
     solved: dict[str, float] = {}  # the host's multiplier and when it was solved
     discovered, at = 0, 0.0
 
-    def plan_now() -> HostPlan:
+    def plan_now(kept_for: float = SOLVE_SECONDS) -> HostPlan:
         nonlocal solved
         host_rates = HostRates.parse({**sums, "d": delay, **solved})
-        multiplier, fresh = planning.multiplier(host_rates, len(changes), at)
+        multiplier, fresh = planning.multiplier(host_rates, len(changes), at, kept_for)
         if fresh:
             solved = {"mu": multiplier, "mu_at": at}
         return planning.host_plan(host_rates, multiplier)
@@ -93,8 +94,8 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
     while (at := at + delay) <= until:
         while queued and queued[0][0] <= at:  # the drain: due as the host's plan has it now
             _, page = heapq.heappop(queued)
-            heapq.heappush(due, (seen[page][-1] + best(page, records[page], plan_now()).interval,
-                                 page))
+            plan = plan_now(math.inf)  # the drain takes the multiplier kept
+            heapq.heappush(due, (seen[page][-1] + best(page, records[page], plan).interval, page))
         if discovered < len(changes):  # new URLs first: each page in turn
             page, discovered = discovered, discovered + 1
         elif due:

@@ -404,11 +404,12 @@ class Planning:
     def prior(self, rates: HostRates) -> float:
         return host_prior(rates.changes, rates.seconds, self.first_interval)
 
-    def multiplier(self, rates: HostRates, admitted: float, now: float) -> tuple[float, bool]:
+    def multiplier(self, rates: HostRates, admitted: float, now: float,
+                   kept_for: float = SOLVE_SECONDS) -> tuple[float, bool]:
         """The host's multiplier and whether it was solved now (else the one kept, younger
-        than SOLVE_SECONDS): its pages' histogram, and `unseen` pages admitted but not yet
+        than `kept_for`): its pages' histogram, and `unseen` pages admitted but not yet
         fetched at the prior's bucket, within `share` of one request per delay less its hubs."""
-        if rates.multiplier is not None and now - rates.solved_at < SOLVE_SECONDS:
+        if rates.multiplier is not None and now - rates.solved_at < kept_for:
             return rates.multiplier, False
         weights = dict(rates.buckets)
         unseen = max(0.0, admitted - rates.pages)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.freshness import (
+    SOLVE_SECONDS,
     ChangeRecord,
     HostPlan,
     HostRates,
@@ -153,10 +154,10 @@ def _count(deltas: dict[str, dict[str, float]], host: str, before: ChangeRecord,
         count_visit(deltas[name], before, bucket, hub, fresh, changed, span)
 
 
-def host_plans(ctx: Context, hosts: set[str], solved: dict[str, dict[str, float]]
-               ) -> tuple[dict[str, HostPlan], frozenset[str]]:
+def host_plans(ctx: Context, hosts: set[str], solved: dict[str, dict[str, float]],
+               kept_for: float = SOLVE_SECONDS) -> tuple[dict[str, HostPlan], frozenset[str]]:
     """Each host's plan: its sums read, its multiplier solved again where older than
-    SOLVE_SECONDS (added to `solved`, for the caller to keep for the other processes), the
+    `kept_for` (added to `solved`, for the caller to keep for the other processes), the
     fleet's budget applied; and the hosts whose sitemaps' lastmods are believed (all read in
     one round trip)."""
     if not hosts:
@@ -174,7 +175,7 @@ def host_plans(ctx: Context, hosts: set[str], solved: dict[str, dict[str, float]
     fleet = rules.fleet_multiplier(sums[ALL_HOSTS], ctx.settings.recrawl_budget)
     plans = {}
     for host in hosts:
-        multiplier, fresh = rules.multiplier(sums[host], admitted[host], now)
+        multiplier, fresh = rules.multiplier(sums[host], admitted[host], now, kept_for)
         if fresh:
             solved.setdefault(host, {}).update(mu=multiplier, mu_at=now)
         plans[host] = rules.host_plan(sums[host], max(multiplier, fleet), authority[host])

@@ -172,6 +172,8 @@ def test_re_crawls_go_earliest_due_first_known_stale_slowest_first_and_hubs_as_n
         return found
 
     slow, fast = ChangeRecord(exposure=5000), ChangeRecord(censored=5, censored_time=500)
+    rates_key = ctx.change_rates._key(HOST)
+    ctx.redis.hset(rates_key, "mu_at", 1.0)  # solved long ago: the drain takes it as kept
     scored = {item.url: item.priority for _, item, _ in rescore(ctx, [
         planned(URLS[0], 400, slow),  # queued alike, due as the host's plan has them now
         planned(URLS[1], 400, fast),
@@ -181,6 +183,7 @@ def test_re_crawls_go_earliest_due_first_known_stale_slowest_first_and_hubs_as_n
     ], T + 1)}
     assert sorted(scored, key=scored.__getitem__, reverse=True) == [
         URLS[4], URLS[3], URLS[2], URLS[1], URLS[0]]
+    assert float(ctx.redis.hget(rates_key, "mu_at")) == 1.0  # not solved again
     # their queue values are their due times under the host's plan: as far apart
     plans, _ = revisiting.host_plans(ctx, {HOST}, {})
     bounds = ctx.settings.recrawl_bounds

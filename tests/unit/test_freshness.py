@@ -161,6 +161,9 @@ def test_the_host_multiplier_counts_unseen_pages_and_keeps_discoverys_share() ->
     assert solved and crowded > alone > 0
     kept = HostRates(sums.buckets, pages=100, multiplier=3.0, solved_at=995.0)
     assert planning.multiplier(kept, 100, now=1000.0) == (3.0, False)
+    old = HostRates(sums.buckets, pages=100, multiplier=3.0, solved_at=900.0)
+    assert planning.multiplier(old, 100, now=1000.0) == (alone, True)  # older than 10 s
+    assert planning.multiplier(old, 100, now=1000.0, kept_for=math.inf) == (3.0, False)
 
 
 def test_buckets_cover_every_rate() -> None:
