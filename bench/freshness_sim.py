@@ -48,6 +48,7 @@ from crawlapp.core.freshness import (
     best_interval,
     bucket_of,
     count_visit,
+    kind_of,
     observe,
 )
 from crawlapp.core.recrawl import refresh_interval
@@ -57,6 +58,7 @@ from testweb.freshness import expected_freshness, instants, optimal_rates, visit
 
 RESULTS = ROOT / "var" / "bench" / "freshness_sim.json"
 STEP = 2.0  # seconds between the instants freshness is judged at
+KIND = kind_of("/p/0.html")  # the regular pages' (testweb/changing.py)
 
 
 def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
@@ -86,7 +88,7 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
 
     def best(page: int, record: ChangeRecord, plan: HostPlan) -> Best:
         if not true_rates:
-            return best_interval(record, plan, bounds, 1, False)
+            return best_interval(record, plan, bounds, 1, KIND, False)
         rate = max(float(rates[page]), 1e-10)
         return Best(rate, 0.0, 1.0, refresh_interval(plan.interval(rate, 1.0, 0.0), record.seen,
                                                      plan.informed, bounds))
@@ -112,7 +114,7 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
         planned = best(page, record, plan_now())
         bucket = bucket_of(planned.rate)
         count_visit(sums, records[page], bucket, 0.0, 0.0, changed,
-                    at - previous if previous is not None else 0.0)
+                    at - previous if previous is not None else 0.0, KIND)
         records[page] = record._replace(bucket=bucket)
         seen[page].append(at)
         versions[page] = version

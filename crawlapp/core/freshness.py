@@ -41,8 +41,8 @@ from __future__ import annotations
 import bisect
 import math
 import struct
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import NamedTuple
@@ -301,6 +301,15 @@ class HostPlan:
     informed: bool = True  # its pages were seen again: `prior` is learned, not assumed
     importance: float = 1.0  # the weight of its pages: 1 + its authority
     capacity: float = math.inf  # its requests a second (one a delay)
+    kinds: Mapping[int, tuple[float, float]] = field(default_factory=dict)  # HostRates.kinds
+
+    def prior_of(self, kind: int) -> float:
+        """The change rate of a page of `kind` (`kind_of`) not seen twice: what its kind's
+        pages showed (changes seen in seconds watched), weighed with PRIOR_WEIGHT changes at
+        its host's rate. A host's articles that never change and its index pages that change
+        every minute then each start from their own."""
+        changes, seconds = self.kinds.get(kind, (0.0, 0.0))
+        return (changes + PRIOR_WEIGHT) / (seconds + PRIOR_WEIGHT / self.prior)
 
     def hub_visits(self, link_rate: float) -> float:
         """The visits a second a page whose links change at `link_rate` earns for them."""
@@ -324,12 +333,12 @@ class Best(NamedTuple):
 
 
 def best_interval(record: ChangeRecord, host_plan: HostPlan, bounds: Bounds, depth: int,
-                  in_trusted_sitemap: bool) -> Best:
+                  kind: int, in_trusted_sitemap: bool) -> Best:
     """The interval of the `optimal` policy for a page of change `record` and `depth` under
-    its host's plan now: the store stage's at a visit (stages/revisiting.py), the drain's
-    again as the page is queued (stages/recrawling.py: its host's multiplier may have moved
-    since)."""
-    rate = record.rate(host_plan.prior)
+    its host's plan now, its `kind`'s prior: the store stage's at a visit (stages/
+    revisiting.py), the drain's again as the page is queued (stages/recrawling.py: its host's
+    multiplier may have moved since)."""
+    rate = record.rate(host_plan.prior_of(kind))
     link_rate = record.link_rate(1.0 / bounds.first)
     weight = host_plan.importance * (TOP_WEIGHT if depth == 0 else 1.0)
     if in_trusted_sitemap:
@@ -376,13 +385,16 @@ class HostRates:
     delay: float | None = None
     multiplier: float | None = None
     solved_at: float = 0.0
+    kinds: dict[int, tuple[float, float]] = field(default_factory=dict)  # kind: (c, t)
 
     @classmethod
     def parse(cls, fields: dict[str, float]) -> HostRates:
+        kinds = {int(k[2:]): (v, fields.get(f"kt{k[2:]}", 0.0)) for k, v in fields.items()
+                 if k.startswith("kc")}
         return cls({int(k[1:]): v for k, v in fields.items() if k.startswith("b") and v > 0.5},
                    fields.get("n", 0.0), fields.get("c", 0.0), fields.get("t", 0.0),
                    max(0.0, fields.get("h", 0.0)), fields.get("F", 0.0), fields.get("d"),
-                   fields.get("mu"), fields.get("mu_at", 0.0))
+                   fields.get("mu"), fields.get("mu_at", 0.0), kinds)
 
 
 @dataclass(frozen=True)
@@ -436,15 +448,15 @@ class Planning:
         """A host's plan; its `authority` (in [0, 1]) weighs its pages against other hosts'
         (the fleet's budget, the price of a visit), never within the host."""
         return HostPlan(max(multiplier, self.price), self.prior(rates), rates.seconds > 0,
-                        1.0 + authority, self.capacity(rates))
+                        1.0 + authority, self.capacity(rates), rates.kinds)
 
 
 def count_visit(sums: dict[str, float], before: ChangeRecord, bucket: int, hub: float,
-                fresh: float, changed: bool, span: float) -> None:
+                fresh: float, changed: bool, span: float, kind: int) -> None:
     """A page's move in its host's `sums` (adapters/redis/change_rates.py) at a visit that
     found it `changed` or not `span` seconds after the one before (0: its first), its record
-    `before` the visit: its bucket, hub rate and freshness now these; the store stage's, a
-    visit at a time."""
+    `before` the visit: its bucket, hub rate and freshness now these, its `kind`'s changes and
+    seconds watched too; the store stage's, a visit at a time."""
     if before.bucket != NO_BUCKET:
         sums[f"b{before.bucket}"] = sums.get(f"b{before.bucket}", 0.0) - 1
     else:
@@ -453,23 +465,40 @@ def count_visit(sums: dict[str, float], before: ChangeRecord, bucket: int, hub: 
     sums["h"] = sums.get("h", 0.0) + hub - before.hub_rate
     sums["F"] = sums.get("F", 0.0) + fresh - before.freshness
     if span > 0:
-        sums["c"] = sums.get("c", 0.0) + (1 if changed else 0)
-        sums["t"] = sums.get("t", 0.0) + span
+        for name, amount in (("c", 1 if changed else 0), ("t", span),
+                             (f"kc{kind}", 1 if changed else 0), (f"kt{kind}", span)):
+            sums[name] = sums.get(name, 0.0) + amount
 
 
-def sums_of(records: Iterable[ChangeRecord]) -> dict[str, float]:
-    """What a host's pages' records add up to in its sums (adapters/redis/change_rates.py):
-    a rebuild's, where the store stage adds them a visit at a time."""
+def sums_of(records: Iterable[tuple[ChangeRecord, int]]) -> dict[str, float]:
+    """What a host's pages' records (each with its kind) add up to in its sums
+    (adapters/redis/change_rates.py): a rebuild's, where the store stage adds them a visit at
+    a time."""
     sums: dict[str, float] = {}
-    for record in records:
+    for record, kind in records:
         if record.bucket == NO_BUCKET:
             continue
+        changes = record.changes + record.censored
+        seconds = record.exposure + record.censored_time
         for name, amount in ((f"b{record.bucket}", 1.0), ("n", 1.0), ("h", record.hub_rate),
-                             ("F", record.freshness),
-                             ("c", record.changes + record.censored),
-                             ("t", record.exposure + record.censored_time)):
+                             ("F", record.freshness), ("c", changes), ("t", seconds),
+                             (f"kc{kind}", changes), (f"kt{kind}", seconds)):
             sums[name] = sums.get(name, 0.0) + amount
     return sums
+
+
+KINDS = 16  # a host's sums keep the changes and seconds watched of this many kinds of page
+
+
+def kind_of(url: str) -> int:
+    """A page's kind, as its host's sums keep it: its path's first segment (`/news/a.html`:
+    "news"; a page at the root: ""), hashed into KINDS slots."""
+    rest = url.split("://", 1)[-1]
+    slash = rest.find("/")
+    path = rest[slash:].split("?", 1)[0].split("#", 1)[0] if slash >= 0 else "/"
+    segments = path.split("/")
+    first = segments[1] if len(segments) > 2 else ""
+    return int(mmh3.hash(first, signed=False)) % KINDS
 
 
 def http_time(value: str | None) -> float | None:

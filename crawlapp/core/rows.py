@@ -198,10 +198,11 @@ class StoredContent(NamedTuple):
 
 
 class ChangeRow(NamedTuple):
-    """A page's change record (core/freshness.py), packed, and its host."""
+    """A page's change record (core/freshness.py), packed, its host and URL."""
 
     id: int
     host: str
+    url: str
     changes: bytes
 
 

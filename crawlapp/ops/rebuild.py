@@ -153,11 +153,15 @@ def restore_recrawls(ctx: Context, hashes: list[str] | None = None, at: float | 
 def _change_rates(ctx: Context) -> int:
     """Each host's sums summed again from its pages' change records (a rebuild's, where
     the store stage adds a visit at a time); returns how many hosts."""
-    from crawlapp.core.freshness import ChangeRecord, sums_of  # numpy: for this step only
-    records: dict[str, list[ChangeRecord]] = defaultdict(list)
+    from crawlapp.core.freshness import (  # numpy: for this step only
+        ChangeRecord,
+        kind_of,
+        sums_of,
+    )
+    records: dict[str, list[tuple[ChangeRecord, int]]] = defaultdict(list)
     for rows in maintenance.change_records(ctx.sessions, CHUNK):
         for row in rows:
-            records[row.host].append(ChangeRecord.unpack(row.changes))
+            records[row.host].append((ChangeRecord.unpack(row.changes), kind_of(row.url)))
     sums = {host: sums_of(found) for host, found in records.items()}
     fleet: dict[str, float] = defaultdict(float)
     for host_sums in sums.values():

@@ -90,7 +90,11 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
     as a fetch of it stays fresh the longest. A hub whose visits its links earned
     (core/freshness.py: HostPlan.hub_visits) is discovery: queued as a new URL of its depth.
     Another page goes by the time since its last fetch over its re-crawl interval."""
-    from crawlapp.core.freshness import ChangeRecord, best_interval  # numpy: control only
+    from crawlapp.core.freshness import (  # numpy: control only
+        ChangeRecord,
+        best_interval,
+        kind_of,
+    )
     authority = ctx.authority.load(r.host for r in rows)
     settings = ctx.settings
     weights = settings.priority_weights
@@ -116,9 +120,11 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
                 interval, prior = (bounds.due_after((nxt - last).total_seconds()),
                                    1.0 / bounds.first)
             else:
+                kind = kind_of(r.url)
                 interval, prior = best_interval(
-                    record, plan, bounds, r.depth,
-                    r.host in trusted and r.sitemap_lastmod is not None).interval, plan.prior
+                    record, plan, bounds, r.depth, kind,
+                    r.host in trusted and r.sitemap_lastmod is not None).interval, \
+                    plan.prior_of(kind)
             due = timestamp(last) + interval
             if r.sitemap_lastmod is not None and r.sitemap_lastmod > last:  # known stale
                 lasts = 1.0 / record.rate(prior)

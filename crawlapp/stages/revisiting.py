@@ -28,6 +28,7 @@ from crawlapp.core.freshness import (
     count_visit,
     expected_freshness,
     http_time,
+    kind_of,
     links_digest,
     observe,
 )
@@ -135,12 +136,13 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
                      and digest is not None and digest != before.links_digest)
     record = observe(record, Visit(page.fetched_at, last, changed,
                                    http_time(page.last_modified), links_changed))
-    best = best_interval(record, host_plan, bounds, page.depth, in_trusted_sitemap)
+    kind = kind_of(page.url)
+    best = best_interval(record, host_plan, bounds, page.depth, kind, in_trusted_sitemap)
     hub = min(host_plan.hub_visits(best.link_rate), 1.0 / bounds.low)
     bucket = bucket_of(best.rate / best.weight)
     fresh = expected_freshness(best.rate, 1.0 / best.interval)
     _count(out.deltas, page.host, record, bucket, hub, fresh, changed,
-           page.fetched_at - last if last is not None else 0.0)
+           page.fetched_at - last if last is not None else 0.0, kind)
     record = record._replace(bucket=bucket, hub_rate=hub, freshness=fresh)
     out.records[page.url_hash] = (record.pack(), digest)
     queued = bounds.queue_after(best.interval)
@@ -148,10 +150,10 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
 
 
 def _count(deltas: dict[str, dict[str, float]], host: str, before: ChangeRecord, bucket: int,
-           hub: float, fresh: float, changed: bool, span: float) -> None:
+           hub: float, fresh: float, changed: bool, span: float, kind: int) -> None:
     """A page's move in its host's sums and the fleet's."""
     for name in (host, ALL_HOSTS):
-        count_visit(deltas[name], before, bucket, hub, fresh, changed, span)
+        count_visit(deltas[name], before, bucket, hub, fresh, changed, span, kind)
 
 
 def host_plans(ctx: Context, hosts: set[str], solved: dict[str, dict[str, float]],

@@ -18,7 +18,7 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
-from crawlapp.core.freshness import ChangeRecord, HostRates, best_interval
+from crawlapp.core.freshness import ChangeRecord, HostRates, best_interval, kind_of
 from crawlapp.core.records import Page, Status
 from crawlapp.core.recrawl import EARLY
 from crawlapp.core.rows import UrlRow
@@ -187,7 +187,8 @@ def test_re_crawls_go_earliest_due_first_known_stale_slowest_first_and_hubs_as_n
     # their queue values are their due times under the host's plan: as far apart
     plans, _ = revisiting.host_plans(ctx, {HOST}, {})
     bounds = ctx.settings.recrawl_bounds
-    due_slow, due_fast = (best_interval(r, plans[HOST], bounds, 1, False).interval
+    kind = kind_of(URLS[0])
+    due_slow, due_fast = (best_interval(r, plans[HOST], bounds, 1, kind, False).interval
                           for r in (slow, fast))
     assert due_slow > due_fast
     assert scored[URLS[1]] - scored[URLS[0]] == pytest.approx((due_slow - due_fast) / 3600,

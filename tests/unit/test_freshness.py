@@ -17,11 +17,14 @@ from crawlapp.core.freshness import (
     Visit,
     bucket_of,
     bucket_rate,
+    count_visit,
     expected_freshness,
     http_time,
+    kind_of,
     links_digest,
     observe,
     solve_multiplier,
+    sums_of,
     visit_rate,
     visit_rates,
 )
@@ -185,3 +188,34 @@ def test_one_page_s_visit_rate_is_the_vectors() -> None:
         assert np.allclose(one, visit_rates(rates, mu), rtol=1e-6), mu
 
 
+
+
+def test_a_pages_kind_is_its_paths_first_segment() -> None:
+    assert kind_of("http://h.test/a/1.html") == kind_of("https://h.test:8443/a/9.html?x=/p/")
+    assert kind_of("http://h.test/index.html") == kind_of("http://h.test/") == kind_of(
+        "http://h.test") == kind_of("http://h.test/?p=/a/b")
+    kinds = {kind_of(f"http://h.test/{segment}/x") for segment in ("a", "p", "news", "static")}
+    assert len(kinds) == 4  # these four fall in slots of their own
+
+
+def test_a_page_without_history_starts_from_what_its_kind_showed() -> None:
+    """A host whose articles (/a/) never changed in an hour and whose index pages (/p/)
+    changed every minute: a new article is planned from the articles' rate, a new index page
+    from the index pages', each pulled a little towards the host's."""
+    article, index = kind_of("http://h.test/a/1.html"), kind_of("http://h.test/p/1.html")
+    sums: dict[str, float] = {}
+    before = ChangeRecord(bucket=bucket_of(1 / 600))
+    for _ in range(60):
+        count_visit(sums, before, before.bucket, 0.0, 0.5, False, 60.0, article)
+        count_visit(sums, before, before.bucket, 0.0, 0.5, True, 60.0, index)
+    rates = HostRates.parse(sums)
+    assert rates.kinds[article] == (0.0, 3600.0) and rates.kinds[index] == (60.0, 3600.0)
+    plan = Planning(5, 7200, 120, 1.0, 1.0).host_plan(rates, 0.0)
+    assert plan.prior == pytest.approx(60.3 / 7236, rel=1e-6)  # the host's, both kinds
+    assert plan.prior_of(article) < plan.prior / 50
+    assert plan.prior_of(index) == pytest.approx(1 / 60, rel=0.01)
+    assert plan.prior_of(kind_of("http://h.test/new/1.html")) == pytest.approx(plan.prior)
+    # a rebuild sums the kinds again from the records
+    rebuilt = sums_of([(ChangeRecord(exposure=3600.0, bucket=3), article),
+                       (ChangeRecord(censored=60.0, censored_time=3600.0, bucket=9), index)])
+    assert HostRates.parse(rebuilt).kinds == rates.kinds

@@ -53,7 +53,7 @@ def queued_rows(sessions: sessionmaker[Session], size: int) -> Iterator[list[Que
 def change_records(sessions: sessionmaker[Session], size: int
                    ) -> Iterator[list[ChangeRow]]:
     """The change record of every page that has one (not taken down), `size` at a time."""
-    return _pages(sessions, select(Url.id, Url.host, Url.changes).where(
+    return _pages(sessions, select(Url.id, Url.host, Url.url, Url.changes).where(
         Url.changes.is_not(None), Url.status != Status.DELETED), ChangeRow, size)
 
 

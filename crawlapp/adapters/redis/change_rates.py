@@ -2,7 +2,9 @@
 planning a host costs the same whatever its size:
 
   P:rates:<host>   HASH  b<k> -> pages in bucket k of lambda / w; n -> pages; c, t -> changes
-                         seen and seconds watched (the host's prior); h -> visits a second its
+                         seen and seconds watched (the host's prior); kc<k>, kt<k> -> the same
+                         of the pages of kind k (core/freshness.py: kind_of, the prior of a
+                         page without history); h -> visits a second its
                          hubs take; F -> the summed expected freshness of its pages; d -> its
                          delay (robots.txt's Crawl-delay or the default); mu, mu_at -> its
                          Lagrange multiplier and when it was solved
