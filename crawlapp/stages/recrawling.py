@@ -121,10 +121,9 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
                                    1.0 / bounds.first)
             else:
                 kind = kind_of(r.url)
-                interval, prior = best_interval(
-                    record, plan, bounds, r.depth, kind,
-                    r.host in trusted and r.sitemap_lastmod is not None).interval, \
-                    plan.prior_of(kind)
+                best = best_interval(record, plan, bounds, r.depth, kind,
+                                     r.host in trusted and r.sitemap_lastmod is not None)
+                interval, prior = best.interval, plan.prior_of(kind)
             due = timestamp(last) + interval
             if r.sitemap_lastmod is not None and r.sitemap_lastmod > last:  # known stale
                 lasts = 1.0 / record.rate(prior)
