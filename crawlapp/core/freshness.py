@@ -351,6 +351,11 @@ def best_interval(record: ChangeRecord, host_plan: HostPlan, bounds: Bounds, dep
     return Best(rate, link_rate, weight, interval)
 
 
+def importance(authority: float) -> float:
+    """The weight of a host's pages against other hosts': 1 + its authority ([0, 1])."""
+    return 1.0 + authority
+
+
 def host_prior(changes: float, seconds: float, first_interval: float) -> float:
     """The change rate a host's pages show (`changes` seen in `seconds` watched), weighed with
     a prior of PRIOR_WEIGHT changes per `first_interval`: the rate of a page not seen twice."""
@@ -389,8 +394,9 @@ class HostRates:
 
     @classmethod
     def parse(cls, fields: dict[str, float]) -> HostRates:
-        kinds = {int(k[2:]): (v, fields.get(f"kt{k[2:]}", 0.0)) for k, v in fields.items()
-                 if k.startswith("kc")}
+        # A kind whose pages never changed has no `kc` field: Redis keeps no zero delta.
+        kinds = {int(k[2:]): (fields.get(f"kc{k[2:]}", 0.0), fields.get(f"kt{k[2:]}", 0.0))
+                 for k in fields if k[:2] in ("kc", "kt")}
         return cls({int(k[1:]): v for k, v in fields.items() if k.startswith("b") and v > 0.5},
                    fields.get("n", 0.0), fields.get("c", 0.0), fields.get("t", 0.0),
                    max(0.0, fields.get("h", 0.0)), fields.get("F", 0.0), fields.get("d"),
@@ -417,10 +423,14 @@ class Planning:
         return host_prior(rates.changes, rates.seconds, self.first_interval)
 
     def multiplier(self, rates: HostRates, admitted: float, now: float,
-                   kept_for: float = SOLVE_SECONDS) -> tuple[float, bool]:
+                   kept_for: float = SOLVE_SECONDS, importance: float = 1.0
+                   ) -> tuple[float, bool]:
         """The host's multiplier and whether it was solved now (else the one kept, younger
         than `kept_for`): its pages' histogram, and `unseen` pages admitted but not yet
-        fetched at the prior's bucket, within `share` of one request per delay less its hubs."""
+        fetched at the prior's bucket, within `share` of one request per delay less its hubs.
+        The histogram is of lambda / w, and a page of weight w is visited w times as often as
+        one of rate lambda / w and weight 1: the budget is solved for at its host's
+        `importance` (HostPlan.importance)."""
         if rates.multiplier is not None and now - rates.solved_at < kept_for:
             return rates.multiplier, False
         weights = dict(rates.buckets)
@@ -430,7 +440,7 @@ class Planning:
             weights[prior] = weights.get(prior, 0.0) + unseen
         capacity = self.capacity(rates)
         share = self.share if unseen > UNSEEN_SHARE * admitted + 1 else 1.0
-        budget = refresh_budget(capacity, share, rates.hubs)
+        budget = refresh_budget(capacity, share, rates.hubs) / importance
         return solve_multiplier(weights, budget, self.min_interval, self.max_interval), True
 
     def capacity(self, rates: HostRates) -> float:
@@ -448,7 +458,7 @@ class Planning:
         """A host's plan; its `authority` (in [0, 1]) weighs its pages against other hosts'
         (the fleet's budget, the price of a visit), never within the host."""
         return HostPlan(max(multiplier, self.price), self.prior(rates), rates.seconds > 0,
-                        1.0 + authority, self.capacity(rates), rates.kinds)
+                        importance(authority), self.capacity(rates), rates.kinds)
 
 
 def count_visit(sums: dict[str, float], before: ChangeRecord, bucket: int, hub: float,

@@ -28,6 +28,7 @@ from crawlapp.core.freshness import (
     count_visit,
     expected_freshness,
     http_time,
+    importance,
     kind_of,
     links_digest,
     observe,
@@ -177,7 +178,8 @@ def host_plans(ctx: Context, hosts: set[str], solved: dict[str, dict[str, float]
     fleet = rules.fleet_multiplier(sums[ALL_HOSTS], ctx.settings.recrawl_budget)
     plans = {}
     for host in hosts:
-        multiplier, fresh = rules.multiplier(sums[host], admitted[host], now, kept_for)
+        multiplier, fresh = rules.multiplier(sums[host], admitted[host], now, kept_for,
+                                             importance(authority[host]))
         if fresh:
             solved.setdefault(host, {}).update(mu=multiplier, mu_at=now)
         plans[host] = rules.host_plan(sums[host], max(multiplier, fleet), authority[host])

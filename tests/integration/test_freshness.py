@@ -124,6 +124,29 @@ def test_visits_build_the_record_and_the_host_sums_once(ctx: Context) -> None:
         assert after[name].freshness == pytest.approx(before[name].freshness)
 
 
+def test_a_kind_that_never_changed_plans_its_new_pages_through_redis(ctx: Context) -> None:
+    """Articles (/a/) seen again unchanged and index pages (/p/) seen changed, as the store
+    stage adds them to Redis (which keeps no zero delta: the articles' kind has no changes
+    field): a new article is planned from its kind's rate, far later than a new index page."""
+    articles = [f"http://{HOST}/a/{i}" for i in range(4)]
+    index = [f"http://{HOST}/p/{i}" for i in range(4)]
+    new = [f"http://{HOST}/a/new", f"http://{HOST}/p/new"]
+    with ctx.sessions.begin() as session:
+        repository.add_urls(session, [UrlRow(url_hash(u), u, HOST, 1, "queued", datetime.now(UTC))
+                                      for u in articles + index + new])
+    store(ctx, [page(url, T, 0) for url in articles + index])
+    for visit in range(1, 4):
+        at = T + 300 * visit
+        store(ctx, [page(url, at, 0) for url in articles] + [page(url, at, visit) for url in index])
+    host = sums(ctx)[HOST]
+    assert host.kinds[kind_of(articles[0])] == (0.0, pytest.approx(4 * 900.0))
+    assert host.kinds[kind_of(index[0])] == (12.0, pytest.approx(4 * 900.0))
+    at = T + 1000
+    store(ctx, [page(url, at, 0) for url in new])
+    new_article, new_index = (row(ctx, url)[2] - at for url in new)
+    assert new_article > 5 * new_index
+
+
 def sitemap(at: float, lastmods: dict[str, float]) -> Page:
     out = page(f"http://{HOST}/sitemap.xml", at, int(at))
     out.lastmods = lastmods

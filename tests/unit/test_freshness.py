@@ -20,6 +20,7 @@ from crawlapp.core.freshness import (
     count_visit,
     expected_freshness,
     http_time,
+    importance,
     kind_of,
     links_digest,
     observe,
@@ -219,3 +220,22 @@ def test_a_page_without_history_starts_from_what_its_kind_showed() -> None:
     rebuilt = sums_of([(ChangeRecord(exposure=3600.0, bucket=3), article),
                        (ChangeRecord(censored=60.0, censored_time=3600.0, bucket=9), index)])
     assert HostRates.parse(rebuilt).kinds == rates.kinds
+
+
+def test_a_host_of_authority_plans_its_pages_within_its_capacity_all_the_same() -> None:
+    """Its pages weigh more against other hosts', not more than its capacity: the visits
+    its plan gives them sum to its budget whatever its authority."""
+    planning = Planning(5, 7200, 120, 1.0, 1.0)
+    rng = random.Random(3)
+    rates = [math.exp(rng.uniform(math.log(1 / 3600), math.log(1 / 20))) for _ in range(200)]
+    for authority in (0.0, 0.5, 1.0):
+        weight = importance(authority)
+        sums = HostRates({}, pages=200.0, delay=1.0)
+        for rate in rates:
+            bucket = bucket_of(rate / weight)
+            sums.buckets[bucket] = sums.buckets.get(bucket, 0.0) + 1
+        multiplier, _ = planning.multiplier(sums, 200, now=0.0, importance=weight)
+        plan = planning.host_plan(sums, multiplier, authority)
+        visits = sum(1 / plan.interval(bucket_rate(bucket_of(r / weight)) * weight, weight, 0.0)
+                     for r in rates)
+        assert visits == pytest.approx(1.0, rel=0.02)
