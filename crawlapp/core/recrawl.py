@@ -36,6 +36,10 @@ UNIMPORTANT_FIRST = 7  # `adaptive`: a page of priority below 0.5 waits this man
 # without the plan going stale (`make bench-freshness-sim`, minutes 5-15: 0.953 of the
 # optimum at a half, 0.952 at a third, 0.948 at a third without the reckoning again).
 EARLY = 1.0 / 2.0
+# ...but never more than this many seconds ahead: a re-crawl's queue value tells due times
+# apart only up to 1,134 s ahead at the default weights (core/priority.py: refresh_priority,
+# clamped at 0), beyond which pages queued early would go by when they were queued.
+MAX_LEAD = 900.0
 # tier name -> the longest interval it holds (the last one holds every longer interval)
 TIERS = (("minutes", 600.0), ("hourly", 6 * HOUR), ("daily", 2 * DAY), ("weekly", 14 * DAY),
          ("monthly", float("inf")))
@@ -86,17 +90,20 @@ class Bounds:
 
     def queue_after(self, interval: float) -> float:
         """Seconds after a fetch that its page, due again after `interval` (clamped), is
-        queued: EARLY of the interval before, never sooner than `low`; a fixed ttl on time."""
+        queued: EARLY of the interval before, MAX_LEAD at most, never sooner than `low`; a
+        fixed ttl on time."""
         if self.fixed is not None:
             return interval
-        return max(self.low, (1.0 - EARLY) * interval)
+        return max(self.low, interval - min(EARLY * interval, MAX_LEAD))
 
     def due_after(self, queued_after: float) -> float:
         """The interval a page queued `queued_after` seconds after its fetch is due at (the
         inverse of `queue_after`; `low` for a page queued at the minimum)."""
         if self.fixed is not None or queued_after <= self.low:
             return queued_after
-        return queued_after / (1.0 - EARLY)
+        if queued_after <= MAX_LEAD * (1.0 - EARLY) / EARLY:
+            return queued_after / (1.0 - EARLY)
+        return queued_after + MAX_LEAD
 
 
 def refresh_interval(best: float, seen: bool, informed: bool, bounds: Bounds) -> float:

@@ -1,6 +1,16 @@
 import pytest
 
-from crawlapp.core.recrawl import DAY, HOUR, BadRule, Bounds, RecrawlRules, next_schedule, tier_of
+from crawlapp.core.priority import Weights, refresh_priority
+from crawlapp.core.recrawl import (
+    DAY,
+    HOUR,
+    MAX_LEAD,
+    BadRule,
+    Bounds,
+    RecrawlRules,
+    next_schedule,
+    tier_of,
+)
 
 BOUNDS = Bounds(low=HOUR, high=60 * DAY, first=DAY)
 
@@ -81,3 +91,16 @@ def test_a_page_is_queued_half_its_interval_early_and_its_due_time_recovered() -
     assert bounds.due_after(5) == 5  # ...which is then its due time
     fixed = Bounds(low=5, high=7200, first=120, fixed=3600)
     assert fixed.queue_after(3600) == 3600 and fixed.due_after(3600) == 3600  # a ttl on time
+
+
+def test_a_long_interval_is_queued_within_the_reach_of_its_queue_value() -> None:
+    """A page due in two hours is queued MAX_LEAD before, not an hour: its queue value tells
+    due times apart that far ahead (an hour ahead it would be clamped, going by when it was
+    queued instead)."""
+    bounds = Bounds(low=5, high=86400, first=120)
+    for interval in (1800.0, 7200.0, 86400.0):
+        assert bounds.queue_after(interval) == pytest.approx(interval - MAX_LEAD)
+        assert bounds.due_after(bounds.queue_after(interval)) == pytest.approx(interval)
+    weights = Weights()
+    reach = [refresh_priority(weights, 0.0, ahead) for ahead in (MAX_LEAD - 60, MAX_LEAD)]
+    assert 0.0 < reach[1] < reach[0]
