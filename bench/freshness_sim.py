@@ -17,6 +17,11 @@ plan it) from
   learned   the rate its record gives (`ChangeRecord.rate` against the host's prior), or
   true      the rate it truly changes at: the policy with nothing to learn.
 
+The first pass goes in page-number order, or in BENCH_FRESH_SIM_ORDERS orders (default 1:
+that one; more: random ones too, seeded), whose mean and range it reports: early estimates
+amplify small differences, so one order (or one crawl) is one draw, and a change to the policy
+must beat that spread (about a point over seven orders in minutes 5-15).
+
 Freshness is judged as `testweb/freshness.py` judges a crawl, over each window of
 BENCH_FRESH_SIM_WINDOWS (default `300-900,300-3600,1800-3600`, seconds from the web's start),
 against the optimum knowing the true rates at one request a delay. Left out: the home page,
@@ -30,7 +35,7 @@ import heapq
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -62,8 +67,9 @@ KIND = kind_of("/p/0.html")  # the regular pages' (testweb/changing.py)
 
 
 def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
-           true_rates: bool) -> list[list[float]]:
-    """When the policy visits each regular page of `host`, up to `until` (module docstring)."""
+           true_rates: bool, order: Sequence[int] | None = None) -> list[list[float]]:
+    """When the policy visits each regular page of `host`, up to `until` (module docstring),
+    its first pass in `order` (page numbers by default)."""
     changes, rates = web.schedule.changes[host], web.schedule.rates[host]
     last_modified = "Last-Modified" in web.validators(host)
     delay = settings.default_delay + settings.delay_margin
@@ -76,6 +82,7 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
     due: list[tuple[float, int]] = []  # queued re-crawls: (due at, page)
     sums: dict[str, float] = {}  # the host's, as the store stage keeps them
     solved: dict[str, float] = {}  # the host's multiplier and when it was solved
+    first_pass = list(range(len(changes))) if order is None else list(order)
     discovered, at = 0, 0.0
 
     def plan_now(kept_for: float = SOLVE_SECONDS) -> HostPlan:
@@ -99,7 +106,7 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
             plan = plan_now(math.inf)  # the drain takes the multiplier kept
             heapq.heappush(due, (seen[page][-1] + best(page, records[page], plan).interval, page))
         if discovered < len(changes):  # new URLs first: each page in turn
-            page, discovered = discovered, discovered + 1
+            page, discovered = first_pass[discovered], discovered + 1
         elif due:
             page = heapq.heappop(due)[1]
         else:  # nothing queued: the host waits for its next re-crawl
@@ -126,7 +133,9 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
 class Window:
     start: float
     end: float
-    learned: float  # mean share of fresh pages, hosts without a sitemap
+    learned: float  # mean share of fresh pages, hosts without a sitemap (mean over orders)
+    learned_low: float  # the lowest and highest of the orders
+    learned_high: float
     true: float
     optimum: float  # expected, knowing the true rates, one request a delay
 
@@ -135,19 +144,34 @@ class Window:
         return self.learned / self.optimum
 
 
-def simulate(web: ChangingWeb, settings: Settings, start: float, end: float) -> Window:
+def simulate(web: ChangingWeb, settings: Settings, start: float, end: float,
+             orders: int = 1) -> Window:
+    """The window's shares; the learned one over `orders` first passes: page numbers, then
+    random orders (seeded). Early estimates amplify small differences, so one order is one
+    draw: the spread over orders is what a change to the policy must beat."""
     times = instants(start, end, STEP)
-    shares: dict[str, list[float]] = {"learned": [], "true": [], "optimum": []}
-    for host in sorted(set(range(web.spec.hosts)) - set(sitemap_hosts(web.spec))):
+    hosts = sorted(set(range(web.spec.hosts)) - set(sitemap_hosts(web.spec)))
+    learned: list[float] = []
+    for k in range(orders):
+        rng = np.random.default_rng(k)
+        shares = []
+        for host in hosts:
+            changes = web.schedule.changes[host]
+            order = None if k == 0 else rng.permutation(len(changes)).tolist()
+            seen = visits(web, host, settings, end, true_rates=False, order=order)
+            shares += [float(visited_fresh(page, np.array(at), times).mean())
+                       for page, at in zip(changes, seen, strict=True)]
+        learned.append(float(np.mean(shares)))
+    true, optimum = [], []
+    for host in hosts:
         changes, rates = web.schedule.changes[host], web.schedule.rates[host]
-        for name in ("learned", "true"):
-            seen = visits(web, host, settings, end, true_rates=name == "true")
-            shares[name] += [float(visited_fresh(page, np.array(at), times).mean())
-                             for page, at in zip(changes, seen, strict=True)]
+        seen = visits(web, host, settings, end, true_rates=True)
+        true += [float(visited_fresh(page, np.array(at), times).mean())
+                 for page, at in zip(changes, seen, strict=True)]
         capacity = 1.0 / web.delay_for(web.netloc(host), settings.default_delay)
-        shares["optimum"] += expected_freshness(rates, optimal_rates(rates, capacity)).tolist()
-    return Window(start, end, *(float(np.mean(shares[name]))
-                                for name in ("learned", "true", "optimum")))
+        optimum += expected_freshness(rates, optimal_rates(rates, capacity)).tolist()
+    return Window(start, end, float(np.mean(learned)), min(learned), max(learned),
+                  float(np.mean(true)), float(np.mean(optimum)))
 
 
 def windows(env: Mapping[str, str]) -> list[tuple[float, float]]:
@@ -164,14 +188,18 @@ def main() -> None:
                         seed=int(env.get("BENCH_FRESH_SEED", "7")),
                         duration=max(end for _, end in spans))
     web = ChangingWeb(spec)
-    print("| window (s) | learned | true rates | optimum, 1/delay | learned / optimum |")
+    orders = int(env.get("BENCH_FRESH_SIM_ORDERS", "1"))
+    print(f"| window (s) | learned ({orders} first-pass orders: mean, range) | true rates | "
+          "optimum, 1/delay | learned / optimum (mean, range) |")
     print("|---|---|---|---|---|")
     results = []
     for start, end in spans:
-        window = simulate(web, settings, start, end)
+        window = simulate(web, settings, start, end, orders)
         results.append({**asdict(window), "learned_of_optimum": window.learned_of_optimum})
-        print(f"| {start:.0f}-{end:.0f} | {window.learned:.3f} | {window.true:.3f} | "
-              f"{window.optimum:.3f} | {window.learned_of_optimum:.3f} |", flush=True)
+        low, high = window.learned_low / window.optimum, window.learned_high / window.optimum
+        print(f"| {start:.0f}-{end:.0f} | {window.learned:.3f} ({window.learned_low:.3f}-"
+              f"{window.learned_high:.3f}) | {window.true:.3f} | {window.optimum:.3f} | "
+              f"{window.learned_of_optimum:.3f} ({low:.3f}-{high:.3f}) |", flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=1) + "\n")
 

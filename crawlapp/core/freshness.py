@@ -356,6 +356,16 @@ def importance(authority: float) -> float:
     return 1.0 + authority
 
 
+def mean_importance(authorities: Mapping[str, float], pages: Mapping[str, float]) -> float:
+    """The importance of the fleet's pages on average (`pages` per host, a host without an
+    authority at 0): the weight the fleet's budget is solved at, its histogram being of
+    lambda / w with every page counted once."""
+    total = sum(pages.values())
+    if total <= 0:
+        return 1.0
+    return sum(importance(authorities.get(host, 0.0)) * n for host, n in pages.items()) / total
+
+
 def host_prior(changes: float, seconds: float, first_interval: float) -> float:
     """The change rate a host's pages show (`changes` seen in `seconds` watched), weighed with
     a prior of PRIOR_WEIGHT changes per `first_interval`: the rate of a page not seen twice."""
@@ -391,6 +401,7 @@ class HostRates:
     multiplier: float | None = None
     solved_at: float = 0.0
     kinds: dict[int, tuple[float, float]] = field(default_factory=dict)  # kind: (c, t)
+    importance: float = 1.0  # the fleet's: its pages' mean importance (`mean_importance`)
 
     @classmethod
     def parse(cls, fields: dict[str, float]) -> HostRates:
@@ -400,7 +411,8 @@ class HostRates:
         return cls({int(k[1:]): v for k, v in fields.items() if k.startswith("b") and v > 0.5},
                    fields.get("n", 0.0), fields.get("c", 0.0), fields.get("t", 0.0),
                    max(0.0, fields.get("h", 0.0)), fields.get("F", 0.0), fields.get("d"),
-                   fields.get("mu"), fields.get("mu_at", 0.0), kinds)
+                   fields.get("mu"), fields.get("mu_at", 0.0), kinds,
+                   max(1.0, fields.get("wi", 1.0)))
 
 
 @dataclass(frozen=True)
@@ -448,10 +460,12 @@ class Planning:
         return 1.0 / max(rates.delay or self.default_delay, 0.01)
 
     def fleet_multiplier(self, fleet: HostRates, budget: float | None) -> float:
-        """The multiplier of CRAWL_RECRAWL_BUDGET over every host's pages (0: no budget)."""
+        """The multiplier of CRAWL_RECRAWL_BUDGET over every host's pages (0: no budget), at
+        their mean importance (as `multiplier` a host's at its own)."""
         if budget is None:
             return 0.0
-        return solve_multiplier(fleet.buckets, budget, self.min_interval, self.max_interval)
+        return solve_multiplier(fleet.buckets, budget / fleet.importance, self.min_interval,
+                                self.max_interval)
 
     def host_plan(self, rates: HostRates, multiplier: float, authority: float = 0.0
                   ) -> HostPlan:

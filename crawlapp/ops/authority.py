@@ -2,7 +2,8 @@
 CRAWL_AUTHORITY_INTERVAL seconds by beat and stored three ways: the host_authority table
 (`crawlctl hosts`), the authority hash the links stage scores new URLs by, and the
 frontier's boost (hosts competing for fetch slots), so a host that becomes important is
-preferred without rewriting its queued URLs."""
+preferred without rewriting its queued URLs; and the fleet's mean importance, which its
+re-crawl budget is solved at (core/freshness.py: mean_importance)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import numpy as np
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.authority import Ids, authority
+from crawlapp.core.freshness import mean_importance
 
 LOAD_CHUNK = 100_000  # edges read per query
 log = logging.getLogger(__name__)
@@ -44,8 +47,13 @@ def compute(ctx: Context) -> int:
                       strict=True))
     with ctx.sessions.begin() as session:
         repository.save_authority(session, list(scores.items()), datetime.now(UTC))
+        pages = {host: sum(counts.values())
+                 for host, counts in repository.host_status_counts(session).items()}
     ctx.authority.store(scores)
     ctx.frontier.boost(scores)
+    pipe = ctx.redis.pipeline(transaction=False)
+    ctx.change_rates.add({}, {ALL_HOSTS: {"wi": mean_importance(scores, pages)}}, pipe)
+    pipe.execute()
     ctx.counters.bump({"authority:runs": 1, "authority:hosts_scored": len(hosts)})
     log.info("host authority: %d hosts, %d edges", len(hosts), len(sources))
     return len(hosts)

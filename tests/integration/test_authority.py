@@ -16,6 +16,8 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import HostAuthority, HostLink
 from crawlapp.adapters.redis import keys
+from crawlapp.adapters.redis.change_rates import ALL_HOSTS
+from crawlapp.core.freshness import HostRates
 from crawlapp.core.priority import NEW_FRESHNESS, REFRESH_FRESHNESS, link_priority
 from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.rows import FetchOutcome
@@ -69,6 +71,13 @@ def test_the_host_graph_scores_the_hub_and_reaches_redis_and_the_rows(
     assert ctx.authority.load(stored) == stored
     boost = keys.BOOST.of(ctx.settings.redis_prefix, shard=shard_of("hub.com", 2))
     assert float(ctx.redis.hget(boost, "hub.com") or 0) == 1.0
+    # the fleet's re-crawl budget is solved at its pages' mean importance
+    with ctx.sessions() as session:
+        rows = {h: sum(c.values()) for h, c in repository.host_status_counts(session).items()}
+    fleet = HostRates.parse(ctx.change_rates.load([])[ALL_HOSTS])
+    assert fleet.importance == pytest.approx(
+        sum((1 + stored.get(h, 0.0)) * n for h, n in rows.items()) / sum(rows.values()))
+    assert 1.0 < fleet.importance < 2.0
 
     # a URL found now gets its host's authority, and the combined priority
     extract_links(ctx, [page("http://leaf3.com/9", [Link("http://hub.com/new", "New"),

@@ -23,6 +23,7 @@ from crawlapp.core.freshness import (
     importance,
     kind_of,
     links_digest,
+    mean_importance,
     observe,
     solve_multiplier,
     sums_of,
@@ -239,3 +240,24 @@ def test_a_host_of_authority_plans_its_pages_within_its_capacity_all_the_same() 
         visits = sum(1 / plan.interval(bucket_rate(bucket_of(r / weight)) * weight, weight, 0.0)
                      for r in rates)
         assert visits == pytest.approx(1.0, rel=0.02)
+
+
+def test_the_fleet_budget_is_solved_at_its_pages_mean_importance() -> None:
+    """Two hosts of 100 pages each, of authority 1 and 0: their pages are visited 2 and 1
+    times as often as the fleet's histogram counts them, 1.5 on average."""
+    assert mean_importance({"a.test": 1.0}, {"a.test": 100, "b.test": 100}) == 1.5
+    assert mean_importance({}, {}) == 1.0
+    planning = Planning(5, 7200, 120, 1.0, 1.0)
+    rng = random.Random(5)
+    rates = {host: [math.exp(rng.uniform(math.log(1 / 3600), math.log(1 / 20)))
+                    for _ in range(100)] for host in ("a.test", "b.test")}
+    weights = {"a.test": importance(1.0), "b.test": importance(0.0)}
+    fleet: dict[str, float] = {"wi": 1.5}
+    for host, host_rates in rates.items():
+        for rate in host_rates:
+            key = f"b{bucket_of(rate / weights[host])}"
+            fleet[key] = fleet.get(key, 0.0) + 1
+    multiplier = planning.fleet_multiplier(HostRates.parse(fleet), 0.5)
+    visits = sum(visit_rate(bucket_rate(bucket_of(rate / weights[host])), multiplier)
+                 * weights[host] for host, host_rates in rates.items() for rate in host_rates)
+    assert visits == pytest.approx(0.5, rel=0.1)  # the mean stands for each host's

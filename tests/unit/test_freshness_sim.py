@@ -37,3 +37,13 @@ def test_knowing_the_rates_keeps_the_web_fresher_than_learning_them() -> None:
     window = simulate(WEB, SETTINGS, 120.0, 600.0)
     assert 0 < window.learned < window.true <= 1
     assert 0 < window.optimum <= 1
+
+
+def test_the_first_pass_goes_in_the_order_given_and_orders_give_a_range() -> None:
+    order = list(range(29, -1, -1))
+    seen = visits(WEB, 0, SETTINGS, 600.0, true_rates=False, order=order)
+    firsts = sorted(range(30), key=lambda page: seen[page][0])
+    assert firsts == order
+    window = simulate(WEB, SETTINGS, 120.0, 600.0, orders=3)
+    assert window.learned_low <= window.learned <= window.learned_high
+    assert window.learned_low < window.learned_high  # the orders are different draws

@@ -4,11 +4,13 @@ planning a host costs the same whatever its size:
   P:rates:<host>   HASH  b<k> -> pages in bucket k of lambda / w; n -> pages; c, t -> changes
                          seen and seconds watched (the host's prior); kc<k>, kt<k> -> the same
                          of the pages of kind k (core/freshness.py: kind_of, the prior of a
-                         page without history); h -> visits a second its
+                         page without history; no kc<k> while none changed: a zero delta is
+                         not written); h -> visits a second its
                          hubs take; F -> the summed expected freshness of its pages; d -> its
                          delay (robots.txt's Crawl-delay or the default); mu, mu_at -> its
                          Lagrange multiplier and when it was solved
-  P:rates          HASH  the same sums over every host (the fleet's budget, `crawlctl stats`)
+  P:rates          HASH  the same sums over every host (the fleet's budget, `crawlctl stats`),
+                         and wi -> its pages' mean importance (ops/authority.py sets it)
 
 The store stage adds each batch's deltas after its commit (one HINCRBYFLOAT per host and
 field). A delta lost to a crash between the commit and the write leaves a host's sums off by a
