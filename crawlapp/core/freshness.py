@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 import mmh3
 import numpy as np
@@ -517,10 +518,7 @@ KINDS = 16  # a host's sums keep the changes and seconds watched of this many ki
 def kind_of(url: str) -> int:
     """A page's kind, as its host's sums keep it: its path's first segment (`/news/a.html`:
     "news"; a page at the root: ""), hashed into KINDS slots."""
-    rest = url.split("://", 1)[-1]
-    slash = rest.find("/")
-    path = rest[slash:].split("?", 1)[0].split("#", 1)[0] if slash >= 0 else "/"
-    segments = path.split("/")
+    segments = urlsplit(url).path.split("/")
     first = segments[1] if len(segments) > 2 else ""
     return int(mmh3.hash(first, signed=False)) % KINDS
 

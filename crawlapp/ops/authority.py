@@ -47,13 +47,21 @@ def compute(ctx: Context) -> int:
                       strict=True))
     with ctx.sessions.begin() as session:
         repository.save_authority(session, list(scores.items()), datetime.now(UTC))
-        pages = {host: sum(counts.values())
-                 for host, counts in repository.host_status_counts(session).items()}
     ctx.authority.store(scores)
     ctx.frontier.boost(scores)
     pipe = ctx.redis.pipeline(transaction=False)
-    ctx.change_rates.add({}, {ALL_HOSTS: {"wi": mean_importance(scores, pages)}}, pipe)
+    ctx.change_rates.add({}, {ALL_HOSTS: {"wi": fleet_importance(ctx, scores)}}, pipe)
     pipe.execute()
     ctx.counters.bump({"authority:runs": 1, "authority:hosts_scored": len(hosts)})
     log.info("host authority: %d hosts, %d edges", len(hosts), len(sources))
     return len(hosts)
+
+
+def fleet_importance(ctx: Context, scores: dict[str, float] | None = None) -> float:
+    """The mean importance of the fleet's pages (core/freshness.py: mean_importance), each
+    host's URL rows at its authority (`scores`, else the stored ones): the weight its
+    re-crawl budget is solved at (`wi` in the fleet's sums)."""
+    with ctx.sessions() as session:
+        pages = {host: sum(counts.values())
+                 for host, counts in repository.host_status_counts(session).items()}
+    return mean_importance(ctx.authority.load(pages) if scores is None else scores, pages)

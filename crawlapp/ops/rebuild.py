@@ -38,6 +38,7 @@ from crawlapp.core.robots import effective_delay
 from crawlapp.core.rows import QueuedRow
 from crawlapp.core.settings import MAX_SHARDS
 from crawlapp.core.urls import host_of, url_hash
+from crawlapp.ops.authority import fleet_importance
 from crawlapp.stages.admission import requeue
 from crawlapp.stages.recrawling import load_window
 
@@ -172,6 +173,7 @@ def _change_rates(ctx: Context) -> int:
     for host, host_sums in sums.items():
         if host in delays:
             host_sums["d"] = delays[host] + margin
+    fleet["wi"] = fleet_importance(ctx)
     ctx.change_rates.restore({**sums, ALL_HOSTS: dict(fleet)})
     return len(sums)
 

@@ -24,6 +24,7 @@ from crawlapp.core.rows import FetchOutcome
 from crawlapp.core.settings import load_settings
 from crawlapp.core.urls import shard_of, url_hash
 from crawlapp.ops import authority
+from crawlapp.ops.rebuild import rebuild
 from crawlapp.stages.linking import extract_links
 from crawlapp.stages.recrawling import drain
 
@@ -78,6 +79,9 @@ def test_the_host_graph_scores_the_hub_and_reaches_redis_and_the_rows(
     assert fleet.importance == pytest.approx(
         sum((1 + stored.get(h, 0.0)) * n for h, n in rows.items()) / sum(rows.values()))
     assert 1.0 < fleet.importance < 2.0
+    rebuild(ctx, dedup=False)  # the fleet's sums summed again keep it
+    assert HostRates.parse(ctx.change_rates.load([])[ALL_HOSTS]).importance == pytest.approx(
+        fleet.importance)
 
     # a URL found now gets its host's authority, and the combined priority
     extract_links(ctx, [page("http://leaf3.com/9", [Link("http://hub.com/new", "New"),

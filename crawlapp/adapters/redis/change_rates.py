@@ -10,7 +10,7 @@ planning a host costs the same whatever its size:
                          delay (robots.txt's Crawl-delay or the default); mu, mu_at -> its
                          Lagrange multiplier and when it was solved
   P:rates          HASH  the same sums over every host (the fleet's budget, `crawlctl stats`),
-                         and wi -> its pages' mean importance (ops/authority.py sets it)
+                         and wi -> its pages' mean importance (ops/authority.py: fleet_importance)
 
 The store stage adds each batch's deltas after its commit (one HINCRBYFLOAT per host and
 field). A delta lost to a crash between the commit and the write leaves a host's sums off by a
