@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from crawlapp.core.ports import Frontier
+from crawlapp.core.priority import YIELD_MARGIN
 from crawlapp.core.records import (
     PAUSED,
     HostState,
@@ -432,6 +433,35 @@ class FrontierContract:
         assert f.release([Release(again[0], NOW + 6)]) == 0
         back, _ = lease_all(f, NOW + 200, per_lease=4)
         assert [lease.url for lease in back] == ["http://a.com/4", "http://a.com/2"]
+
+    def test_a_lease_is_asked_to_yield_to_a_url_well_ahead_of_one_it_holds(
+            self, make: MakeFrontier) -> None:
+        """A URL queued while its host is leased, whose queue value is lower than the worst
+        the lease holds by more than YIELD_MARGIN, asks that lease (its token) to end early;
+        one merely as good, one already queued, or one of another host does not; the ask ends
+        with the lease, and a later lease of the host is not asked until asked again."""
+        f = make(shards=1)
+        f.add([QueuedURL(f"http://a.com/{i}", 2, 0.30) for i in range(3)]
+              + [QueuedURL("http://b.com/", 1, 0.3)], NOW)
+        leases, _ = lease_all(f, NOW, per_lease=3)
+        a = [lease for lease in leases if lease.host == "a.com"]
+        b = [lease for lease in leases if lease.host == "b.com"]
+        assert len(a) == 3 and f.yielding([a[0], b[0]]) == set()
+        f.add([QueuedURL("http://a.com/same", 2, 0.30 + YIELD_MARGIN / 2),  # not enough ahead
+               QueuedURL("http://c.com/", 1, 1.0)], NOW + 1)  # another host
+        assert f.yielding([a[0], b[0]]) == set()
+        f.add([QueuedURL("http://a.com/new", 1, 0.45)], NOW + 2)  # 0.15 ahead, less 2 s aged
+        assert f.yielding([a[0], b[0]]) == {"a.com"}
+        assert f.yielding([a[1]]) == {"a.com"}  # any lease of the host under its token
+        # the first URL fetched, the others not asked: they go back, the ask ends
+        assert f.release([Release(a[0], NOW + 3)]
+                         + [Release(lease, NOW + 3, requeue=True) for lease in a[1:]]) == 1
+        again, _ = lease_all(f, NOW + 3, per_lease=3)
+        assert [lease.url for lease in again if lease.host == "a.com"] == [
+            "http://a.com/new", "http://a.com/same", "http://a.com/1"]
+        assert f.yielding(again) == set()
+        f.add([QueuedURL("http://a.com/2", 2, 0.9)], NOW + 4)  # queued already: not new
+        assert f.yielding(again) == set()
 
     def test_a_dispatch_asked_again_by_its_call_gives_the_same_leases(
             self, make: MakeFrontier) -> None:

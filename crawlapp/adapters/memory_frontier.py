@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from crawlapp.core.priority import queue_score
+from crawlapp.core.priority import YIELD_MARGIN, queue_score
 from crawlapp.core.records import (
     PAUSED,
     HostState,
@@ -65,6 +65,7 @@ class _Shard:
     queued: int = 0
     boost: dict[str, float] = field(default_factory=dict)
     warm: dict[str, float] = field(default_factory=dict)  # host -> when its session began
+    yielding: dict[str, str] = field(default_factory=dict)  # host -> token of a lease to end
 
     def queue_add(self, host: str, member: str, score: float) -> int:
         """ZADD LT: a member queued already keeps its lower score; 1 if it is new."""
@@ -107,7 +108,10 @@ class _Shard:
                 self.queue_add(host, member, score)
             return 0
         added = self.queue_add(host, member, score)
-        if host not in self.leases and host not in self.parked:
+        if host in self.leases:
+            if added and score + YIELD_MARGIN < max(self.leased[host].values(), default=-math.inf):
+                self.yielding[host] = self.token[host]
+        elif host not in self.parked:
             self.ready.setdefault(host, max(self.idle.get(host, 0.0), now))
             self.idle.pop(host, None)
         self.queued += added
@@ -188,6 +192,7 @@ class _Shard:
         if self.hand_back(host, member, rel.requeue, rel.behind):
             return 0
         self.end_lease(host)
+        self.yielding.pop(host, None)
         if rel.failures == 0:
             self.fails.pop(host, None)
         else:
@@ -321,6 +326,11 @@ class MemoryFrontier:
         """Nothing to move: a frontier of one process keeps the number of shards it was made
         with."""
         return 0, 0
+
+    def yielding(self, leases: Iterable[Lease]) -> set[str]:
+        with self._lock:
+            return {lease.host for lease in leases
+                    if self._shards[lease.shard].yielding.get(lease.host) == lease.token}
 
     def release(self, releases: Iterable[Release]) -> int:
         with self._lock:

@@ -48,7 +48,8 @@ def _text(data: dict[str, Any], where: str) -> str:
                      f"{fresh['pages_planned']} pages ({fresh['policy']}), {fresh['due']} due; "
                      f"fetches {fetches['discovery']} new, {fetches['refresh']} again "
                      f"({refreshes['changed']} changed, {refreshes['unchanged']} unchanged, "
-                     f"{refreshes['made_due_by_sitemaps']} by sitemaps)")
+                     f"{refreshes['made_due_by_sitemaps']} by sitemaps); "
+                     f"{fresh['leases_yielded']} leases ended early for a better URL")
     if data["hosts_given_up"]:
         lines.append(f"{'hosts given up':>18}: {len(data['hosts_given_up'])}")
         lines += [f"{'':>20}{line}" for line in given_up_lines(data["hosts_given_up"])]

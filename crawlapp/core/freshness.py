@@ -324,6 +324,16 @@ class HostPlan:
         return math.inf if visits <= 0 else 1.0 / visits
 
 
+HUB_DRIVEN = 0.99  # a hub's visits a second times its interval: its links set the interval
+
+
+def hub_driven(hub_rate: float, interval: float) -> bool:
+    """Whether a page's `interval` is its hub visits' (`hub_rate`, HostPlan.hub_visits): a
+    visit for its links, queued as discovery when due, not early (it goes before its host's
+    re-crawls, and ends a lease of them: ports.Frontier.yielding)."""
+    return hub_rate * interval >= HUB_DRIVEN
+
+
 class Best(NamedTuple):
     """A page's next interval under its host's plan, and what it follows from."""
 

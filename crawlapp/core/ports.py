@@ -79,6 +79,13 @@ class Frontier(Protocol):
         lease that expired and was handed back."""
         ...
 
+    def yielding(self, leases: Iterable[Lease]) -> set[str]:
+        """The hosts of `leases` (one a host) whose lease was asked to end early since it
+        began: a URL queued meanwhile has a queue value lower by more than YIELD_MARGIN
+        (core/priority.py) than one the lease holds; its fetch then asks nothing more and puts
+        the rest back, and the host's next lease starts with that URL."""
+        ...
+
     def release(self, releases: Iterable[Release]) -> int:
         """Take the releases' URLs out of their leases still held (putting back those to
         requeue); the release of a lease's last URL ends the lease: a host paused meanwhile or

@@ -102,6 +102,16 @@ def link_priority(depth: int, boilerplate: bool, anchor: str) -> float:
     return round(depth_priority(depth) * weight, 4)
 
 
+# A host's lease of several URLs ends early for a URL queued meanwhile whose queue value is
+# lower by more than this than one it still holds (adapters/redis/frontier: ENQUEUE): three
+# minutes of ageing, less than between a new URL and a re-crawl due now (0.075 at the
+# default weights) or a hub queued for its links (0.135), more than links' contexts set
+# apart URLs one hop from each other (0.03 at most), so that a crawl's first pass keeps its
+# leases whole while a new article or a hub's visit takes the next request rather than
+# waiting out a lease of re-crawls.
+YIELD_MARGIN = 0.05
+
+
 def queue_score(priority: float, queued_at: float) -> float:
     """The frontier's sort key: lower pops first."""
     return round((1.0 - priority) + (queued_at - _EPOCH) / AGEING_SECONDS, 6)

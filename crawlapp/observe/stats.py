@@ -156,6 +156,7 @@ def freshness_summary(ctx: Context, counts: dict[str, int], tiers: dict[str, dic
         "due": sum(t["overdue"] for t in tiers.values()),
         "fetches": {"discovery": counts.get("recrawl:discovery", 0),
                     "refresh": counts.get("recrawl:refresh", 0)},
+        "leases_yielded": counts.get("lease:yielded", 0),
         "refreshes": {"changed": counts.get("recrawl:changed", 0),
                       "unchanged": counts.get("recrawl:unchanged", 0),
                       "made_due_by_sitemaps": counts.get("recrawl:sitemap_due", 0)},

@@ -39,6 +39,7 @@ from crawlapp.stages.tallies import fetch_counts
 
 log = logging.getLogger(__name__)
 RUN_KEPT = 60.0  # seconds a batch's retry counts are kept past the ride-out
+YIELD_POLL = 0.5  # seconds between two looks for the batch's leases asked to end early
 
 
 @dataclass
@@ -83,17 +84,46 @@ def host_chains(leases: list[Lease]) -> list[list[int]]:
     return list(chains.values())
 
 
+class Yields:
+    """The hosts of a batch whose lease was asked to end early (ports.Frontier.yielding), as
+    its watcher learns them; a chain waiting for its next request hears of its host at once."""
+
+    def __init__(self) -> None:
+        self.hosts: set[str] = set()
+        self._heard = asyncio.Event()
+
+    def add(self, hosts: set[str]) -> None:
+        if hosts - self.hosts:
+            self.hosts |= hosts
+            self._heard.set()
+            self._heard = asyncio.Event()
+
+    async def before(self, when: float, host: str) -> bool:
+        """Wait until the UNIX time `when`, or until `host` is asked to yield: whether it was."""
+        while host not in self.hosts:
+            wait = when - time.time()
+            if wait <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._heard.wait(), wait)
+            except TimeoutError:
+                return False
+        return True
+
+
 async def fetch_chain(leases: list[Lease], get: Callable[[Lease], Awaitable[Fetched]],
-                      after: Callable[[Lease, Fetched], float | None], cutoff: float
-                      ) -> list[Fetched]:
+                      after: Callable[[Lease, Fetched], float | None], cutoff: float,
+                      yields: Yields | None = None) -> list[Fetched]:
     """Ask one host's leases one after the other: the first at its not_before, each next one
     no sooner than `after` says of the previous answer (None: the host is asked nothing more
-    in this batch), none but the first later than `cutoff`. Returns the answers of the
-    leases asked, the first ones."""
+    in this batch), none but the first later than `cutoff`, and none once `yields` has its
+    host (its lease asked to end early, heard while waiting for the next). Returns the
+    answers of the leases asked, the first ones."""
     results: list[Fetched] = []
     start = leases[0].not_before
     for lease in leases:
-        if results and start > cutoff:
+        if results and (start > cutoff
+                        or (yields is not None and await yields.before(start, lease.host))):
             break
         results.append(await start_at(start, get(lease)))
         after_this = after(lease, results[-1])
@@ -103,19 +133,48 @@ async def fetch_chain(leases: list[Lease], get: Callable[[Lease], Awaitable[Fetc
     return results
 
 
+async def _watch_yields(yielding: Callable[[list[Lease]], set[str]],
+                        running: dict[str, Lease], yields: Yields) -> None:
+    """Every YIELD_POLL seconds, the hosts of `running` (host -> a lease of its chain, while
+    it has a request to go) whose lease was asked to end early join `yields`; cancelled as
+    the batch's chains end. A Redis that does not answer costs a look, not the batch."""
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(YIELD_POLL)
+        watched = [lease for host, lease in running.items() if host not in yields.hosts]
+        if not watched:
+            continue
+        try:
+            yields.add(await loop.run_in_executor(None, yielding, watched))
+        except Exception as exc:  # noqa: BLE001 - any failure of the look: the leases run on
+            log.warning("looking for leases to end early failed (%s); they run on", exc)
+
+
 async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
                      validators: dict[str, dict[str, str]],
                      after: Callable[[Lease, Fetched], float | None], cutoff: float,
-                     early: EarlyRelease | None = None
-                     ) -> tuple[list[Fetched], list[Fetched | None]]:
+                     early: EarlyRelease | None = None,
+                     yielding: Callable[[list[Lease]], set[str]] | None = None
+                     ) -> tuple[list[Fetched], list[Fetched | None], set[str]]:
     """The batch's hosts at once, each starting no earlier than its lease allows and asking
     its pages one after the other (`fetch_chain`; its host released as soon as the last
-    ends, with `early`). Returns the robots.txt answers and the pages' (None: not asked)."""
+    ends, with `early`), a chain of several ending early when `yielding` says its lease was
+    asked to. Returns the robots.txt answers, the pages' (None: not asked) and the hosts
+    whose chain ended so."""
     def get(lease: Lease) -> Awaitable[Fetched]:
         return fetcher.get(lease.url, validators.get(lease.url))
 
+    yields = Yields()
+    running: dict[str, Lease] = {}
+    ended_early: set[str] = set()
+
     async def chain(leases: list[Lease]) -> list[Fetched]:
-        results = await fetch_chain(leases, get, after, cutoff)
+        try:
+            results = await fetch_chain(leases, get, after, cutoff, yields)
+        finally:
+            running.pop(leases[0].host, None)
+        if len(results) < len(leases) and leases[0].host in yields.hosts:
+            ended_early.add(leases[0].host)
         if early is not None:
             early.answered(leases, results)
         return results
@@ -126,18 +185,25 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
                                          max_bytes=MAX_ROBOTS_BYTES, truncate=True))
                     for lease in plan.robots]
     chains = host_chains(plan.pages)
+    watcher = None
+    if yielding is not None:
+        running.update((plan.pages[c[0]].host, plan.pages[c[0]]) for c in chains if len(c) > 1)
+        if running:
+            watcher = asyncio.ensure_future(_watch_yields(yielding, running, yields))
     try:
         robots, answers = await asyncio.gather(
             asyncio.gather(*robots_calls),
             asyncio.gather(*(chain([plan.pages[i] for i in c]) for c in chains)))
     finally:
+        if watcher is not None:
+            watcher.cancel()
         if early is not None:
             await early.drain()
     pages: list[Fetched | None] = [None] * len(plan.pages)
     for positions, results in zip(chains, answers, strict=True):
         for i, result in zip(positions, results, strict=False):
             pages[i] = result
-    return robots, pages
+    return robots, pages, ended_early
 
 
 def _retries(ctx: Context, run: str, asked: list[tuple[Lease, Fetched]], refused: list[Lease],
@@ -306,11 +372,13 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     elif not settings.render:
         early = EarlyRelease(ctx.frontier, ledger.host_answered)
     cutoff = renewed + settings.lease_seconds / 2 - settings.fetch_timeout
-    robots, fetched = run_on_fetch_loop(settings, ctx.dns_cache, lambda f: _fetch_all(
+    robots, fetched, yielded = run_on_fetch_loop(settings, ctx.dns_cache, lambda f: _fetch_all(
         f, plan, known.policies, known.validators, chain_rule(settings, ledger.next_start),
-        cutoff, early))
+        cutoff, early, ctx.frontier.yielding))
     if early is not None:
         ledger.sent_early(early.released)
+    if yielded:
+        ctx.counters.bump({"lease:yielded": len(yielded)})
 
     pages = _robots_answers(ctx, ledger, plan.robots, robots)
     now = time.time()

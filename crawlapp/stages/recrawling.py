@@ -23,7 +23,6 @@ DRAIN_LIMIT = 2000
 # A page known stale (its sitemap's lastmod) is taken as overdue by up to this much, the
 # longer the slower it changes: ahead of the pages merely due, behind new URLs (4.5 minutes).
 STALE_AHEAD = 240.0
-HUB_DRIVEN = 0.99  # a hub's visits a second times its interval: its links set the interval
 LOAD_CHUNK = 5000  # scheduled rows read from the database at a time
 
 
@@ -93,6 +92,7 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
     from crawlapp.core.freshness import (  # numpy: control only
         ChangeRecord,
         best_interval,
+        hub_driven,
         kind_of,
     )
     authority = ctx.authority.load(r.host for r in rows)
@@ -128,7 +128,7 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
             if r.sitemap_lastmod is not None and r.sitemap_lastmod > last:  # known stale
                 lasts = 1.0 / record.rate(prior)
                 due = min(due, now - STALE_AHEAD * lasts / (lasts + bounds.first))
-            if record.hub_rate * interval >= HUB_DRIVEN:  # a visit for its links: discovery
+            if hub_driven(record.hub_rate, interval):  # a visit for its links: discovery
                 score = weights.priority(authority[r.host], NEW_FRESHNESS, context)
             else:
                 score = refresh_priority(weights, authority[r.host], due - now)

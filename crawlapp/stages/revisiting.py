@@ -28,6 +28,7 @@ from crawlapp.core.freshness import (
     count_visit,
     expected_freshness,
     http_time,
+    hub_driven,
     importance,
     kind_of,
     links_digest,
@@ -146,7 +147,7 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
            page.fetched_at - last if last is not None else 0.0, kind)
     record = record._replace(bucket=bucket, hub_rate=hub, freshness=fresh)
     out.records[page.url_hash] = (record.pack(), digest)
-    queued = bounds.queue_after(best.interval)
+    queued = best.interval if hub_driven(hub, best.interval) else bounds.queue_after(best.interval)
     out.planned.append(Planned(page.url_hash, tier_of(queued), page.fetched_at + queued))
 
 

@@ -18,8 +18,8 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
-from crawlapp.core.freshness import ChangeRecord, HostRates, best_interval, kind_of
-from crawlapp.core.records import Page, Status
+from crawlapp.core.freshness import ChangeRecord, HostRates, best_interval, hub_driven, kind_of
+from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.recrawl import EARLY
 from crawlapp.core.rows import UrlRow
 from crawlapp.core.settings import load_settings
@@ -177,6 +177,26 @@ def test_a_sitemap_lastmod_past_the_copy_makes_the_page_due_and_lies_end_the_tru
     assert made == 0  # three lies: no longer trusted, p1's new lastmod acted on no more
     trust = ctx.sitemap_trust.load([HOST])[HOST]
     assert trust[:2] == (3, 3) and not trust.trusted
+
+
+def test_a_hub_is_planned_on_time_and_a_page_early(ctx: Context) -> None:
+    """A page visited for its links (a home page whose list of articles changes at every
+    visit, its text the same) is planned when due, not EARLY of it: it is queued as a new
+    URL, ahead of its host's re-crawls, and would be fetched as soon as queued."""
+    for visit in range(6):
+        at = T + 30 * visit
+        hub = page(URLS[0], at, 0)
+        hub.links = [Link(f"http://{HOST}/article{visit}")]
+        store(ctx, [hub, page(URLS[1], at, visit)])
+    record, last, nxt = row(ctx, URLS[0])
+    assert record.link_changes > 4 and record.changes + record.censored == 0
+    assert hub_driven(record.hub_rate, nxt - last)
+    assert nxt - last == pytest.approx(1 / record.hub_rate, abs=0.01)
+    changing, last, nxt = row(ctx, URLS[1])
+    assert changing.censored > 4 and changing.hub_rate == 0
+    planned = best_interval(changing, revisiting.host_plans(ctx, {HOST}, {})[0][HOST],
+                            ctx.settings.recrawl_bounds, 1, kind_of(URLS[1]), False).interval
+    assert nxt - last == pytest.approx(max(5.0, planned * (1 - EARLY)), rel=0.05)
 
 
 def test_re_crawls_go_earliest_due_first_known_stale_slowest_first_and_hubs_as_new_urls(

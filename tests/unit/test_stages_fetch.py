@@ -226,7 +226,7 @@ def test_a_batch_from_the_frontier_planned_fetched_and_recorded() -> None:
         "http://a.test/page": (200, {"Content-Type": "text/html"}, b"<p>a</p>"),
         "http://b.test/robots.txt": (200, {}, b"Sitemap: http://b.test/map.xml\n"
                                      + b"#" * (2 * MAX_ROBOTS_BYTES))})
-    robots, fetched = asyncio.run(_fetch_all(mock_fetcher(handler), plan, policies, {}, once, math.inf))
+    robots, fetched, _ = asyncio.run(_fetch_all(mock_fetcher(handler), plan, policies, {}, once, math.inf))
     assert [r.url for r in robots + fetched] == ["http://b.test/robots.txt", "http://a.test/page"]
     assert len(robots[0].body) == MAX_ROBOTS_BYTES and robots[0].error is None  # cut, not refused
     learned = robots_policy(robots[0], None)
@@ -378,7 +378,7 @@ def test_a_hosts_urls_are_asked_one_after_the_other_each_a_delay_after_the_last_
     policies: dict[str, RobotsPolicy | None] = {"http://a.test": DISALLOW_PRIVATE,
                                                 "http://b.test": DISALLOW_PRIVATE}
     plan = plan_batch(leases, policies, UA)
-    _, fetched = asyncio.run(_fetch_all(mock_fetcher(slow), plan, {}, {}, after, math.inf))
+    _, fetched, _ = asyncio.run(_fetch_all(mock_fetcher(slow), plan, {}, {}, after, math.inf))
     assert [r.status if r else None for r in fetched] == [200, 200, 503, None, 200]
     a = spans["a.test"]
     assert len(a) == 3 and not overlapped
@@ -397,6 +397,41 @@ def test_a_chain_asks_no_further_url_past_its_cutoff() -> None:
 
     results = asyncio.run(fetch_chain(leases, get, lambda _, r: r.ended, cutoff=0.0))
     assert asked == ["http://a.test/0"] and len(results) == 1  # the first is always asked
+
+
+def test_a_chain_ends_early_once_its_lease_is_asked_to_yield(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch looks for leases asked to end early (the frontier's `yielding`) while chains
+    of several URLs run: a host asked asks nothing more, the others go on; a host of one URL
+    is not looked for, nor a host whose chain ended."""
+    monkeypatch.setattr("crawlapp.stages.fetching.YIELD_POLL", 0.02)
+    leases = ([replace(LEASE, url=f"http://{h}.test/{i}", host=f"{h}.test") for h in "ab"
+               for i in range(4)] + [replace(LEASE, url="http://c.test/0", host="c.test")])
+    asked: list[str] = []
+    looked: list[set[str]] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(str(request.url))
+        return answer(200)
+
+    def yielding(watched: list[Lease]) -> set[str]:
+        looked.append({lease.host for lease in watched})
+        return {"a.test"} if "http://a.test/0" in asked else set()
+
+    chain_ended: dict[str, float] = {}
+
+    def ended(chain: list[Lease], _: list[Fetched]) -> None:
+        chain_ended[chain[0].host] = time.time()
+
+    plan = plan_batch(leases, {f"http://{h}.test": DISALLOW_PRIVATE for h in "abc"}, UA)
+    _, fetched, yielded = asyncio.run(_fetch_all(
+        mock_fetcher(handler), plan, {}, {}, lambda _, r: r.ended + 0.3, math.inf,
+        EarlyRelease(MemoryFrontier(shards=1), ended), yielding))
+    assert [r is not None for r in fetched] == [True, False, False, False] + [True] * 5
+    assert yielded == {"a.test"} and looked[0] == {"a.test", "b.test"}
+    assert all("c.test" not in hosts for hosts in looked) and looked[-1] == {"b.test"}
+    # a.test's chain ended as it heard, not at its next request's time
+    assert chain_ended["a.test"] < fetched[0].ended + 0.2  # type: ignore[union-attr]
 
 
 def test_a_host_asking_its_robots_txt_asks_nothing_else_in_that_batch() -> None:

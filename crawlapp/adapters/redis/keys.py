@@ -72,8 +72,10 @@ DISPATCHED = Key("{P:f:<shard>}:dispatched", "string", "the shard's last dispatc
                  "reply was lost; expires after a lease period")
 WARM = Key("{P:f:<shard>}:warm", "zset", "host -> when its warm session began: the hosts leased "
            "lately, first among those due while their connections are open")
+YIELD = Key("{P:f:<shard>}:yield", "hash", "host -> token of its lease asked to end early: a URL "
+            "queued meanwhile goes before one the lease still holds (dropped as it ends)")
 FRONTIER = (READY, IDLE, LEASES, TOKEN, LEASED, PARKED, WHY, PAUSED, FAILS, QUEUED, QUEUE, BOOST,
-            DISPATCHED, WARM)
+            DISPATCHED, WARM, YIELD)
 
 # The frontier, global.
 ALIVE = Key("P:alive", "string", "time of the last rebuild (the first start's included): Redis "

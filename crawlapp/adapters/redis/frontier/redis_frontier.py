@@ -12,7 +12,7 @@ from crawlapp.adapters.redis.client import Client, text
 from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.adapters.redis.frontier import scripts
 from crawlapp.adapters.redis.replicas import ReplicaAcks
-from crawlapp.core.priority import queue_score
+from crawlapp.core.priority import YIELD_MARGIN, queue_score
 from crawlapp.core.records import (
     PAUSED,
     HostState,
@@ -67,6 +67,7 @@ class ShardKeys:
     boost: str
     dispatched: str
     warm: str
+    yielding: str
 
     @classmethod
     def of(cls, prefix: str, shard: int) -> ShardKeys:
@@ -78,7 +79,7 @@ class ShardKeys:
                    why=key(keys.WHY), paused=key(keys.PAUSED), fails=key(keys.FAILS),
                    queued=key(keys.QUEUED), queues=keys.QUEUE.of(prefix, shard=shard, host=""),
                    boost=key(keys.BOOST), dispatched=key(keys.DISPATCHED),
-                   warm=key(keys.WARM))
+                   warm=key(keys.WARM), yielding=key(keys.YIELD))
 
     def queue(self, host: str) -> str:
         return self.queues + host
@@ -127,8 +128,8 @@ class RedisFrontier:
         pipe = self.client.pipeline(transaction=False)
         for shard, args in by_shard.items():
             k = self._keys[shard]
-            scripts.ENQUEUE(pipe, [k.ready, k.idle, k.leases, k.parked, k.queued, k.queues],
-                            [now, *args])
+            scripts.ENQUEUE(pipe, [k.ready, k.idle, k.leases, k.parked, k.queued, k.queues,
+                                   k.token, k.leased, k.yielding], [now, YIELD_MARGIN, *args])
         # Acknowledged by the replicas too: a URL queued on a master that dies before
         # replicating it would be lost while its row says 'queued' (nothing queues it again).
         queued = [int(n) for n in self._acks.execute(
@@ -207,6 +208,21 @@ class RedisFrontier:
                 held[i] = None if int(failures) < 0 else int(failures)
         return held
 
+    def yielding(self, leases: Iterable[Lease]) -> set[str]:
+        """The hosts of `leases` (one a host) whose lease was asked to end early since it
+        began: a URL that goes before one it holds was queued (ports.Frontier)."""
+        by_shard: dict[int, list[Lease]] = defaultdict(list)
+        for lease in leases:
+            by_shard[lease.shard].append(lease)
+        if not by_shard:
+            return set()
+        pipe = self.client.pipeline(transaction=False)
+        for shard, held in by_shard.items():
+            pipe.hmget(self._keys[shard].yielding, [lease.host for lease in held])
+        return {lease.host for held, reply in zip(by_shard.values(), pipe.execute(), strict=True)
+                for lease, token in zip(held, reply, strict=True)
+                if token is not None and text(token) == lease.token}
+
     def release(self, releases: Iterable[Release]) -> int:
         """Take URLs out of their leases; a lease ends with its last URL, and its host may be
         fetched again at that release's next_time."""
@@ -222,7 +238,7 @@ class RedisFrontier:
         for shard, args in by_shard.items():
             k = self._keys[shard]
             scripts.RELEASE(pipe, [k.ready, k.idle, k.leases, k.token, k.leased, k.parked, k.why,
-                                   k.paused, k.fails, k.queued, k.queues], args)
+                                   k.paused, k.fails, k.queued, k.queues, k.yielding], args)
         ended = sum(int(n) for n in self._acks.execute(
             pipe, [self._keys[shard].leases for shard in by_shard]))
         if ended:  # a host may be leased again (a URL of a lease going on frees none)

@@ -18,6 +18,9 @@ cluster slot):
                   more are due than a dispatch takes
   {P:f:s}:warm    ZSET host -> when its warm session began: hosts leased lately, which go
                   first among those due (their connections are still open)
+  {P:f:s}:yield   HASH host -> token of its lease asked to end early (ENQUEUE), dropped as
+                  the lease ends (RELEASE; a lease that expires leaves it, under a token
+                  no lease has any more)
 A member is "depth\\t<h|s>path?query", "depth.hops\\t..." off scope (see encode_member).
 
 A host with URLs queued is in exactly one of ready, leases, parked:
@@ -83,30 +86,46 @@ local function end_lease(host, back)
 end
 """
 
-# KEYS: ready, idle, leases, parked, queued, host queue prefix
-# ARGV: now, then (host, member, score, replaces) quadruplets
+# KEYS: ready, idle, leases, parked, queued, host queue prefix, token, leased, yield
+# ARGV: now, margin, then (host, member, score, replaces) quadruplets
 # Adds URLs to their host queues (a URL already queued keeps its better score) and makes
-# each host that is not ready, leased or parked ready at its remembered next time.
+# each host that is not ready, leased or parked ready at its remembered next time. A leased
+# host given a new URL whose score is lower by more than `margin` than the worst its lease
+# holds is asked to yield (`yield`: host -> its lease's token): its fetch ends the lease
+# before that URL's turn, which puts it back, and the new one goes with the next lease.
 # `replaces`, when not empty, is the member the URL was queued under before (the same URL
 # found again closer to a seed): the URL is requeued under the new member only if the old
 # one was still waiting, so a URL being fetched right now is never queued twice.
 # Returns the number of URLs newly queued.
 ENQUEUE = Lua("""
 local ready, idle, leases, parked, queued, q = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local now = tonumber(ARGV[1])
+local token, leased, yielding = KEYS[7], KEYS[8], KEYS[9]
+local now, margin = tonumber(ARGV[1]), tonumber(ARGV[2])
 local added = 0
-local touched = {}
-for i = 2, #ARGV, 4 do
+local touched = {}  -- host -> the lowest score of the URLs it was newly given
+local function worst_held(host)
+  local worst = -math.huge
+  for line in string.gmatch(redis.call('HGET', leased, host) or '', '[^\\n]+') do
+    worst = math.max(worst, tonumber(string.sub(line, 1, string.find(line, '\\t', 1, true) - 1)))
+  end
+  return worst
+end
+for i = 3, #ARGV, 4 do
   local host, member, score, replaces = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   if replaces == '' then
-    added = added + redis.call('ZADD', q .. host, 'LT', score, member)
-    touched[host] = true
+    local new = redis.call('ZADD', q .. host, 'LT', score, member)
+    added = added + new
+    touched[host] = math.min(touched[host] or math.huge, new == 1 and tonumber(score) or math.huge)
   elseif redis.call('ZREM', q .. host, replaces) == 1 then
     redis.call('ZADD', q .. host, 'LT', score, member)
   end
 end
-for host, _ in pairs(touched) do
-  if not redis.call('ZSCORE', leases, host) and not redis.call('ZSCORE', parked, host) then
+for host, best in pairs(touched) do
+  if redis.call('ZSCORE', leases, host) then
+    if best + margin < worst_held(host) then
+      redis.call('HSET', yielding, host, redis.call('HGET', token, host))
+    end
+  elseif not redis.call('ZSCORE', parked, host) then
     local nxt = tonumber(redis.call('ZSCORE', idle, host) or '0')
     redis.call('ZADD', ready, 'NX', math.max(nxt, now), host)
     redis.call('ZREM', idle, host)
@@ -387,7 +406,7 @@ return out
 """)
 
 # KEYS: ready, idle, leases, token, leased, parked, why, paused, fails, queued,
-#   host queue prefix
+#   host queue prefix, yield
 # ARGV: (host, token, next_time, requeue, failures, park_reason, member) septuplets, one
 # per URL of a lease; requeue is "1" to put the URL (`member`) back (it was not fetched),
 # "2" to put it back behind the host's other URLs (to try it again), "0" when it was
@@ -400,7 +419,7 @@ return out
 RELEASE = Lua("""
 local ready, idle, leases, token, leased = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local parked, why, paused, fails = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local queued, q = KEYS[10], KEYS[11]
+local queued, q, yielding = KEYS[10], KEYS[11], KEYS[12]
 """ + END_LEASE + """
 local ended = 0
 for i = 1, #ARGV, 7 do
@@ -415,6 +434,7 @@ for i = 1, #ARGV, 7 do
     if redis.call('ZSCORE', ready, host) then redis.call('ZADD', ready, 'GT', nxt, host) end
   elseif held and hand_back(host, member, requeue ~= '0', requeue == '2') == 0 then
     end_lease(host, false)
+    redis.call('HDEL', yielding, host)
     if failures == '0' then
       redis.call('HDEL', fails, host)
     else
