@@ -312,7 +312,7 @@ class FrontierContract:
     def test_boosted_hosts_go_first_among_those_due_and_never_early(
             self, make: MakeFrontier) -> None:
         f = make(shards=1)
-        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.9 - i / 10) for h in "abcdef"
+        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.9 - i / 100) for h in "abcdef"
                for i in range(2)], NOW)
         f.hold(["f.com"], NOW + 50)  # f.com may not be fetched before NOW + 50
         f.boost({"e.com": 0.9, "c.com": 0.5, "f.com": 1.0})
@@ -335,7 +335,7 @@ class FrontierContract:
     def test_warm_hosts_go_first_among_those_due_until_their_session_ends(
             self, make: MakeFrontier) -> None:
         f = make(shards=1)
-        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.9 - i / 10) for h in "abcdef"
+        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.9 - i / 100) for h in "abcdef"
                for i in range(3)], NOW)
         f.boost({"e.com": 0.9})
         warm = {"warm_hosts": 4, "warm_seconds": 10.0}
@@ -383,7 +383,7 @@ class FrontierContract:
     def test_a_lease_takes_several_urls_while_the_batch_has_room(
             self, make: MakeFrontier) -> None:
         f = make(shards=1)
-        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.9 - i / 10) for h in "ab" for i in range(5)]
+        f.add([QueuedURL(f"http://{h}.com/{i}", 1, 0.9 - i / 100) for h in "ab" for i in range(5)]
               + [QueuedURL("http://c.com/", 1, 0.5)], NOW)
         f.hold(["c.com"], NOW + 10)
         leases, _ = lease_all(f, NOW, max_hosts=5, per_lease=3)
@@ -403,7 +403,7 @@ class FrontierContract:
 
     def test_an_expired_lease_returns_every_url_it_held(self, make: MakeFrontier) -> None:
         f = make(shards=1)
-        f.add([QueuedURL(f"http://a.com/{i}", 1, 0.9 - i / 10) for i in range(4)], NOW)
+        f.add([QueuedURL(f"http://a.com/{i}", 1, 0.9 - i / 100) for i in range(4)], NOW)
         first, _ = lease_all(f, NOW, lease=10, per_lease=3)
         assert [lease.url for lease in first] == [f"http://a.com/{i}" for i in range(3)]
         assert f.renew(first, NOW + 5, 10) == [0, 0, 0]
@@ -416,7 +416,7 @@ class FrontierContract:
     def test_a_lease_ends_with_its_last_url_and_requeues_those_not_fetched(
             self, make: MakeFrontier) -> None:
         f = make(shards=1)
-        f.add([QueuedURL(f"http://a.com/{i}", 1, 0.9 - i / 10) for i in range(5)], NOW)
+        f.add([QueuedURL(f"http://a.com/{i}", 1, 0.9 - i / 100) for i in range(5)], NOW)
         leases, _ = lease_all(f, NOW, per_lease=4)
         assert [lease.url for lease in leases] == [f"http://a.com/{i}" for i in range(4)]
         assert f.release([Release(leases[0], NOW + 5)]) == 0  # fetched; the others go on
@@ -456,12 +456,26 @@ class FrontierContract:
         # the first URL fetched, the others not asked: they go back, the ask ends
         assert f.release([Release(a[0], NOW + 3)]
                          + [Release(lease, NOW + 3, requeue=True) for lease in a[1:]]) == 1
-        again, _ = lease_all(f, NOW + 3, per_lease=3)
-        assert [lease.url for lease in again if lease.host == "a.com"] == [
-            "http://a.com/new", "http://a.com/same", "http://a.com/1"]
+        again, _ = lease_all(f, NOW + 3, per_lease=3)  # alone: well ahead of the others
+        assert [lease.url for lease in again if lease.host == "a.com"] == ["http://a.com/new"]
         assert f.yielding(again) == set()
         f.add([QueuedURL("http://a.com/2", 2, 0.9)], NOW + 4)  # queued already: not new
         assert f.yielding(again) == set()
+
+    def test_a_url_well_ahead_of_its_hosts_others_is_leased_alone(
+            self, make: MakeFrontier) -> None:
+        """A lease of several URLs takes none whose queue value is above its best one's by
+        more than YIELD_MARGIN: a new URL ahead of re-crawls goes alone; the URLs left keep
+        their place."""
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/hub", 0, 0.45)]
+              + [QueuedURL(f"http://a.com/{i}", 1, 0.30 - i / 1000) for i in range(4)], NOW)
+        alone, _ = lease_all(f, NOW, per_lease=4)
+        assert [lease.url for lease in alone] == ["http://a.com/hub"]
+        assert f.stats(NOW)[0].urls_queued == 4
+        assert f.release([Release(alone[0], NOW + 1)]) == 1
+        rest, _ = lease_all(f, NOW + 1, per_lease=4)
+        assert [lease.url for lease in rest] == [f"http://a.com/{i}" for i in range(4)]
 
     def test_a_dispatch_asked_again_by_its_call_gives_the_same_leases(
             self, make: MakeFrontier) -> None:

@@ -153,6 +153,7 @@ class _Shard:
                     self.idle[host] = ready_at
                     continue
                 popped = heapq.nsmallest(take, ((s, m) for m, s in queue.items()))
+                popped = [(s, m) for s, m in popped if s <= popped[0][0] + YIELD_MARGIN]
                 self.queue_remove(host, [member for _, member in popped])
                 token, not_before = f"{token_prefix}:{n}", max(now, ready_at)
                 self.leases[host] = not_before + lease

@@ -47,9 +47,11 @@ class Frontier(Protocol):
         each, at most `max_hosts`, while fewer than `max_leased` are leased), once the batch
         is full or its earliest host is due by `due_by` (default now + lookahead). When fewer
         than `max_hosts` hosts are leased, each lease takes up to `per_lease` of its host's
-        best URLs, the batch at most `max_hosts` URLs in all. Returns the leases by shard (a
-        Lease per URL; those of one host share its token and not_before, in the order to
-        fetch them) and the earliest next ready time of a host not leased.
+        best URLs, the batch at most `max_hosts` URLs in all, none with a queue value above
+        the best one's by more than YIELD_MARGIN (core/priority.py): a new URL or a hub ahead
+        of re-crawls is leased alone, its page not held back by a chain of them. Returns the
+        leases by shard (a Lease per URL; those of one host share its token and not_before,
+        in the order to fetch them) and the earliest next ready time of a host not leased.
 
         `call` names the dispatch: asked again by the same call (its reply was lost), a
         shard whose last dispatch was that call's gives the same leases and changes nothing

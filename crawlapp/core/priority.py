@@ -104,11 +104,12 @@ def link_priority(depth: int, boilerplate: bool, anchor: str) -> float:
 
 # A host's lease of several URLs ends early for a URL queued meanwhile whose queue value is
 # lower by more than this than one it still holds (adapters/redis/frontier: ENQUEUE): three
-# minutes of ageing, less than between a new URL and a re-crawl due now (0.075 at the
-# default weights) or a hub queued for its links (0.135), more than links' contexts set
-# apart URLs one hop from each other (0.03 at most), so that a crawl's first pass keeps its
-# leases whole while a new article or a hub's visit takes the next request rather than
-# waiting out a lease of re-crawls.
+# minutes of ageing. A new URL one link from a seed goes 0.075 before a re-crawl due now at the
+# default weights, and a host whose plan fits its capacity leases re-crawls due 20-100 s ahead
+# (make bench-freshness), so a new article ends a lease of them; a hub queued for its links
+# goes 0.135 before. A content link goes before a navigation link one hop deeper by 0.03 at
+# most, and before one of the same depth by more than this only one or two links from a seed:
+# a crawl's first pass keeps its leases nearly whole.
 YIELD_MARGIN = 0.05
 
 

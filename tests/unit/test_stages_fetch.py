@@ -349,7 +349,7 @@ def test_a_hosts_urls_are_asked_one_after_the_other_each_a_delay_after_the_last_
     and /3 is not asked. b.test's single URL is asked meanwhile."""
     frontier = MemoryFrontier(shards=1)
     now = time.time()
-    frontier.add([QueuedURL(f"http://a.test/{i}", 0, 1.0 - i / 10) for i in range(4)]
+    frontier.add([QueuedURL(f"http://a.test/{i}", 0, 1.0 - i / 100) for i in range(4)]
                  + [QueuedURL("http://b.test/0", 0, 1.0)], now)
     leases = frontier.dispatch([0], now, max_hosts=10, lease_seconds=60, max_leased=100, per_lease=4)[0][0]
     assert [lease.url for lease in leases] == [f"http://a.test/{i}" for i in range(4)] + [

@@ -158,7 +158,8 @@ class RedisFrontier:
             k = self._keys[shard]
             scripts.DISPATCH(pipe, k.dispatch_keys(),
                              [now, max_hosts, lease_seconds, max_leased, f"{token}.{shard}",
-                              lookahead, due_by, per_lease, warm_hosts, warm_seconds])
+                              lookahead, due_by, per_lease, warm_hosts, warm_seconds,
+                              YIELD_MARGIN])
         leases: dict[int, list[Lease]] = {}
         next_ready: float | None = None
         replies = self._acks.execute(pipe, [self._keys[shard].leases for shard in shards])

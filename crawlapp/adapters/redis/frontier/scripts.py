@@ -296,11 +296,14 @@ end
 # if later: the fetch must not start before it) for `lease` seconds; a host with nothing
 # queued goes idle instead. While the hosts are fewer than max_hosts, each lease takes up to
 # per_lease of its host's best URLs, as many as keep the batch within max_hosts URLs (the
-# fetch asks them one after the other), else its best one. A host leased begins a warm
-# session unless in one; with more than warm_hosts, the oldest end. Appends to `out`
+# fetch asks them one after the other), else its best one; never one whose score is above
+# the best one's by more than `margin`: a URL well ahead of the rest (a new URL or a hub
+# before re-crawls) is leased alone, so that its page goes down the pipeline at once. A host
+# leased begins a warm session unless in one; with more than warm_hosts, the oldest end. Appends to `out`
 # (host, token, member, not_before) per URL, in the order to fetch them.
 LEASE_URLS = """
-local function lease_urls(out, hosts, now, lease, call, max_hosts, per_lease, warm_hosts)
+local function lease_urls(out, hosts, now, lease, call, max_hosts, per_lease, warm_hosts,
+                          margin)
   local take = 1
   if #hosts > 0 and #hosts < 2 * max_hosts then
     take = math.max(1, math.min(per_lease, math.floor(2 * max_hosts / #hosts)))
@@ -309,6 +312,12 @@ local function lease_urls(out, hosts, now, lease, call, max_hosts, per_lease, wa
     local host, ready_at = hosts[i], hosts[i + 1]
     redis.call('ZREM', ready, host)
     local popped = redis.call('ZPOPMIN', q .. host, take)
+    for j = #popped - 1, 3, -2 do  -- the URLs well behind the best go back
+      if tonumber(popped[j + 1]) > tonumber(popped[2]) + margin then
+        redis.call('ZADD', q .. host, popped[j + 1], popped[j])
+        popped[j + 1], popped[j] = nil, nil
+      end
+    end
     if #popped == 0 then
       redis.call('ZADD', idle, ready_at, host)
     else
@@ -354,7 +363,7 @@ end
 # KEYS: DISPATCH_KEYS (ready, idle, leases, token, leased, parked, why, queued, host queue
 #       prefix, boost, dispatched, warm)
 # ARGV: now, max_hosts, lease_seconds, max_leased, call (the token prefix), lookahead, due_by,
-#       per_lease, warm_hosts, warm_seconds
+#       per_lease, warm_hosts, warm_seconds, margin
 # The steps above in order: leases up to max_hosts hosts ready by now + lookahead, while
 # fewer than max_leased hosts of the shard are leased, once the batch is full or due.
 # Returns {next_ready_time or -1, host1, token1, member1, not_before1, ...}: a lease of
@@ -366,7 +375,7 @@ DISPATCH = dispatch_script(
 local now, max_hosts, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local max_leased, call, horizon = tonumber(ARGV[4]), ARGV[5], now + tonumber(ARGV[6])
 local due_by, per_lease = tonumber(ARGV[7]), tonumber(ARGV[8])
-local warm_hosts, warm_seconds = tonumber(ARGV[9]), tonumber(ARGV[10])
+local warm_hosts, warm_seconds, margin = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local replayed = replay_lost_reply(call)
 if replayed then return replayed end
 return_expired(now)
@@ -378,7 +387,7 @@ if room > 0 then
   local hosts, earliest = choose_candidates(now, horizon, room, max_hosts, warm_hosts,
                                             warm_seconds)
   hosts = hold_until_full_or_due(hosts, earliest, max_hosts, due_by)
-  lease_urls(out, hosts, now, lease, call, max_hosts, per_lease, warm_hosts)
+  lease_urls(out, hosts, now, lease, call, max_hosts, per_lease, warm_hosts, margin)
 end
 out[1] = next_ready_time()
 record_reply(call, out, lease)
