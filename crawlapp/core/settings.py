@@ -194,9 +194,10 @@ class Settings:
         "CRAWL_URLS_PER_LEASE",
         "most URLs of one host in a batch, fetched one after the other a delay apart: a host "
         "takes more than one only while fewer hosts are due than a batch holds (1: one URL "
-        "per host and batch); a URL queued meanwhile that goes well before one the lease holds (a "
-        "new URL or a hub behind re-crawls) ends the lease before its next request and goes "
-        "with the next, others wait for it", default=8, convert=bounded(int, 1, 1000))
+        "per host and batch); none well behind the lease's best (a new URL or a hub ahead of "
+        "re-crawls is leased alone), and a URL queued meanwhile that goes well before one the "
+        "lease holds ends it before its next request and goes with the next",
+        default=8, convert=bounded(int, 1, 1000))
     max_batches_in_flight: int = setting(
         "CRAWL_MAX_BATCHES_IN_FLIGHT",
         "no new batch is dispatched while this many are between dispatch and their last stage",

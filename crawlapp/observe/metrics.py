@@ -169,6 +169,9 @@ def families(snap: Snapshot) -> Iterator[Metric]:
         "crawl_refreshes", "Pages fetched again by what they showed (changed, unchanged), and "
         "those a sitemap's lastmod made due (sitemap_due).", labels=["outcome"]),
         {k: c.get(f"recrawl:{k}", 0) for k in ("changed", "unchanged", "sitemap_due")})
+    yield CounterMetricFamily(
+        "crawl_leases_yielded", "Leases of several URLs that ended early for a better URL "
+        "queued meanwhile (a new URL, a hub falling due).", value=c.get("lease:yielded", 0))
     yield _labelled(GaugeMetricFamily("crawl_queue_messages", "Messages waiting per Celery queue.",
                                       labels=["queue"]), snap.queues)
     yield from verify_families(snap.last_verify)

@@ -299,8 +299,8 @@ end
 # fetch asks them one after the other), else its best one; never one whose score is above
 # the best one's by more than `margin`: a URL well ahead of the rest (a new URL or a hub
 # before re-crawls) is leased alone, so that its page goes down the pipeline at once. A host
-# leased begins a warm session unless in one; with more than warm_hosts, the oldest end. Appends to `out`
-# (host, token, member, not_before) per URL, in the order to fetch them.
+# leased begins a warm session unless in one; with more than warm_hosts, the oldest end.
+# Appends to `out` (host, token, member, not_before) per URL, in the order to fetch them.
 LEASE_URLS = """
 local function lease_urls(out, hosts, now, lease, call, max_hosts, per_lease, warm_hosts,
                           margin)
