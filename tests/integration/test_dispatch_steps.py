@@ -149,10 +149,10 @@ def test_hold_until_full_or_due(client: Client, hosts: list[str], earliest: str,
     assert got == ([] if held else [h.encode() for h in hosts])
 
 
-LEASE = list_from(5) + """
+LEASE = list_from(6) + """
 local out = {}
 lease_urls(out, list, tonumber(ARGV[1]), 30, 'c.0', tonumber(ARGV[2]), tonumber(ARGV[3]),
-           tonumber(ARGV[4]))
+           tonumber(ARGV[4]), tonumber(ARGV[5]))
 return out
 """
 
@@ -165,7 +165,7 @@ def test_lease_urls_takes_several_urls_a_host_while_the_batch_is_short(client: C
     client.zadd(K.warm, {"old.example": NOW - 30, "b.example": NOW - 20})
     hosts = ["a.example", repr(NOW - 5), "b.example", repr(NOW + 2), "empty.example", repr(NOW)]
     # 3 hosts of a batch of 8: 8 // 3 = 2 URLs a lease (at most per_lease, 8)
-    out = run(client, scripts.LEASE_URLS, main=LEASE, args=[NOW, 8, 8, 2, *hosts])
+    out = run(client, scripts.LEASE_URLS, main=LEASE, args=[NOW, 8, 8, 2, 5, *hosts])
     assert out == [b"a.example", b"c.0:1", b"0\ts/1", b"1000",
                    b"a.example", b"c.0:1", b"0\ts/2", b"1000",
                    b"b.example", b"c.0:3", b"0\ts/", b"1002"]  # not before its ready time
@@ -188,11 +188,30 @@ def test_lease_urls_takes_one_url_a_host_in_a_full_batch(client: Client) -> None
         client.zadd(K.queue(host), {"0\ts/1": 1.0, "0\ts/2": 2.0})
     client.set(K.queued, 4)
     out = run(client, scripts.LEASE_URLS, main=LEASE,
-              args=[NOW, 2, 8, 0, "a.example", repr(NOW), "b.example", repr(NOW)])
+              args=[NOW, 2, 8, 0, 5, "a.example", repr(NOW), "b.example", repr(NOW)])
     assert out == [b"a.example", b"c.0:1", b"0\ts/1", b"1000",
                    b"b.example", b"c.0:3", b"0\ts/1", b"1000"]
     assert int(client.get(K.queued) or 0) == 2
     assert client.zcard(K.warm) == 0  # no warm hosts, no sessions
+
+
+def test_lease_urls_leaves_the_urls_well_behind_the_best_queued(client: Client) -> None:
+    """No URL whose score is above the lease's best one's by more than the margin: a URL
+    well ahead of its host's others is leased alone, and the others keep their scores."""
+    client.zadd(K.ready, {"a.example": NOW, "b.example": NOW})
+    client.zadd(K.queue("a.example"), {"0\ts/hub": 0.55, "1\ts/1": 0.70, "1\ts/2": 0.701})
+    client.zadd(K.queue("b.example"), {"1\ts/1": 0.70, "1\ts/2": 0.701, "1\ts/3": 0.76})
+    client.set(K.queued, 6)
+    out = run(client, scripts.LEASE_URLS, main=LEASE,
+              args=[NOW, 8, 8, 0, 0.05, "a.example", repr(NOW), "b.example", repr(NOW)])
+    assert [out[i + 2] for i in range(0, len(out), 4)] == [
+        b"0\ts/hub", b"1\ts/1", b"1\ts/2"]  # a: the hub alone; b: its two close ones
+    assert client.zrange(K.queue("a.example"), 0, -1, withscores=True) == [
+        (b"1\ts/1", 0.70), (b"1\ts/2", 0.701)]
+    assert client.zrange(K.queue("b.example"), 0, -1, withscores=True) == [(b"1\ts/3", 0.76)]
+    assert int(client.get(K.queued) or 0) == 3
+    score, member = (client.hget(K.leased, "a.example") or b"").split(b"\t", 1)
+    assert member == b"0\ts/hub" and float(score) == pytest.approx(0.55)
 
 
 def test_next_ready_time(client: Client) -> None:
