@@ -56,7 +56,7 @@ from crawlapp.core.recrawl import Bounds, refresh_interval
 PRIOR_WEIGHT = 0.3  # pseudo-changes of the prior: the host's rate weighs as 0.3 of a change
 DECAY = 1.0 - 1.0 / 32  # share of the past an observation keeps
 HUB_VISITS = 3.0  # visits of a hub per change of its links...
-HUB_SHARE = 0.05  # ...at most this share of its host's capacity (a sitemap whose lastmods move
+HUB_SHARE = 0.10  # ...at most this share of its host's capacity (a sitemap whose lastmods move
 # at every visit would otherwise take the host's minimum interval: 20 % of it at 5 s a delay)
 TOP_WEIGHT = 2.0  # a seed (depth 0) weighs twice any other page of its host...
 SEED_INTERVAL = 86400.0  # ...and is fetched again within a day at most

@@ -151,7 +151,7 @@ def test_a_host_plan_spends_its_price_and_visits_hubs_for_their_links() -> None:
     assert plan.interval(1 / 120, 1.0, 0.0) == pytest.approx(60, rel=0.05)
     assert plan.interval(1.0, 1.0, 0.0) == math.inf  # changes every second: not chased
     assert plan.interval(1.0, 1.0, 1 / 60) == pytest.approx(20)  # ...but a hub
-    # a sitemap whose lastmods move at every visit: a twentieth of its host's capacity
+    # a sitemap whose lastmods move at every visit: HUB_SHARE of its host's capacity
     assert plan.interval(1.0, 1.0, 1.0) == pytest.approx(1 / HUB_SHARE)
     slow_host = planning.host_plan(HostRates({}, delay=4.0), 0.0)
     assert slow_host.interval(1.0, 1.0, 1.0) == pytest.approx(4 / HUB_SHARE)
