@@ -15,7 +15,9 @@ page's interval planned by the host's plan (`best_interval`, as the store stage 
 plan it) from
 
   learned   the rate its record gives (`ChangeRecord.rate` against the host's prior), or
-  true      the rate it truly changes at: the policy with nothing to learn.
+  true      the rate it truly changes at, every page's known to its host's plan from the
+            start (its histogram whole before the first visit): the policy with nothing to
+            learn, which keeps the optimum at one request a delay plus margin.
 
 The first pass goes in page-number order, or in BENCH_FRESH_SIM_ORDERS orders (default 1:
 that one; more: random ones too, seeded), whose mean and range it reports: early estimates
@@ -55,8 +57,9 @@ from crawlapp.core.freshness import (
     count_visit,
     kind_of,
     observe,
+    sums_of,
 )
-from crawlapp.core.recrawl import refresh_interval
+from crawlapp.core.recrawl import HOUR, refresh_interval
 from crawlapp.core.settings import Settings, load_settings
 from testweb.changing import ChangingSpec, ChangingWeb, sitemap_hosts
 from testweb.freshness import expected_freshness, instants, optimal_rates, visited_fresh
@@ -76,11 +79,16 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
     bounds = settings.recrawl_bounds
     planning = Planning(bounds.low, bounds.high, bounds.first, settings.recrawl_share, delay)
     records = [ChangeRecord() for _ in changes]
+    sums: dict[str, float] = {}  # the host's, as the store stage keeps them
+    if true_rates:  # nothing to learn: every page in its bucket from the start, its host informed
+        records = [ChangeRecord(bucket=bucket_of(max(float(rate), 1e-10))) for rate in rates]
+        sums = sums_of((record, KIND) for record in records)
+        sums["t"] = sums["n"] * HOUR
+        sums["c"] = float(np.sum(rates)) * HOUR
     seen: list[list[float]] = [[] for _ in changes]
     versions = [0] * len(changes)
     queued: list[tuple[float, int]] = []  # planned re-crawls: (queued at, page)
     due: list[tuple[float, int]] = []  # queued re-crawls: (due at, page)
-    sums: dict[str, float] = {}  # the host's, as the store stage keeps them
     solved: dict[str, float] = {}  # the host's multiplier and when it was solved
     first_pass = list(range(len(changes))) if order is None else list(order)
     discovered, at = 0, 0.0
