@@ -6,7 +6,9 @@ refusal that another try meets again (wrong credentials, no such bucket) is a
 
 from __future__ import annotations
 
+import logging
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -79,3 +81,44 @@ def transient_errors() -> Iterator[None]:
         if error is None:
             raise
         raise error from exc
+
+
+REMIND_SECONDS = 60.0  # an outage still on is told again after this long
+
+
+class Outage:
+    """What a loop that tries again and again says of a failure: the first try that fails
+    (a server's failure in one line that names it, any other with its traceback), then
+    nothing but a reminder every REMIND_SECONDS while tries go on failing, and how long it
+    lasted once one works. A Redis away for ten seconds is then two lines of a crawl's
+    output, not one traceback a try."""
+
+    def __init__(self, logger: logging.Logger, doing: str, then: str) -> None:
+        self.logger, self.doing, self.then = logger, doing, then
+        self.since: float | None = None  # monotonic time of the first failure
+        self.told = 0.0
+        self.failures = 0
+
+    def failed(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        self.failures += 1
+        if self.since is None:
+            self.since = now
+        elif now - self.told < REMIND_SECONDS:
+            return
+        self.told = now
+        lasted = (f" for {now - self.since:.0f} s, {self.failures} tries"
+                  if self.failures > 1 else "")
+        error = exc if isinstance(exc, CrawlError) else server_error(exc)
+        if error is None:
+            self.logger.error("%s failed%s; %s", self.doing, lasted, self.then, exc_info=exc)
+        else:
+            self.logger.warning("%s failed%s (%s); %s", self.doing, lasted, error, self.then)
+
+    def ended(self) -> None:
+        """A try worked: the outage, if one was on, is over."""
+        if self.since is None:
+            return
+        self.logger.warning("%s works again, after %.1f s and %d failed tries", self.doing,
+                            time.monotonic() - self.since, self.failures)
+        self.since, self.failures = None, 0

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import msgpack
+import redis
 from kombu.transport import redis as kombu_redis
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads as json_loads
@@ -83,6 +84,14 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
         if client:
             yield client
             return
+        if self._pool is None and self.connection.client is None:
+            # A channel closed after its connection: Celery's consumer, meeting a lost
+            # broker, collects the connection (which detaches its transport) and then closes
+            # it, whose channel then restores its unacknowledged messages with no address to
+            # reach. kombu's own transport fails there with an AttributeError, which ends the
+            # worker; a connection error lets the consumer connect again, and the messages
+            # come back with the visibility timeout (their copies are kept in Redis).
+            raise redis.exceptions.ConnectionError("the broker connection is closed")
         pool = self.pool  # a new one after the channel was closed: a new client for it
         if self._shared_pool is not pool:
             self._shared, self._shared_pool = self._create_client(), pool

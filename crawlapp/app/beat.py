@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from typing import Any
 
 from celery.beat import PersistentScheduler
 
 from crawlapp.adapters.context import get_context
+from crawlapp.adapters.errors import Outage
 from crawlapp.app import app, preload
 from crawlapp.app.chain import send_batch
 from crawlapp.app.config import DISPATCH_ENTRY
@@ -62,6 +64,21 @@ def fold_host_counts() -> int:
         return repository.fold_host_counts(session)
 
 
+class _Scheduler(PersistentScheduler):  # type: ignore[misc]
+    """beat's scheduler with a broker that does not answer told once (adapters/errors.py:
+    Outage), where beat's own says so with a traceback at every entry due."""
+
+    outage = Outage(log, "beat: sending a due task", "sent at its next time")
+
+    def apply_entry(self, entry: Any, producer: Any = None) -> None:
+        try:
+            self.apply_async(entry, producer=producer, advance=False)
+        except Exception as exc:  # noqa: BLE001 - as beat's: an entry never ends the beat
+            self.outage.failed(exc)
+        else:
+            self.outage.ended()
+
+
 class BeatThread(threading.Thread):
     """Beat as a thread of `crawlctl crawl`, which runs the dispatcher itself: the schedule of
     `celery beat` but for its dispatch tick, kept in `schedule_file` as beat keeps it. It sleeps
@@ -73,19 +90,22 @@ class BeatThread(threading.Thread):
         app.conf.beat_schedule = {name: entry for name, entry in app.conf.beat_schedule.items()
                                   if name != DISPATCH_ENTRY}
         schedule_file.parent.mkdir(parents=True, exist_ok=True)  # a data dir nothing made yet
-        self.scheduler = PersistentScheduler(app=app, schedule_filename=str(schedule_file))
+        self.scheduler = _Scheduler(app=app, schedule_filename=str(schedule_file))
         self._stopping = threading.Event()
 
     def run(self) -> None:
+        ticks = Outage(log, "beat: a tick", f"trying again in {RETRY_SECONDS:g} s")
         try:
             while not self._stopping.is_set():
                 try:
                     interval = self.scheduler.tick()
                     if self.scheduler.should_sync():
                         self.scheduler._do_sync()  # as celery.beat.Service does
-                except Exception:  # beat must outlive a failed tick: nothing restarts a thread
-                    log.exception("beat: a tick failed; trying again in %s s", RETRY_SECONDS)
+                except Exception as exc:  # beat must outlive a failed tick: nothing restarts it
+                    ticks.failed(exc)
                     interval = RETRY_SECONDS
+                else:
+                    ticks.ended()
                 self._stopping.wait(interval)
         finally:
             self.scheduler.close()

@@ -72,7 +72,14 @@ A call to Redis, the database, the blob store or the broker that fails in a way 
 may not meet is tried again by the one who made it; a refusal that another try would meet
 again (S3's wrong credentials or missing bucket: `ServerRefused`, an input error) is final,
 as is a frontier laid out in another number of shards (`FrontierLayoutError`). The waits
-double from the first up to the cap (*jitter*: each a random share of that).
+double from the first up to the cap (*jitter*: each a random share of that). A loop that
+tries again and again (the dispatcher, beat, `crawlctl crawl`'s look for the crawl's end, the
+fetch's look for leases asked to end early) says an outage once when it begins (one line
+naming the server; any other failure with its traceback), again each minute while it lasts,
+and when it ends, with how long it lasted and the tries it took (`Outage`,
+`crawlapp/adapters/errors.py`): ten seconds without Redis are a few lines of a crawl's output.
+A worker whose broker goes away connects again; the messages it held come back with the
+broker's visibility timeout.
 
 | who tries again | on | first wait | cap | jitter | tries again |
 |---|---|---|---|---|---|

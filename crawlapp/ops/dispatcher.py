@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import repository
+from crawlapp.adapters.errors import Outage
 from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.core.records import Lease, QueuedURL, Release, Status
@@ -121,7 +122,7 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
     bell = ctx.doorbell
     bell.subscribe()
     checked = 0.0
-    failed = 0  # looks failed in a row
+    outage = Outage(log, "dispatch", "trying again")
     try:
         while not stop.is_set():
             try:
@@ -133,12 +134,11 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
                 largest, next_ready = dispatch_once(ctx, send, due_within=2 * interval)
             except FrontierLayoutError:  # CRAWL_SHARDS does not fit: no try fixes it
                 raise
-            except Exception:  # a Redis or broker hiccup must not end the dispatcher
-                log.exception("dispatch failed; retrying")
-                failed += 1
-                stop.wait(SERVERS[Server.DISPATCHER].wait(failed))
+            except Exception as exc:  # a Redis or broker hiccup must not end the dispatcher
+                outage.failed(exc)
+                stop.wait(SERVERS[Server.DISPATCHER].wait(outage.failures))
                 continue
-            failed = 0
+            outage.ended()
             if largest < ctx.settings.batch_size:  # a full batch: more hosts may be ready now
                 _sleep(bell, stop, _until_due(next_ready, time.time(), interval), interval)
     finally:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.errors import transient_errors
+from crawlapp.adapters.errors import Outage, transient_errors
 from crawlapp.core.deferral import is_done
 from crawlapp.core.errors import TransientError
 from crawlapp.core.queues import Queues
@@ -134,6 +134,7 @@ def wait_until_idle(ctx: Context, fleet: Fleet, watch: Callable[[], None],
     URLs and time for the next crawl. `watch` raises what ended a thread the crawl needs."""
     horizon = ctx.settings.idle_horizon
     idle_for = 0
+    outage = Outage(log, "reading the frontier", "not idle: asking again")
     while idle_for < IDLE_CHECKS:
         time.sleep(poll)
         fleet.supervise()
@@ -146,8 +147,10 @@ def wait_until_idle(ctx: Context, fleet: Fleet, watch: Callable[[], None],
                         and is_done(ctx.frontier.next_due(now), now, horizon)
                         and ctx.recrawls.pending(now) == 0)
         except TransientError as exc:  # Redis restarting: not idle, ask again
-            log.warning("cannot read the frontier (%s); trying again", exc)
+            outage.failed(exc)
             idle = False
+        else:
+            outage.ended()
         idle_for = idle_for + 1 if idle else 0
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from crawlapp.adapters.context import Context
+from crawlapp.adapters.errors import Outage
 from crawlapp.adapters.http import Fetcher, run_on_fetch_loop, start_at
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.adapters.redis.pipeline import Pipeline, joined
@@ -38,6 +39,8 @@ from crawlapp.stages.releasing import EarlyRelease, EarlySlotReturn, chain_rule
 from crawlapp.stages.tallies import fetch_counts
 
 log = logging.getLogger(__name__)
+# The looks of every batch of the process at leases asked to end early, told as one.
+_YIELD_LOOKS = Outage(log, "looking for leases to end early", "they run on")
 RUN_KEPT = 60.0  # seconds a batch's retry counts are kept past the ride-out
 YIELD_POLL = 0.5  # seconds between two looks for the batch's leases asked to end early
 
@@ -147,7 +150,9 @@ async def _watch_yields(yielding: Callable[[list[Lease]], set[str]],
         try:
             yields.add(await loop.run_in_executor(None, yielding, watched))
         except Exception as exc:  # noqa: BLE001 - any failure of the look: the leases run on
-            log.warning("looking for leases to end early failed (%s); they run on", exc)
+            _YIELD_LOOKS.failed(exc)
+        else:
+            _YIELD_LOOKS.ended()
 
 
 async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],

@@ -1,5 +1,5 @@
-"""Faults during a crawl: a fetch worker killed mid-batch, Redis losing the frontier, Postgres
-and the S3 server refusing connections for 10 s."""
+"""Faults during a crawl: a fetch worker killed mid-batch, Redis losing the frontier, Redis (the
+broker and the crawl's state), Postgres and the S3 server refusing connections for 10 s."""
 
 from __future__ import annotations
 
@@ -84,6 +84,22 @@ def test_redis_losing_the_frontier_is_rebuilt_from_the_database(tmp_path: Path,
     flushed_at = min(r.start for r in requests) + 4
     assert any(r.start > flushed_at for r in requests)  # the crawl went on after the flush
     _judge(tmp_path, env, web, requests, delay, bodies=False)
+
+
+def test_redis_refusing_connections_for_10s_loses_nothing(tmp_path: Path, redis_url: str) -> None:
+    """The broker and every Redis structure of the crawl unreachable at once: no worker dies
+    of it (each waits for Redis and goes on), no page is fetched twice nor a host too soon, and
+    the crawl's output says it once a process, not once a retry."""
+    delay = 0.5
+    server = redis.Redis.from_url(redis_url).connection_pool.connection_kwargs
+    with FaultProxy(int(server["port"]), str(server["host"])).running() as proxy:
+        proxied = redis_url.replace(f":{server['port']}/", f":{proxy.port}/", 1)
+        env = crawl_env(tmp_path, proxied, CRAWL_DEFAULT_DELAY=str(delay))
+        web, requests = _crawl_through_outage(tmp_path, env, proxy)
+        _judge(tmp_path, env, web, requests, delay, once=True)
+    output = (tmp_path / "crawl.out").read_text()
+    assert "exited with status" not in output, output  # no worker died of it
+    assert output.count("Traceback") <= 2, output  # said once, not at every retry
 
 
 def _crawl_through_outage(tmp_path: Path, env: dict[str, str], proxy: FaultProxy,

@@ -3,6 +3,9 @@ in msgpack."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 import redis
 from kombu import Connection, Queue
 
@@ -104,3 +107,29 @@ def test_a_message_taken_and_not_acknowledged_comes_back(redis_url: str) -> None
         assert again.payload == {"pages": [b"\x00\xff" * 100]} and again.delivery_info[
             "redelivered"]
         again.ack()
+
+
+def test_a_channel_closed_after_its_connection_fails_as_a_connection_error(
+        redis_url: str) -> None:
+    """Celery's consumer, meeting a lost broker, collects its connection (which detaches the
+    transport from it) and then closes it; a channel still open then holds messages taken and
+    not acknowledged, which it restores with no address left to reach. That is a connection
+    error, which the consumer rides out by connecting again (kombu's own transport raised an
+    AttributeError there, which ended the worker); the copies the channel keeps in Redis come
+    back with the visibility timeout."""
+    queue = Queue("kombu-lost-broker-test")
+    with Connection(redis_url, transport=TRANSPORT) as conn:
+        conn.Producer(serializer="json").publish({"n": 1}, routing_key=queue.name,
+                                                 declare=[queue])
+        taken: list[Any] = []
+        conn.Consumer(queue, callbacks=[lambda body, message: taken.append(message)]).consume()
+        conn.drain_events(timeout=5)
+        assert len(taken) == 1  # taken, not acknowledged
+        channel = conn.default_channel
+        channel.connection.client = None  # what collecting the connection leaves
+        with pytest.raises(redis.exceptions.ConnectionError, match="broker connection is closed"):
+            channel.close()
+        assert channel.closed
+    kept = redis.Redis.from_url(redis_url)
+    assert kept.hlen("unacked") == 1  # its copy waits for the visibility timeout
+    kept.delete("unacked", "unacked_index", queue.name)

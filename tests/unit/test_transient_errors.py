@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 import botocore.exceptions
 import kombu.exceptions
 import pytest
 import redis
 import sqlalchemy.exc
 
-from crawlapp.adapters.errors import server_error, transient_errors
+from crawlapp.adapters.errors import Outage, server_error, transient_errors
 from crawlapp.core.errors import CrawlError, InputError, ServerRefused, TransientError
 
 
@@ -111,3 +113,46 @@ def test_a_stage_task_retries_a_transient_error_not_a_refusal(
     monkeypatch.setattr(stages, "get_exponential_backoff_interval", lambda *_, **__: 0)
     result = stages.store.apply(args=([], "batch-1"))
     assert result.failed() and len(calls) == 1 + retried * stages.RETRY["max_retries"]
+
+
+def test_an_outage_is_told_when_it_begins_and_when_it_ends(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr("crawlapp.adapters.errors.time.monotonic", lambda: clock[0])
+    outage = Outage(logging.getLogger("outage-test"), "dispatch", "trying again")
+    with caplog.at_level(logging.WARNING, "outage-test"):
+        outage.ended()  # nothing was on
+        for _ in range(30):  # a try every half second for 15 s
+            outage.failed(redis.ConnectionError("Error 111 connecting to 127.0.0.1:6379."))
+            clock[0] += 0.5
+        outage.ended()
+        outage.ended()
+    assert [r.getMessage() for r in caplog.records] == [
+        "dispatch failed (Redis is unavailable: Error 111 connecting to 127.0.0.1:6379.); "
+        "trying again",
+        "dispatch works again, after 15.0 s and 30 failed tries"]
+    assert outage.failures == 0 and all(r.exc_info is None for r in caplog.records)
+
+
+def test_an_outage_that_lasts_is_told_again_every_minute_and_a_bug_with_its_traceback(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr("crawlapp.adapters.errors.time.monotonic", lambda: clock[0])
+    outage = Outage(logging.getLogger("outage-test"), "reading the frontier", "asking again")
+    with caplog.at_level(logging.WARNING, "outage-test"):
+        for _ in range(150):  # a try a second for two and a half minutes
+            outage.failed(TransientError("Redis", "Connection closed by server."))
+            clock[0] += 1.0
+        outage.ended()
+        outage.failed(KeyError("shard"))  # not a server's failure: a bug, shown whole
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[:3] == [
+        "reading the frontier failed (Redis is unavailable: Connection closed by server.); "
+        "asking again",
+        "reading the frontier failed for 60 s, 61 tries (Redis is unavailable: Connection "
+        "closed by server.); asking again",
+        "reading the frontier failed for 120 s, 121 tries (Redis is unavailable: Connection "
+        "closed by server.); asking again"]
+    assert messages[3] == "reading the frontier works again, after 150.0 s and 150 failed tries"
+    assert messages[4] == "reading the frontier failed; asking again"
+    assert caplog.records[4].levelno == logging.ERROR and caplog.records[4].exc_info
