@@ -115,44 +115,52 @@ def test_a_stage_task_retries_a_transient_error_not_a_refusal(
     assert result.failed() and len(calls) == 1 + retried * stages.RETRY["max_retries"]
 
 
+class Tries:
+    """An Outage on a clock of the test's own, and what it logged."""
+
+    def __init__(self, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+                 doing: str, then: str) -> None:
+        self.now, self.caplog = 0.0, caplog
+        monkeypatch.setattr("crawlapp.adapters.errors.time.monotonic", lambda: self.now)
+        caplog.set_level(logging.WARNING, "outage-test")
+        self.outage = Outage(logging.getLogger("outage-test"), doing, then)
+
+    def fail(self, exc: Exception, times: int, every: float) -> None:
+        for _ in range(times):
+            self.outage.failed(exc)
+            self.now += every
+
+    def messages(self) -> list[str]:
+        return [r.getMessage() for r in self.caplog.records]
+
+
 def test_an_outage_is_told_when_it_begins_and_when_it_ends(
         caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = [100.0]
-    monkeypatch.setattr("crawlapp.adapters.errors.time.monotonic", lambda: clock[0])
-    outage = Outage(logging.getLogger("outage-test"), "dispatch", "trying again")
-    with caplog.at_level(logging.WARNING, "outage-test"):
-        outage.ended()  # nothing was on
-        for _ in range(30):  # a try every half second for 15 s
-            outage.failed(redis.ConnectionError("Error 111 connecting to 127.0.0.1:6379."))
-            clock[0] += 0.5
-        outage.ended()
-        outage.ended()
-    assert [r.getMessage() for r in caplog.records] == [
+    tries = Tries(caplog, monkeypatch, "dispatch", "trying again")
+    tries.outage.ended()  # nothing was on
+    tries.fail(redis.ConnectionError("Error 111 connecting to 127.0.0.1:6379."), 30, 0.5)
+    tries.outage.ended()
+    tries.outage.ended()
+    assert tries.messages() == [
         "dispatch failed (Redis is unavailable: Error 111 connecting to 127.0.0.1:6379.); "
         "trying again",
         "dispatch works again, after 15.0 s and 30 failed tries"]
-    assert outage.failures == 0 and all(r.exc_info is None for r in caplog.records)
+    assert tries.outage.failures == 0 and all(r.exc_info is None for r in caplog.records)
 
 
 def test_an_outage_that_lasts_is_told_again_every_minute_and_a_bug_with_its_traceback(
         caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = [0.0]
-    monkeypatch.setattr("crawlapp.adapters.errors.time.monotonic", lambda: clock[0])
-    outage = Outage(logging.getLogger("outage-test"), "reading the frontier", "asking again")
-    with caplog.at_level(logging.WARNING, "outage-test"):
-        for _ in range(150):  # a try a second for two and a half minutes
-            outage.failed(TransientError("Redis", "Connection closed by server."))
-            clock[0] += 1.0
-        outage.ended()
-        outage.failed(KeyError("shard"))  # not a server's failure: a bug, shown whole
-    messages = [r.getMessage() for r in caplog.records]
-    assert messages[:3] == [
+    tries = Tries(caplog, monkeypatch, "reading the frontier", "asking again")
+    tries.fail(TransientError("Redis", "Connection closed by server."), 150, 1.0)
+    tries.outage.ended()
+    tries.outage.failed(KeyError("shard"))  # not a server's failure: a bug, shown whole
+    assert tries.messages() == [
         "reading the frontier failed (Redis is unavailable: Connection closed by server.); "
         "asking again",
         "reading the frontier failed for 60 s, 61 tries (Redis is unavailable: Connection "
         "closed by server.); asking again",
         "reading the frontier failed for 120 s, 121 tries (Redis is unavailable: Connection "
-        "closed by server.); asking again"]
-    assert messages[3] == "reading the frontier works again, after 150.0 s and 150 failed tries"
-    assert messages[4] == "reading the frontier failed; asking again"
+        "closed by server.); asking again",
+        "reading the frontier works again, after 150.0 s and 150 failed tries",
+        "reading the frontier failed; asking again"]
     assert caplog.records[4].levelno == logging.ERROR and caplog.records[4].exc_info
