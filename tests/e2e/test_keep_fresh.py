@@ -2,7 +2,8 @@
 on a web whose pages change (testweb/changing.py), judged from the server's log: pages
 fetched again with their validators, unchanged ones answered 304, changing ones fresher than
 round robin would keep them in the same requests, new articles found within seconds, a
-sitemap's lastmods acted on, politeness kept, and the crawl stopped by Ctrl-C."""
+sitemap's lastmods acted on, politeness kept, and the crawl stopped by Ctrl-C; and started
+again, going on with its schedule."""
 
 from __future__ import annotations
 
@@ -77,3 +78,53 @@ def test_a_crawl_without_until_idle_keeps_a_changing_web_fresh(tmp_path: Path,
     assert fresh["policy"] == "optimal" and 0 < fresh["estimated"] <= 1
     assert fresh["fetches"]["refresh"] > fresh["fetches"]["discovery"] > 0
     assert fresh["refreshes"]["made_due_by_sitemaps"] > 0
+
+
+RESTART_SPEC = ChangingSpec(hosts=3, pages_per_host=16, seed=4, duration=120, min_interval=4,
+                            max_interval=300, news_hosts=1, article_interval=4,
+                            sitemap_hosts=1)
+LEG = 35.0  # seconds of each crawl, before and after the restart
+
+
+def test_a_crawl_stopped_and_started_again_goes_on_with_its_schedule(tmp_path: Path,
+                                                                      redis_url: str) -> None:
+    """Ctrl-C, then `crawlctl crawl` again on the same state: the pages are re-crawled on the
+    schedule they had, with their validators, not discovered again; the hosts' politeness
+    holds across the restart; the new articles of the pause are found."""
+    env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
+                    CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
+                    CRAWL_RECRAWL_FIRST_INTERVAL="6")
+    log = str(tmp_path / "requests.jsonl")
+    stopped = restarted = 0.0
+    with start_changing_in_background(RESTART_SPEC, log) as server:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(server.seeds()) + "\n")
+        for leg in ("first", "second"):
+            if leg == "second":
+                time.sleep(3)  # stopped a while: pages come due meanwhile
+                restarted = time.time()
+            with open(tmp_path / f"crawl-{leg}.out", "wb") as out:
+                crawl = subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds)],
+                                         env={**os.environ, **env}, stdout=out,
+                                         stderr=subprocess.STDOUT)
+            time.sleep(LEG)
+            crawl.send_signal(signal.SIGINT)
+            assert crawl.wait(60) in (0, 130, -signal.SIGINT), \
+                (tmp_path / f"crawl-{leg}.out").read_text()
+            stopped = stopped or time.time()
+        web, t0 = server.web, server.t0
+    requests = load(log)
+    verdict = judge(web, requests, t0, 0.0, time.time() - t0, delay=DELAY)
+    assert (verdict.overlaps, verdict.gaps, verdict.disallowed) == (0, 0, 0)
+    pages = [r for r in requests if re.fullmatch(r"/p/[0-9]+\.html", r.path)]
+    before = {r.url for r in pages if r.start < restarted}
+    after = [r for r in pages if r.start >= restarted]
+    assert len(before) == RESTART_SPEC.hosts * RESTART_SPEC.pages_per_host  # a first pass
+    assert {r.url for r in after} <= before and len(after) >= len(before)  # re-crawled on
+    validated = [r for r in after if web.validators(web.host_index(r.host) or 0)]
+    assert validated and all(r.inm or r.ims for r in validated)  # as known pages, not new
+    # the articles published from the first crawl's stop to 15 s before the second's: found
+    published = {(web.netloc(a.host), a.path) for a in web.articles()
+                 if stopped - t0 <= a.born <= restarted + LEG - 15 - t0}
+    fetched = {(r.host, r.path) for r in requests if r.start >= restarted}
+    assert published and published <= fetched, sorted(published - fetched)
