@@ -90,8 +90,8 @@ class Outage:
     """What a loop that tries again and again says of a failure: the first try that fails
     (a server's failure in one line that names it, any other with its traceback), then
     nothing but a reminder every REMIND_SECONDS while tries go on failing, and how long it
-    lasted once one works. A Redis away for ten seconds is then two lines of a crawl's
-    output, not one traceback a try."""
+    lasted once one works. A Redis away for ten seconds is then two lines from each loop that
+    met it, not one traceback a try."""
 
     def __init__(self, logger: logging.Logger, doing: str, then: str) -> None:
         self.logger, self.doing, self.then = logger, doing, then
@@ -109,7 +109,7 @@ class Outage:
         self.told = now
         lasted = (f" for {now - self.since:.0f} s, {self.failures} tries"
                   if self.failures > 1 else "")
-        error = exc if isinstance(exc, CrawlError) else server_error(exc)
+        error = _server_failure(exc)
         if error is None:
             self.logger.error("%s failed%s; %s", self.doing, lasted, self.then, exc_info=exc)
         else:
@@ -122,3 +122,15 @@ class Outage:
         self.logger.warning("%s works again, after %.1f s and %d failed tries", self.doing,
                             time.monotonic() - self.since, self.failures)
         self.since, self.failures = None, 0
+
+
+def _server_failure(exc: BaseException) -> CrawlError | None:
+    """The server's failure `exc` is, or comes of (its causes and contexts: beat's
+    SchedulingError wraps the broker's OperationalError), as server_error words it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        error = seen if isinstance(seen, CrawlError) else server_error(seen)
+        if error is not None:
+            return error
+        seen = seen.__cause__ or seen.__context__
+    return None
