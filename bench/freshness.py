@@ -18,6 +18,9 @@ Settings (environment):
   BENCH_FRESH_HOSTS, BENCH_FRESH_PAGES      the web's size (default 20 hosts x 200 pages)
   BENCH_FRESH_NEWS, BENCH_FRESH_SITEMAPS    news and sitemap hosts (default 7 and 4 of 20
                             hosts: the same shares of BENCH_FRESH_HOSTS, rounded, at least 1)
+  BENCH_FRESH_WEB           other fields of the web (testweb/changing.py: ChangingSpec), as
+                            `name=value,...`: e.g. `min_interval=60,max_interval=86400,
+                            static_fraction=0.3,crawl_delay_every=5,article_interval=120`
 CRAWL_* variables reach the crawler; CRAWL_RECRAWL_MIN_INTERVAL=5, CRAWL_RECRAWL_MAX_INTERVAL=7200
 and CRAWL_RECRAWL_FIRST_INTERVAL=120 unless set. Every figure goes to bench/freshness-results.json,
 working files (server logs, crawl output, data dirs) to bench/out/freshness/<policy>/.
@@ -41,7 +44,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +79,38 @@ STEP = 2.0  # seconds between the instants freshness is judged at
 MB = 1024 * 1024
 
 
+def web_spec(env: Mapping[str, str], duration: float) -> ChangingSpec:
+    """The changing web of BENCH_FRESH_SEED, _HOSTS, _PAGES, _NEWS, _SITEMAPS and _WEB (module
+    docstring) whose changes are drawn over `duration` seconds."""
+    hosts = int(env.get("BENCH_FRESH_HOSTS", "20"))
+
+    def share(name: str, of_twenty: int) -> int:
+        if env.get(name):
+            return int(env[name])
+        return min(hosts, max(1, round(of_twenty * hosts / 20)))
+
+    spec = ChangingSpec(hosts=hosts, pages_per_host=int(env.get("BENCH_FRESH_PAGES", "200")),
+                        seed=int(env.get("BENCH_FRESH_SEED", "7")), duration=duration,
+                        news_hosts=share("BENCH_FRESH_NEWS", 7),
+                        sitemap_hosts=share("BENCH_FRESH_SITEMAPS", 4))
+    types = {f.name: type(getattr(spec, f.name)) for f in fields(ChangingSpec)}
+    overrides: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in env.get("BENCH_FRESH_WEB", "").split(","))):
+        name, _, value = item.partition("=")
+        if name not in types or name in ("hosts", "pages_per_host", "seed", "duration", "port"):
+            raise SystemExit(f"BENCH_FRESH_WEB: {name!r} is no field of the changing web here "
+                             f"(testweb/changing.py: ChangingSpec)")
+        try:
+            overrides[name] = types[name](value)
+        except ValueError:
+            raise SystemExit(f"BENCH_FRESH_WEB: {item!r} is not {name}=<{types[name].__name__}>"
+                             ) from None
+    try:
+        return replace(spec, **overrides)
+    except ValueError as error:
+        raise SystemExit(f"BENCH_FRESH_WEB: {error}") from None
+
+
 @dataclass(frozen=True)
 class Plan:
     policies: tuple[str, ...]
@@ -86,18 +121,8 @@ class Plan:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Plan:
-        hosts = int(env.get("BENCH_FRESH_HOSTS", "20"))
         minutes = float(env.get("BENCH_FRESH_MINUTES", "15"))
-
-        def share(name: str, of_twenty: int) -> int:
-            if env.get(name):
-                return int(env[name])
-            return min(hosts, max(1, round(of_twenty * hosts / 20)))
-
-        spec = ChangingSpec(hosts=hosts, pages_per_host=int(env.get("BENCH_FRESH_PAGES", "200")),
-                            seed=int(env.get("BENCH_FRESH_SEED", "7")),
-                            duration=minutes * 60 + SLACK, news_hosts=share("BENCH_FRESH_NEWS", 7),
-                            sitemap_hosts=share("BENCH_FRESH_SITEMAPS", 4))
+        spec = web_spec(env, minutes * 60 + SLACK)
         policies = tuple(p.strip() for p in env.get("BENCH_FRESH_POLICIES",
                                                      "optimal,adaptive").split(",") if p.strip())
         return cls(policies, minutes, float(env.get("BENCH_FRESH_WINDOW_START", "300")), spec,

@@ -2,17 +2,17 @@
 instead of a crawl's minutes: `python -m bench.freshness_sim`.
 
 What `make bench-freshness` measures costs a quarter of an hour a run; this replays the
-policy's decisions alone, on each host without a sitemap of the same web (testweb/changing.py,
-BENCH_FRESH_SEED, BENCH_FRESH_HOSTS, BENCH_FRESH_PAGES as there), to tell what a change to the
-estimator or the allocation is worth before a crawl measures it, and how much of the distance
-to the optimum is learning. A host's regular pages get one visit every delay plus margin (the
-crawler's settings): first each page in turn (discovery), then the re-crawl queued earliest due
-first, as the frontier hands them out (queued `Bounds.queue_after` after a visit, due as the
-drain reckons it then from the host's plan of the moment). Each visit goes into the page's
-change record (`observe`: changed or not, and the Last-Modified where the host sends one) and
-into the host's sums (`count_visit`), its multiplier is solved every SOLVE_SECONDS, and the
-page's interval planned by the host's plan (`best_interval`, as the store stage and the drain
-plan it) from
+policy's decisions alone, on each host without a sitemap of the same web (testweb/changing.py;
+BENCH_FRESH_SEED, _HOSTS, _PAGES, _NEWS, _SITEMAPS and _WEB as there), to tell what a change to
+the estimator or the allocation is worth before a crawl measures it, and how much of the
+distance to the optimum is learning. A host's regular pages get one visit every delay (the
+crawler's, or the host's Crawl-delay if longer) plus margin: first each page in turn
+(discovery), then the re-crawl queued earliest due first, as the frontier hands them out
+(queued `Bounds.queue_after` after a visit, due as the drain reckons it then from the host's
+plan of the moment). Each visit goes into the page's change record (`observe`: changed or
+not, and the Last-Modified where the host sends one) and into the host's sums
+(`count_visit`), its multiplier is solved every SOLVE_SECONDS, and the page's interval planned
+by the host's plan (`best_interval`, as the store stage and the drain plan it) from
 
   learned   the rate its record gives (`ChangeRecord.rate` against the host's prior), or
   true      the rate it truly changes at, every page's known to its host's plan from the
@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from bench.crawlers import ROOT
-from bench.freshness import RECRAWL_DEFAULTS
+from bench.freshness import RECRAWL_DEFAULTS, web_spec
 from crawlapp.core.freshness import (
     SOLVE_SECONDS,
     Best,
@@ -61,7 +61,7 @@ from crawlapp.core.freshness import (
 )
 from crawlapp.core.recrawl import HOUR, refresh_interval
 from crawlapp.core.settings import Settings, load_settings
-from testweb.changing import ChangingSpec, ChangingWeb, sitemap_hosts
+from testweb.changing import ChangingWeb, sitemap_hosts
 from testweb.freshness import expected_freshness, instants, optimal_rates, visited_fresh
 
 RESULTS = ROOT / "var" / "bench" / "freshness_sim.json"
@@ -75,7 +75,7 @@ def visits(web: ChangingWeb, host: int, settings: Settings, until: float, *,
     its first pass in `order` (page numbers by default)."""
     changes, rates = web.schedule.changes[host], web.schedule.rates[host]
     last_modified = "Last-Modified" in web.validators(host)
-    delay = settings.default_delay + settings.delay_margin
+    delay = web.delay_for(web.netloc(host), settings.default_delay) + settings.delay_margin
     bounds = settings.recrawl_bounds
     planning = Planning(bounds.low, bounds.high, bounds.first, settings.recrawl_share, delay)
     records = [ChangeRecord() for _ in changes]
@@ -191,11 +191,7 @@ def main() -> None:
     env = {**RECRAWL_DEFAULTS, **os.environ}
     settings = load_settings(env)
     spans = windows(env)
-    spec = ChangingSpec(hosts=int(env.get("BENCH_FRESH_HOSTS", "20")),
-                        pages_per_host=int(env.get("BENCH_FRESH_PAGES", "200")),
-                        seed=int(env.get("BENCH_FRESH_SEED", "7")),
-                        duration=max(end for _, end in spans))
-    web = ChangingWeb(spec)
+    web = ChangingWeb(web_spec(env, max(end for _, end in spans)))
     orders = int(env.get("BENCH_FRESH_SIM_ORDERS", "1"))
     print(f"| window (s) | learned ({orders} first-pass orders: mean, range) | true rates | "
           "optimum, 1/delay | learned / optimum (mean, range) |")
