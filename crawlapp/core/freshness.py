@@ -33,7 +33,10 @@ URLs or lastmods move) is also worth visiting for what it reveals: its link chan
 of their own, and it is visited at least HUB_VISITS times per link change (capped by the
 minimum interval and by HUB_SHARE of its host's capacity), which puts a new link's discovery
 within a fraction of the time between two of them. In its host's queue a hub goes as a new URL
-does (discovery), ahead of re-crawls.
+does (discovery), ahead of re-crawls. A host's hubs together take at most HUBS_SHARE of its
+capacity: on the real web many pages' links change at every visit (a "random posts" block,
+a token in a link), and each would otherwise claim HUB_SHARE and starve its host's re-crawls;
+past that share every hub of the host is visited less, in proportion.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ DECAY = 1.0 - 1.0 / 32  # share of the past an observation keeps
 HUB_VISITS = 3.0  # visits of a hub per change of its links...
 HUB_SHARE = 0.10  # ...at most this share of its host's capacity (a sitemap whose lastmods move
 # at every visit would otherwise take the host's minimum interval: 20 % of it at 5 s a delay)
+HUBS_SHARE = 0.25  # the share of its host's capacity all its hubs together claim at most
 TOP_WEIGHT = 2.0  # a seed (depth 0) weighs twice any other page of its host...
 SEED_INTERVAL = 86400.0  # ...and is fetched again within a day at most
 MIN_RATE, MAX_RATE = 1e-10, 10.0  # changes per second the estimates stay within
@@ -189,7 +193,7 @@ class ChangeRecord(NamedTuple):
     link_changes: float = 0.0     # visits whose set of links differed from the previous one's
     link_time: float = 0.0        # the seconds of the intervals those were seen in
     link_exposure: float = 0.0    # seconds of intervals with the same links
-    hub_rate: float = 0.0         # the visits a second its links earned it (counted for its host)
+    hub_rate: float = 0.0         # the visits a second its links claim (counted for its host)
     freshness: float = 0.0        # its expected freshness under its schedule (counted too)
     bucket: int = NO_BUCKET       # its place in its host's histogram of lambda / w
     changed_after: float = 0.0    # its last change seen: after this visit...
@@ -303,6 +307,7 @@ class HostPlan:
     importance: float = 1.0  # the weight of its pages: 1 + its authority
     capacity: float = math.inf  # its requests a second (one a delay)
     kinds: Mapping[int, tuple[float, float]] = field(default_factory=dict)  # HostRates.kinds
+    hub_scale: float = 1.0  # the share of its hubs' claims it grants (`hub_scale`)
 
     def prior_of(self, kind: int) -> float:
         """The change rate of a page of `kind` (`kind_of`) not seen twice: what its kind's
@@ -312,9 +317,15 @@ class HostPlan:
         changes, seconds = self.kinds.get(kind, (0.0, 0.0))
         return (changes + PRIOR_WEIGHT) / (seconds + PRIOR_WEIGHT / self.prior)
 
-    def hub_visits(self, link_rate: float) -> float:
-        """The visits a second a page whose links change at `link_rate` earns for them."""
+    def hub_claim(self, link_rate: float) -> float:
+        """The visits a second a page whose links change at `link_rate` claims for them (what
+        its host's sums count: HostRates.hubs)."""
         return min(HUB_VISITS * link_rate, HUB_SHARE * self.capacity)
+
+    def hub_visits(self, link_rate: float) -> float:
+        """The visits a second it earns for them: its claim, less where its host's hubs claim
+        more than HUBS_SHARE of its capacity together."""
+        return self.hub_claim(link_rate) * self.hub_scale
 
     def interval(self, rate: float, weight: float, link_rate: float) -> float:
         """The seconds until a page of change rate `rate`, importance `weight` and link change
@@ -385,10 +396,16 @@ def host_prior(changes: float, seconds: float, first_interval: float) -> float:
 
 def refresh_budget(capacity: float, share: float, hubs: float) -> float:
     """The visits a second a host's refreshes are planned for: `share` of its `capacity`,
-    less what its hubs take, never below half of that share (discovery keeps the rest: new
-    URLs go first in the host's queue)."""
+    less what its hubs take (what they claim, HUBS_SHARE of it at most), never below half of
+    that share (discovery keeps the rest: new URLs go first in the host's queue)."""
     planned = share * capacity
-    return max(0.5 * planned, planned - hubs)
+    return max(0.5 * planned, planned - min(hubs, HUBS_SHARE * capacity))
+
+
+def hub_scale(hubs: float, capacity: float) -> float:
+    """The share of its hubs' claims (`hubs` visits a second together) a host of `capacity`
+    grants: all of them up to HUBS_SHARE of its capacity, that much in all beyond."""
+    return 1.0 if hubs <= HUBS_SHARE * capacity else HUBS_SHARE * capacity / hubs
 
 
 # g(1/2): at mu = PRICE * first interval, a page of the prior rate (one change per first
@@ -482,8 +499,10 @@ class Planning:
                   ) -> HostPlan:
         """A host's plan; its `authority` (in [0, 1]) weighs its pages against other hosts'
         (the fleet's budget, the price of a visit), never within the host."""
+        capacity = self.capacity(rates)
         return HostPlan(max(multiplier, self.price), self.prior(rates), rates.seconds > 0,
-                        importance(authority), self.capacity(rates), rates.kinds)
+                        importance(authority), capacity, rates.kinds,
+                        hub_scale(rates.hubs, capacity))
 
 
 def count_visit(sums: dict[str, float], before: ChangeRecord, bucket: int, hub: float,

@@ -119,16 +119,18 @@ def rescore(ctx: Context, rows: Sequence[Url], now: float
             if plan is None:  # the `adaptive` policy: when its queueing time says
                 interval, prior = (bounds.due_after((nxt - last).total_seconds()),
                                    1.0 / bounds.first)
+                hub = record.hub_rate
             else:
                 kind = kind_of(r.url)
                 best = best_interval(record, plan, bounds, r.depth, kind,
                                      r.host in trusted and r.sitemap_lastmod is not None)
                 interval, prior = best.interval, plan.prior_of(kind)
+                hub = record.hub_rate * plan.hub_scale  # its claim, as its host grants it
             due = timestamp(last) + interval
             if r.sitemap_lastmod is not None and r.sitemap_lastmod > last:  # known stale
                 lasts = 1.0 / record.rate(prior)
                 due = min(due, now - STALE_AHEAD * lasts / (lasts + bounds.first))
-            if hub_driven(record.hub_rate, interval):  # a visit for its links: discovery
+            if hub_driven(hub, interval):  # a visit for its links: discovery
                 score = weights.priority(authority[r.host], NEW_FRESHNESS, context)
             else:
                 score = refresh_priority(weights, authority[r.host], due - now)

@@ -140,12 +140,13 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
                                    http_time(page.last_modified), links_changed))
     kind = kind_of(page.url)
     best = best_interval(record, host_plan, bounds, page.depth, kind, in_trusted_sitemap)
+    claim = min(host_plan.hub_claim(best.link_rate), 1.0 / bounds.low)
     hub = min(host_plan.hub_visits(best.link_rate), 1.0 / bounds.low)
     bucket = bucket_of(best.rate / best.weight)
     fresh = expected_freshness(best.rate, 1.0 / best.interval)
-    _count(out.deltas, page.host, record, bucket, hub, fresh, changed,
+    _count(out.deltas, page.host, record, bucket, claim, fresh, changed,
            page.fetched_at - last if last is not None else 0.0, kind)
-    record = record._replace(bucket=bucket, hub_rate=hub, freshness=fresh)
+    record = record._replace(bucket=bucket, hub_rate=claim, freshness=fresh)
     out.records[page.url_hash] = (record.pack(), digest)
     queued = best.interval if hub_driven(hub, best.interval) else bounds.queue_after(best.interval)
     out.planned.append(Planned(page.url_hash, tier_of(queued), page.fetched_at + queued))

@@ -18,7 +18,14 @@ from crawlapp.adapters.db import repository
 from crawlapp.adapters.db.engine import upgrade
 from crawlapp.adapters.db.models import Url
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
-from crawlapp.core.freshness import ChangeRecord, HostRates, best_interval, hub_driven, kind_of
+from crawlapp.core.freshness import (
+    HUBS_SHARE,
+    ChangeRecord,
+    HostRates,
+    best_interval,
+    hub_driven,
+    kind_of,
+)
 from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.recrawl import EARLY
 from crawlapp.core.rows import UrlRow
@@ -177,6 +184,32 @@ def test_a_sitemap_lastmod_past_the_copy_makes_the_page_due_and_lies_end_the_tru
     assert made == 0  # three lies: no longer trusted, p1's new lastmod acted on no more
     trust = ctx.sitemap_trust.load([HOST])[HOST]
     assert trust[:2] == (3, 3) and not trust.trusted
+
+
+def test_pages_whose_links_rotate_get_a_quarter_of_their_host_together(ctx: Context) -> None:
+    """Thirty pages whose links differ at every visit (a "random posts" block), each of which
+    alone would be visited every tenth of its host's capacity, are planned a quarter of it
+    together, in proportion."""
+    rotating = [f"http://{HOST}/r{i}" for i in range(30)]
+    with ctx.sessions.begin() as session:
+        repository.add_urls(session, [UrlRow(url_hash(u), u, HOST, 1, "queued",
+                                             datetime.now(UTC)) for u in rotating])
+    for visit in range(6):
+        batch = []
+        for i, url in enumerate(rotating):
+            out = page(url, T + 30 * visit, 0)
+            out.links = [Link(f"http://{HOST}/post{(visit * 7 + i) % 40}")]
+            batch.append(out)
+        store(ctx, batch)
+    plan = revisiting.host_plans(ctx, {HOST}, {})[0][HOST]
+    records = [row(ctx, url) for url in rotating]
+    claims = sum(record.hub_rate for record, _, _ in records)
+    assert claims == pytest.approx(sums(ctx)[HOST].hubs)
+    assert claims > 2 * HUBS_SHARE * plan.capacity  # alone, each would take its tenth
+    visits = sum(1 / (nxt - last) for _, last, nxt in records)
+    assert visits == pytest.approx(HUBS_SHARE * plan.capacity, rel=0.1)
+    assert all(hub_driven(plan.hub_visits(record.link_rate(1 / 120)), nxt - last)
+               for record, last, nxt in records)
 
 
 def test_a_hub_is_planned_on_time_and_a_page_early(ctx: Context) -> None:

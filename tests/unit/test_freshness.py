@@ -10,6 +10,7 @@ import pytest
 from crawlapp.core.freshness import (
     BUCKETS,
     HUB_SHARE,
+    HUBS_SHARE,
     PRICE,
     ChangeRecord,
     HostRates,
@@ -25,6 +26,7 @@ from crawlapp.core.freshness import (
     links_digest,
     mean_importance,
     observe,
+    refresh_budget,
     solve_multiplier,
     sums_of,
     visit_rate,
@@ -156,6 +158,27 @@ def test_a_host_plan_spends_its_price_and_visits_hubs_for_their_links() -> None:
     slow_host = planning.host_plan(HostRates({}, delay=4.0), 0.0)
     assert slow_host.interval(1.0, 1.0, 1.0) == pytest.approx(4 / HUB_SHARE)
     assert plan.interval(1 / 600, 2.0, 0.0) < plan.interval(1 / 600, 1.0, 0.0)
+
+
+def test_a_hosts_hubs_together_take_a_quarter_of_its_capacity_at_most() -> None:
+    """Twenty pages whose links change at every visit (a "random posts" block) each claim a
+    tenth of their host's capacity: together they get a quarter of it, shared in proportion,
+    and the host's re-crawls keep what their share leaves beside that quarter."""
+    planning = Planning(5, 7200, 120, 0.9, 1.0)
+    claim = planning.host_plan(HostRates({}), 0.0).hub_claim(1.0)
+    assert claim == pytest.approx(HUB_SHARE)
+    crowded = planning.host_plan(HostRates({}, hubs=20 * claim), 0.0)
+    assert crowded.hub_claim(1.0) == pytest.approx(claim)  # what the sums count: the claim
+    assert 20 * crowded.hub_visits(1.0) == pytest.approx(HUBS_SHARE)
+    assert crowded.interval(1.0, 1.0, 1.0) == pytest.approx(20 / HUBS_SHARE)
+    assert crowded.hub_visits(1 / 60) == pytest.approx(3 / 60 * HUBS_SHARE / (20 * claim))
+    # one news site's home page (an article a minute) claims less than a quarter: all of it
+    single = planning.host_plan(HostRates({}, hubs=3 / 60), 0.0)
+    assert single.interval(1.0, 1.0, 1 / 60) == pytest.approx(20)
+    sums = HostRates({bucket_of(1 / 120): 200}, pages=200)
+    budget = {hubs: solve_multiplier(sums.buckets, refresh_budget(1.0, 0.9, hubs), 5, 7200)
+              for hubs in (0.0, HUBS_SHARE, 20 * claim)}
+    assert budget[HUBS_SHARE] == budget[20 * claim] > budget[0.0]  # hubs take a quarter, no more
 
 
 def test_the_host_multiplier_counts_unseen_pages_and_keeps_discoverys_share() -> None:
