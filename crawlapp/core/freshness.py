@@ -30,9 +30,12 @@ so a host of a million pages costs what one of ten does.
 
 **Hubs.** A page whose set of links changes (a home page listing new articles, a sitemap whose
 URLs or lastmods move) is also worth visiting for what it reveals: its link changes get a rate
-of their own, and it is visited at least HUB_VISITS times per link change (capped by the
-minimum interval and by HUB_SHARE of its host's capacity), which puts a new link's discovery
-within a fraction of the time between two of them. In its host's queue a hub goes as a new URL
+of their own, and it is visited at least HUB_VISITS times per link change, and every HUB_POLL
+seconds where that costs at most HUB_MOST visits per change (capped by the minimum interval
+and by HUB_SHARE of its host's capacity): a new link is found within a fraction of the time
+between two of them, and within seconds on a hub that changes every few minutes (a quiet
+spell of a news site's home page, which lowers its rate, does not leave the next article
+waiting a minute). In its host's queue a hub goes as a new URL
 does (discovery), ahead of re-crawls. A host's hubs together take at most HUBS_SHARE of its
 capacity: on the real web many pages' links change at every visit (a "random posts" block,
 a token in a link), and each would otherwise claim HUB_SHARE and starve its host's re-crawls;
@@ -58,7 +61,9 @@ from crawlapp.core.recrawl import Bounds, refresh_interval
 
 PRIOR_WEIGHT = 0.3  # pseudo-changes of the prior: the host's rate weighs as 0.3 of a change
 DECAY = 1.0 - 1.0 / 32  # share of the past an observation keeps
-HUB_VISITS = 3.0  # visits of a hub per change of its links...
+HUB_VISITS = 3.0  # visits of a hub per change of its links, at least...
+HUB_POLL = 20.0  # ...and one every this many seconds, for one whose links change every
+HUB_MOST = 20.0  # 400 s or more often (at most this many visits per change)...
 HUB_SHARE = 0.10  # ...at most this share of its host's capacity (a sitemap whose lastmods move
 # at every visit would otherwise take the host's minimum interval: 20 % of it at 5 s a delay)
 HUBS_SHARE = 0.25  # the share of its host's capacity all its hubs together claim at most
@@ -320,7 +325,8 @@ class HostPlan:
     def hub_claim(self, link_rate: float) -> float:
         """The visits a second a page whose links change at `link_rate` claims for them (what
         its host's sums count: HostRates.hubs)."""
-        return min(HUB_VISITS * link_rate, HUB_SHARE * self.capacity)
+        visits = max(HUB_VISITS * link_rate, min(1.0 / HUB_POLL, HUB_MOST * link_rate))
+        return min(visits, HUB_SHARE * self.capacity)
 
     def hub_visits(self, link_rate: float) -> float:
         """The visits a second it earns for them: its claim, less where its host's hubs claim

@@ -9,6 +9,8 @@ import pytest
 
 from crawlapp.core.freshness import (
     BUCKETS,
+    HUB_MOST,
+    HUB_POLL,
     HUB_SHARE,
     HUBS_SHARE,
     PRICE,
@@ -153,6 +155,9 @@ def test_a_host_plan_spends_its_price_and_visits_hubs_for_their_links() -> None:
     assert plan.interval(1 / 120, 1.0, 0.0) == pytest.approx(60, rel=0.05)
     assert plan.interval(1.0, 1.0, 0.0) == math.inf  # changes every second: not chased
     assert plan.interval(1.0, 1.0, 1 / 60) == pytest.approx(20)  # ...but a hub
+    assert plan.interval(1.0, 1.0, 1 / 300) == pytest.approx(HUB_POLL)  # every 20 s...
+    assert plan.interval(1.0, 1.0, 1 / 3600) == pytest.approx(3600 / HUB_MOST)  # ...or 20 a change
+    assert plan.interval(1.0, 1.0, 1 / 86400) == pytest.approx(86400 / HUB_MOST)
     # a sitemap whose lastmods move at every visit: HUB_SHARE of its host's capacity
     assert plan.interval(1.0, 1.0, 1.0) == pytest.approx(1 / HUB_SHARE)
     slow_host = planning.host_plan(HostRates({}, delay=4.0), 0.0)
