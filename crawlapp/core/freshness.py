@@ -35,11 +35,11 @@ seconds where that costs at most HUB_MOST visits per change (capped by the minim
 and by HUB_SHARE of its host's capacity): a new link is found within a fraction of the time
 between two of them, and within seconds on a hub that changes every few minutes (a quiet
 spell of a news site's home page, which lowers its rate, does not leave the next article
-waiting a minute). In its host's queue a hub goes as a new URL
-does (discovery), ahead of re-crawls. A host's hubs together take at most HUBS_SHARE of its
-capacity: on the real web many pages' links change at every visit (a "random posts" block,
-a token in a link), and each would otherwise claim HUB_SHARE and starve its host's re-crawls;
-past that share every hub of the host is visited less, in proportion.
+waiting a minute). In its host's queue a hub goes as a new URL does (discovery), ahead of
+re-crawls. A host's hubs together take at most HUBS_SHARE of its capacity: on the real web
+many pages' links change at every visit (a "random posts" block, a token in a link), and each
+would otherwise claim HUB_SHARE and starve its host's re-crawls; past that share every hub of
+the host is visited less, in proportion.
 """
 
 from __future__ import annotations

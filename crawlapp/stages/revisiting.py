@@ -141,7 +141,7 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
     kind = kind_of(page.url)
     best = best_interval(record, host_plan, bounds, page.depth, kind, in_trusted_sitemap)
     claim = min(host_plan.hub_claim(best.link_rate), 1.0 / bounds.low)
-    hub = min(host_plan.hub_visits(best.link_rate), 1.0 / bounds.low)
+    hub = claim * host_plan.hub_scale  # what its host grants the claim
     bucket = bucket_of(best.rate / best.weight)
     fresh = expected_freshness(best.rate, 1.0 / best.interval)
     _count(out.deltas, page.host, record, bucket, claim, fresh, changed,
