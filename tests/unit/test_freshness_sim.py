@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import replace
 
-from bench.freshness import RECRAWL_DEFAULTS
+import numpy as np
+import pytest
+
+from bench.freshness import RECRAWL_DEFAULTS, web_spec
 from bench.freshness_sim import simulate, visits
 from crawlapp.core.settings import load_settings
 from testweb.changing import ChangingSpec, ChangingWeb
@@ -47,3 +50,19 @@ def test_the_first_pass_goes_in_the_order_given_and_orders_give_a_range() -> Non
     window = simulate(WEB, SETTINGS, 120.0, 600.0, orders=3)
     assert window.learned_low <= window.learned <= window.learned_high
     assert window.learned_low < window.learned_high  # the orders are different draws
+
+
+def test_the_web_of_the_environment_and_a_hosts_crawl_delay() -> None:
+    spec = web_spec({"BENCH_FRESH_HOSTS": "4", "BENCH_FRESH_PAGES": "30",
+                     "BENCH_FRESH_WEB": "crawl_delay_every=2, crawl_delay=3,min_interval=60"}, 600)
+    assert (spec.hosts, spec.pages_per_host, spec.news_hosts, spec.sitemap_hosts) == (4, 30, 1, 1)
+    assert (spec.crawl_delay_every, spec.crawl_delay, spec.min_interval) == (2, 3.0, 60.0)
+    for wrong in ("seed=3", "colour=blue", "crawl_delay=soon", "min_interval=0"):
+        with pytest.raises(SystemExit, match="BENCH_FRESH_WEB"):
+            web_spec({"BENCH_FRESH_WEB": wrong}, 600)
+    web = ChangingWeb(replace(spec, news_hosts=0, sitemap_hosts=0))
+    slow = web.delay_for(web.netloc(1), SETTINGS.default_delay) + SETTINGS.delay_margin
+    assert slow == 3.0 + SETTINGS.delay_margin  # host 1 has "Crawl-delay: 3"
+    seen = visits(web, 1, SETTINGS, 300.0, true_rates=False)
+    times = np.sort(np.concatenate([np.array(at) for at in seen]))
+    assert np.diff(times).min() >= slow - 1e-9
