@@ -28,18 +28,18 @@ others get f = lambda / g^-1(mu lambda / w). The multiplier is solved per host f
 of its pages' lambda / w (`solve_multiplier`), which the store stage keeps up to date in Redis,
 so a host of a million pages costs what one of ten does.
 
-**Hubs.** A page whose set of links changes (a home page listing new articles, a sitemap whose
-URLs or lastmods move) is also worth visiting for what it reveals: its link changes get a rate
-of their own, and it is visited at least HUB_VISITS times per link change, and every HUB_POLL
-seconds where that costs at most HUB_MOST visits per change (capped by the minimum interval
-and by HUB_SHARE of its host's capacity): a new link is found within a fraction of the time
-between two of them, and within seconds on a hub that changes every few minutes (a quiet
-spell of a news site's home page, which lowers its rate, does not leave the next article
-waiting a minute). In its host's queue a hub goes as a new URL does (discovery), ahead of
-re-crawls. A host's hubs together take at most HUBS_SHARE of its capacity: on the real web
-many pages' links change at every visit (a "random posts" block, a token in a link), and each
-would otherwise claim HUB_SHARE and starve its host's re-crawls; past that share every hub of
-the host is visited less, in proportion.
+**Hubs.** A page whose links reveal new URLs (a home page listing new articles: a link to a
+page of its host the crawl has not seen; a sitemap whose URLs or lastmods move) is also worth
+visiting for what it reveals: those link changes get a rate of their own, and it is visited
+at least HUB_VISITS times per link change, and every HUB_POLL seconds where that costs at most
+HUB_MOST visits per change (capped by the minimum interval and by HUB_SHARE of its host's
+capacity): a new link is found within a fraction of the time between two of them, and within
+seconds on a hub that changes every few minutes (a quiet spell of a news site's home page,
+which lowers its rate, does not leave the next article waiting a minute). In its host's queue
+a hub goes as a new URL does (discovery), ahead of re-crawls. A host's hubs together take at
+most HUBS_SHARE of its capacity: on the real web some pages reveal a URL at every visit (a
+token in a link), and each would otherwise claim HUB_SHARE and starve its host's re-crawls;
+past that share every hub of the host is visited less, in proportion.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ class ChangeRecord(NamedTuple):
     censored: float = 0.0         # changes seen without their time
     censored_time: float = 0.0    # the seconds of the intervals those were seen in
     exposure: float = 0.0         # seconds known to pass without a change
-    link_changes: float = 0.0     # visits whose set of links differed from the previous one's
+    link_changes: float = 0.0     # visits whose links revealed a URL (stages/revisiting.py)
     link_time: float = 0.0        # the seconds of the intervals those were seen in
     link_exposure: float = 0.0    # seconds of intervals with the same links
     hub_rate: float = 0.0         # the visits a second its links claim (counted for its host)

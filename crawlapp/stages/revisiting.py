@@ -45,6 +45,7 @@ from crawlapp.core.recrawl import (
 )
 from crawlapp.core.robots import effective_delay
 from crawlapp.core.rows import Previous
+from crawlapp.core.urls import host_of, url_hash
 
 
 @dataclass
@@ -105,6 +106,10 @@ def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous]) -> Plan
             out.planned.append(Planned(page.url_hash, schedule.tier, schedule.next_at))
         return out
     plans, trusted = host_plans(ctx, {p.host for p in fetched}, out.settings)
+    digests = {page.url_hash: _links_digest(page, previous.get(page.url_hash))
+               for page in fetched}
+    revealing = _revealing(ctx, [page for page in fetched
+                                 if _moved(digests[page.url_hash], previous.get(page.url_hash))])
     for page in fetched:
         before = previous.get(page.url_hash)
         last = timestamp(before.last_fetched_at) if before and before.last_fetched_at else None
@@ -115,8 +120,42 @@ def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous]) -> Plan
             continue
         bounds = settings.recrawl_rule_set.bounds(page.url, page.host, default)
         _visit(out, page, before, last, plans[page.host], bounds,
-               page.host in trusted and before is not None and before.sitemap_lastmod is not None)
+               page.host in trusted and before is not None and before.sitemap_lastmod is not None,
+               digests[page.url_hash], page.url_hash in revealing)
     return out
+
+
+def _links_digest(page: Page, before: Previous | None) -> int | None:
+    """The digest of a page's links, with a sitemap's lastmods (a 304: its row's)."""
+    if page.not_modified:
+        return before.links_digest if before else None
+    return links_digest([link.url for link in page.links]
+                        + [f"{url} {at}" for url, at in (page.lastmods or {}).items()])
+
+
+def _moved(digest: int | None, before: Previous | None) -> bool:
+    """The links differ from those of the page's previous visit."""
+    return (before is not None and before.links_digest is not None and digest is not None
+            and digest != before.links_digest)
+
+
+def _revealing(ctx: Context, moved: list[Page]) -> set[str]:
+    """Of pages whose links `moved`, those that are worth visiting for them: a sitemap whose
+    URLs or lastmods moved, and a page with a link to its own host that the crawl has not seen
+    yet (the URL-seen filter says "definitely new", one round trip for the batch). A page whose
+    links change among pages already known (a "random posts" block) reveals nothing. Links to
+    other hosts are left out: one the scope refuses is never seen, and would look new at every
+    visit."""
+    revealing = {page.url_hash for page in moved if page.lastmods}
+    asked: list[tuple[str, bytes]] = []
+    for page in moved:
+        if not page.lastmods:
+            asked += [(page.url_hash, bytes.fromhex(url_hash(link.url))) for link in page.links
+                      if not link.nofollow and host_of(link.url) == page.host]
+    if asked:
+        seen = ctx.url_seen.check([item for _, item in asked])
+        revealing |= {page for (page, _), maybe in zip(asked, seen, strict=True) if not maybe}
+    return revealing
 
 
 def _changed(page: Page, before: Previous | None) -> bool:
@@ -125,19 +164,16 @@ def _changed(page: Page, before: Previous | None) -> bool:
 
 
 def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
-           host_plan: HostPlan, bounds: Bounds, in_trusted_sitemap: bool) -> None:
-    """One page's visit into its change record, its next visit and its host's sums."""
+           host_plan: HostPlan, bounds: Bounds, in_trusted_sitemap: bool, digest: int | None,
+           revealing: bool) -> None:
+    """One page's visit into its change record (a link change when it is `revealing`), its
+    next visit and its host's sums; `digest`: its links' (`_links_digest`)."""
     record = ChangeRecord.unpack(before.changes if before else None)
-    digest = (before.links_digest if before else None) if page.not_modified else (
-        links_digest([link.url for link in page.links]
-                     + [f"{url} {at}" for url, at in (page.lastmods or {}).items()]))
     changed = _changed(page, before)
     if last is not None:
         out.counts["recrawl:changed" if changed else "recrawl:unchanged"] += 1
-    links_changed = (before is not None and before.links_digest is not None
-                     and digest is not None and digest != before.links_digest)
     record = observe(record, Visit(page.fetched_at, last, changed,
-                                   http_time(page.last_modified), links_changed))
+                                   http_time(page.last_modified), revealing))
     kind = kind_of(page.url)
     best = best_interval(record, host_plan, bounds, page.depth, kind, in_trusted_sitemap)
     claim = min(host_plan.hub_claim(best.link_rate), 1.0 / bounds.low)

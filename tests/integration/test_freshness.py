@@ -186,10 +186,11 @@ def test_a_sitemap_lastmod_past_the_copy_makes_the_page_due_and_lies_end_the_tru
     assert trust[:2] == (3, 3) and not trust.trusted
 
 
-def test_pages_whose_links_rotate_get_a_quarter_of_their_host_together(ctx: Context) -> None:
-    """Thirty pages whose links differ at every visit (a "random posts" block), each of which
-    alone would be visited every tenth of its host's capacity, are planned a quarter of it
-    together, in proportion."""
+def test_pages_revealing_new_urls_at_every_visit_get_a_quarter_of_their_host_together(
+        ctx: Context) -> None:
+    """Thirty pages each linking to a URL never seen before at every visit (a token in a
+    link), each of which alone would be visited every tenth of its host's capacity, are planned
+    a quarter of it together, in proportion."""
     rotating = [f"http://{HOST}/r{i}" for i in range(30)]
     with ctx.sessions.begin() as session:
         repository.add_urls(session, [UrlRow(url_hash(u), u, HOST, 1, "queued",
@@ -198,7 +199,7 @@ def test_pages_whose_links_rotate_get_a_quarter_of_their_host_together(ctx: Cont
         batch = []
         for i, url in enumerate(rotating):
             out = page(url, T + 30 * visit, 0)
-            out.links = [Link(f"http://{HOST}/post{(visit * 7 + i) % 40}")]
+            out.links = [Link(f"http://{HOST}/post?token={visit}-{i}")]
             batch.append(out)
         store(ctx, batch)
     plan = revisiting.host_plans(ctx, {HOST}, {})[0][HOST]
@@ -210,6 +211,34 @@ def test_pages_whose_links_rotate_get_a_quarter_of_their_host_together(ctx: Cont
     assert visits == pytest.approx(HUBS_SHARE * plan.capacity, rel=0.1)
     assert all(hub_driven(plan.hub_visits(record.link_rate(1 / 120)), nxt - last)
                for record, last, nxt in records)
+
+
+def test_a_page_is_a_hub_for_the_urls_it_reveals_not_for_links_that_move(
+        ctx: Context) -> None:
+    """Links that change among pages the crawl knows (a "random posts" block), or to other
+    hosts only, make no hub; a link to a page of its host never seen does, and a sitemap whose
+    lastmods move does (it tells of changes)."""
+    known = [f"http://{HOST}/post{i}" for i in range(10)]
+    ctx.url_seen.add([bytes.fromhex(url_hash(url)) for url in known])
+    pages = {"rotating": URLS[0], "elsewhere": URLS[1], "news": URLS[2],
+             "sitemap": f"http://{HOST}/sitemap.xml"}
+    with ctx.sessions.begin() as session:
+        repository.add_urls(session, [UrlRow(url_hash(pages["sitemap"]), pages["sitemap"], HOST,
+                                             1, "queued", datetime.now(UTC))])
+    for visit in range(4):
+        at = T + 30 * visit
+        rotating, elsewhere, news = (page(pages[name], at, visit)
+                                     for name in ("rotating", "elsewhere", "news"))
+        rotating.links = [Link(known[(visit + k) % 10]) for k in range(3)]
+        elsewhere.links = [Link(f"http://other.test/a{visit}"), Link(known[0])]
+        news.links = [Link(f"http://{HOST}/a{visit}"), Link(f"http://{HOST}/a{visit + 1}",
+                                                             nofollow=True)]
+        store(ctx, [rotating, elsewhere, news, sitemap(at, {url: T + visit for url in known})])
+    records = {name: row(ctx, url)[0] for name, url in pages.items()}
+    assert records["rotating"].link_changes == records["elsewhere"].link_changes == 0
+    assert records["rotating"].hub_rate == records["elsewhere"].hub_rate == 0
+    assert records["news"].link_changes > 2 and records["news"].hub_rate > 0
+    assert records["sitemap"].link_changes > 2 and records["sitemap"].hub_rate > 0
 
 
 def test_a_hub_is_planned_on_time_and_a_page_early(ctx: Context) -> None:
