@@ -1,8 +1,11 @@
 """Celery configuration: queues, routes and the beat schedule. Values come from crawlapp settings."""
 
+import math
+
 from kombu import Exchange, Queue
 
 from crawlapp.core.queues import Queues
+from crawlapp.core.retry import SERVERS, Server
 from crawlapp.core.settings import get_settings
 
 _settings = get_settings()
@@ -24,6 +27,14 @@ broker_transport_options = {"visibility_timeout": 600}
 if broker_url.startswith("redis://"):
     # kombu's Redis transport with one client per channel (crawlapp/adapters/kombu_redis.py).
     broker_transport = "crawlapp.adapters.kombu_redis:Transport"
+
+# A message the broker refuses is sent again for CRAWL_REDIS_RIDE_OUT (Celery's default gives
+# up within a second): a stage done during a broker outage of a few seconds would otherwise
+# drop its batch's next stage, and the batch would wait out its leases to be fetched again.
+_NEXT = SERVERS[Server.NEXT_STAGE]
+task_publish_retry_policy = {
+    "max_retries": 1 + math.ceil(_settings.redis_ride_out / _NEXT.cap),
+    "interval_start": _NEXT.first, "interval_step": _NEXT.first, "interval_max": _NEXT.cap}
 
 task_serializer = "msgpack"
 accept_content = ["msgpack", "json"]

@@ -207,6 +207,7 @@ class Server(StrEnum):
 
     STAGE = "stage task"           # a stage's Celery task (app/stages.py)
     RIDE_OUT = "Redis ride-out"    # Context.steady (adapters/redis/client.ride_out)
+    NEXT_STAGE = "next stage's task"  # Celery's publish of a chain's next task (app/config.py)
     CLUSTER = "Redis Cluster command"  # redis-py's Retry on one command (client.connect)
     BLOB_STORE = "blob store"      # boto3 on S3 (adapters/blobstore.py)
     DISPATCHER = "dispatcher"      # its loop (ops/dispatcher.py)
@@ -241,6 +242,11 @@ SERVERS: dict[Server, ServerRule] = {
     Server.RIDE_OUT: ServerRule("Redis failing as through a failover or a restart (what work "
                                 "done rests on: leases, releases, retry counts...)",
                                 0.1, 0.5, True, None, "CRAWL_REDIS_RIDE_OUT"),
+    # A stage done while the broker is away hands its batch on once it is back: given up, the
+    # batch would wait out its leases (CRAWL_LEASE_SECONDS) and be fetched again.
+    Server.NEXT_STAGE: ServerRule("the broker not taking the message of a batch's next stage "
+                                  "(Celery's publish of a chain's callback)", 0.5, 1.0, False,
+                                  None, "CRAWL_REDIS_RIDE_OUT"),
     Server.CLUSTER: ServerRule("a node not answering, slots moving (redis-py 8.1 takes the "
                                "count, not yet the waits: it tries again at once)",
                                0.1, 1.0, False, 10),
