@@ -62,9 +62,30 @@ def _in_msgpack(function: Callable[..., Any]) -> Callable[..., Any]:
     return copy
 
 
+# Delivery tags of messages taken and not acknowledged by a channel closed while the broker
+# was away (this process's): restored by the next channel of the process that reaches it.
+_stranded: list[str] = []
+
+
 class QoS(kombu_redis.QoS):  # type: ignore[misc]
     append = _in_msgpack(kombu_redis.QoS.append)
     restore_by_tag = _in_msgpack(kombu_redis.QoS.restore_by_tag)
+
+    def restore_unacked(self, client: Any = None) -> None:
+        """kombu's: a closed channel's messages taken and not acknowledged go back to their
+        queues. With the broker away they would wait out the visibility timeout (600 s),
+        long after their batch was taken for lost, and then be delivered stale (Celery drops
+        what it took and had not started yet when its connection went); they are left to the
+        process's next channel instead (`Channel.__init__`), once it reaches the broker. A
+        message still running comes back too, as kombu's restore does: a fetch taken up is
+        dropped, a stage runs again."""
+        try:
+            super().restore_unacked(client)
+        except redis.exceptions.ConnectionError:
+            delivered: Any = self._delivered  # kombu's: tag -> message
+            _stranded.extend(str(tag) for tag in delivered)
+            delivered.clear()
+            raise
 
 
 class Channel(kombu_redis.Channel):  # type: ignore[misc]
@@ -79,6 +100,16 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
     _restore = _in_msgpack(kombu_redis.Channel._restore)
     _do_restore_message = _in_msgpack(kombu_redis.Channel._do_restore_message)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # kombu's pings the broker: it answers
+        while _stranded:
+            tag = _stranded.pop()
+            try:
+                self.qos.restore_by_tag(tag, leftmost=True)
+            except redis.exceptions.ConnectionError:
+                _stranded.append(tag)
+                raise
+
     @contextmanager
     def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
         if client:
@@ -89,8 +120,8 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
             # broker, collects the connection (which detaches its transport) and then closes
             # it, whose channel then restores its unacknowledged messages with no address to
             # reach. kombu's own transport fails there with an AttributeError, which ends the
-            # worker; a connection error lets the consumer connect again, and the messages
-            # come back with the visibility timeout (their copies are kept in Redis).
+            # worker; a connection error lets the consumer connect again, and the process's
+            # next channel restores the messages (QoS.restore_unacked).
             raise redis.exceptions.ConnectionError("the broker connection is closed")
         pool = self.pool  # a new one after the channel was closed: a new client for it
         if self._shared_pool is not pool:
