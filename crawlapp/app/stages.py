@@ -198,15 +198,18 @@ def _retry_with(exc: TransientError, **kwargs: Any) -> Retry:
 @app.task(name="crawl.extract_links", **RETRY)
 @transient_errors()
 @timed("extract_links")
-def extract_links(pages: Wire, batch_id: str, carried: Wire | None = None) -> int:
-    """`carried`: the URLs an earlier try left unqueued (crawlapp.stages.admission.admit)."""
+def extract_links(pages: Wire, batch_id: str, carried: Wire | None = None,
+                  carried_since: float | None = None) -> int:
+    """`carried`: the URLs an earlier try, begun at `carried_since`, left unqueued
+    (crawlapp.stages.admission.admit)."""
     from crawlapp.stages.linking import extract_links as extract_links_stage  # see STAGE_MODULES
     ctx = _started(batch_id)
     try:
         done = extract_links_stage(ctx, _pages(pages),
-                                   [QueuedURL.from_wire(q) for q in carried or ()])
+                                   [QueuedURL.from_wire(q) for q in carried or ()], carried_since)
     except NotQueued as exc:
-        raise _retry_with(exc, carried=[q.to_wire() for q in exc.urls]) from exc
+        raise _retry_with(exc, carried=[q.to_wire() for q in exc.urls],
+                          carried_since=exc.since) from exc
     ctx.counters.bump({"urls:known": done.known, "pages:blocked": done.robots_blocked,
                        "recrawl:sitemap_due": done.sitemap_due},
                   refused=done.refused)

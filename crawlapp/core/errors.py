@@ -75,9 +75,10 @@ class TransientError(CrawlError):
 
 class NotQueued(TransientError):
     """URLs whose rows were committed, or perhaps were (the commit's answer was lost), but
-    that the frontier did not get: the server's failure, and the URLs to queue on the try
-    again (crawlapp.stages.admission.admit)."""
+    that the frontier did not get: the server's failure, the URLs to queue on the try
+    again and `since`, when the try that failed began (crawlapp.stages.admission.admit)."""
 
-    def __init__(self, error: TransientError, urls: Sequence[QueuedURL]) -> None:
+    def __init__(self, error: TransientError, urls: Sequence[QueuedURL], since: float) -> None:
         super().__init__(error.service, error.detail)
         self.urls = list(urls)
+        self.since = since

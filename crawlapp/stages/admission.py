@@ -167,7 +167,7 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime,
 def admit(ctx: Context, rows: Rows, edges: list[LinkEdge] | None = None,
           host_links: set[tuple[str, str]] | None = None,
           authority: Mapping[str, float] | None = None,
-          carried: Sequence[QueuedURL] = ()) -> set[str]:
+          carried: Sequence[QueuedURL] = (), carried_since: float | None = None) -> set[str]:
     """Record the rows, edges and host graph edges (`host_links`: source host, target
     host) and queue what is new; returns the url_hash of the rows that are new (a known
     URL's next waves add none). `authority`: the hosts' scores the caller has read already
@@ -176,9 +176,13 @@ def admit(ctx: Context, rows: Rows, edges: list[LinkEdge] | None = None,
     The frontier gets the URLs once the rows are committed: a URL fetched before its row
     exists would have no row to record its fetch on. A server failing at the commit or at
     the frontier raises NotQueued with those URLs: the caller tries again with them as
-    `carried`, queued again if their rows are still 'queued' (a commit whose answer was
-    lost went through, and its rows are known by then: nothing else would queue them).
+    `carried` (and the failed try's start as `carried_since`), queued again if their rows
+    are still 'queued' (a commit whose answer was lost went through, and its rows are known
+    by then: nothing else would queue them). A row found after the failed try began is not
+    one it wrote: that try's commit did not go through, and the batch that found the URL
+    since has queued it (it may be fetched already, its row still 'queued' until stored).
     """
+    started = time.time()
     now = datetime.now(UTC)
     added: set[str] = set()
     queue: list[QueuedURL] = []
@@ -195,14 +199,15 @@ def admit(ctx: Context, rows: Rows, edges: list[LinkEdge] | None = None,
             insert = False
         if carried:
             waiting = repository.priorities_with_status(
-                session, [url_hash(item.url) for item in carried], Status.QUEUED)
+                session, [url_hash(item.url) for item in carried], Status.QUEUED,
+                None if carried_since is None else datetime.fromtimestamp(carried_since, UTC))
             queue += [item for item in carried if url_hash(item.url) in waiting]
         try:
             with transient_errors():
                 session.commit()
                 ctx.frontier.add(queue, time.time())
         except TransientError as exc:
-            raise NotQueued(exc, queue) from exc
+            raise NotQueued(exc, queue, started) from exc
     return added
 
 

@@ -126,9 +126,10 @@ class Extracted(NamedTuple):
     sitemap_due: int = 0  # known pages a sitemap's lastmod made due
 
 
-def extract_links(ctx: Context, pages: list[Page], carried: Sequence[QueuedURL] = ()
-                  ) -> Extracted:
-    """Admit the pages' links; `carried`: what an earlier try left unqueued (see admit)."""
+def extract_links(ctx: Context, pages: list[Page], carried: Sequence[QueuedURL] = (),
+                  carried_since: float | None = None) -> Extracted:
+    """Admit the pages' links; `carried`: what an earlier try, begun at `carried_since`, left
+    unqueued (see admit)."""
     settings = ctx.settings
     _at_known_depths(ctx, pages)
     hosts = {host_of(link.url) for page in pages for link in page.links}
@@ -142,7 +143,8 @@ def extract_links(ctx: Context, pages: list[Page], carried: Sequence[QueuedURL] 
                                       settings.traps, denied_reply(replies), scope)
     rows = _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
-    added = admit(ctx, rows, edges, host_links(pages, rows, edges), authority(replies), carried)
+    added = admit(ctx, rows, edges, host_links(pages, rows, edges), authority(replies), carried,
+                  carried_since)
     blocked = sum(1 for h in added if rows[h].status == Status.BLOCKED)
     due = sitemapping.freshen(ctx, pages)
     return Extracted(len(added), max(0, len(rows) - len(added)), refused, blocked, due)

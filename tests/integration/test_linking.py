@@ -260,6 +260,27 @@ def test_a_frontier_failing_after_the_commit_hands_its_urls_to_the_next_try(
     assert queued_members(ctx) == ["1\thttp://b.com/"]
 
 
+def test_a_url_another_batch_found_after_a_failed_commit_is_not_queued_again(
+        tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commit did not go through; before the next try another batch finds one of the
+    URLs, queues it, and it is leased (its row 'queued' until its page is stored): the next
+    try queues it no more, which would fetch it twice."""
+    ctx = make_ctx(tmp_path, redis_url)
+    _lost_commit(monkeypatch, went_through=False)
+    with pytest.raises(NotQueued) as failed:
+        extract(ctx, [HOME])
+    other = page("http://a.com/2", 0, ["http://a.com/1"])
+    rows, edges, _ = plan_links([other], ctx.settings.max_depth, datetime.now(UTC),
+                                ctx.settings.traps)
+    admit(ctx, rows, edges)
+    leases, _ = ctx.frontier.dispatch(range(2), time.time() + 60, max_hosts=10,
+                                      lease_seconds=60, max_leased=10)
+    assert [lease.url for shard in leases.values() for lease in shard] == ["http://a.com/1"]
+    rows, edges, _ = plan_links([HOME], ctx.settings.max_depth, NOW, ctx.settings.traps)
+    admit(ctx, rows, edges, carried=failed.value.urls, carried_since=failed.value.since)
+    assert queued_members(ctx) == ["1\thttp://b.com/"]
+
+
 def test_the_links_task_tries_again_with_the_urls_it_left_unqueued(
         tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from crawlapp.app import stages

@@ -124,14 +124,18 @@ def link_targets(session: Session, sources: Sequence[str]) -> list[tuple[str, st
     return out
 
 
-def priorities_with_status(session: Session, hashes: Sequence[str], status: str
-                           ) -> dict[str, tuple[float, int]]:
-    """The priority and hops of each of these URLs whose row has `status`."""
+def priorities_with_status(session: Session, hashes: Sequence[str], status: str,
+                           found_by: datetime | None = None) -> dict[str, tuple[float, int]]:
+    """The priority and hops of each of these URLs whose row has `status` (and was
+    discovered by `found_by`, if given)."""
     found: dict[str, tuple[float, int]] = {}
     for chunk in chunks(hashes):
-        found.update((h, (priority or 0.0, hops or 0)) for h, priority, hops in session.execute(
-            of_hashes(session, select(Url.url_hash, Url.priority, Url.hops), chunk)
-            .where(Url.status == status)))
+        query = of_hashes(session, select(Url.url_hash, Url.priority, Url.hops), chunk).where(
+            Url.status == status)
+        if found_by is not None:
+            query = query.where(Url.discovered_at <= found_by)
+        found.update((h, (priority or 0.0, hops or 0))
+                     for h, priority, hops in session.execute(query))
     return found
 
 
