@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from celery.beat import PersistentScheduler
 
 from crawlapp.adapters.context import get_context
-from crawlapp.adapters.errors import Outage
+from crawlapp.adapters.errors import Outage, server_error
 from crawlapp.app import app, preload
 from crawlapp.app.chain import send_batch
 from crawlapp.app.config import DISPATCH_ENTRY
@@ -26,6 +28,29 @@ RETRY_SECONDS = SERVERS[Server.BEAT].cap  # BeatThread's wait after a tick that 
 log = logging.getLogger(__name__)
 
 
+def periodic(doing: str) -> Callable[[Callable[[], int]], Callable[[], int]]:
+    """A periodic task that a server's outage skips (0 done: the next tick tries again), told
+    once by each worker process as it begins, every minute, and as it ends (Outage), not
+    with a traceback a tick; any other failure is raised as it is."""
+
+    def wrap(task: Callable[[], int]) -> Callable[[], int]:
+        outage = Outage(log, doing, "skipped until its next tick")
+
+        @functools.wraps(task)
+        def run() -> int:
+            try:
+                done = task()
+            except Exception as exc:
+                if server_error(exc) is None:
+                    raise
+                outage.failed(exc)
+                return 0
+            outage.ended()
+            return done
+        return run
+    return wrap
+
+
 @app.task(name="crawl.dispatch")
 def dispatch() -> int:
     """Safety net for the dispatcher process: lease ready hosts and send their batches."""
@@ -35,6 +60,7 @@ def dispatch() -> int:
 
 
 @app.task(name="crawl.recrawl")
+@periodic("queueing due re-crawls")
 def recrawl() -> int:
     """Queue the pages whose next crawl time has come (claimed atomically, crash-safe)."""
     from crawlapp.stages.recrawling import drain  # imported here: see CONTROL_MODULES
@@ -42,6 +68,7 @@ def recrawl() -> int:
 
 
 @app.task(name="crawl.authority")
+@periodic("scoring host authority")
 def host_authority() -> int:
     """Score the hosts of the host graph again (PageRank); returns how many were scored."""
     from crawlapp.ops import authority  # imported here: see CONTROL_MODULES
@@ -57,6 +84,7 @@ def fetch_partitions() -> list[str]:
 
 
 @app.task(name="crawl.host_counts")
+@periodic("folding host counts")
 def fold_host_counts() -> int:
     """Fold the per-statement deltas of the host counters into their totals (Postgres)."""
     from crawlapp.adapters.db import repository  # imported here: see CONTROL_MODULES

@@ -173,3 +173,32 @@ def test_an_outage_that_lasts_is_told_again_every_minute_and_a_bug_with_its_trac
         "reading the frontier works again, after 150.0 s and 150 failed tries",
         "reading the frontier failed; asking again"]
     assert caplog.records[4].levelno == logging.ERROR and caplog.records[4].exc_info
+
+
+def test_a_periodic_task_skips_its_ticks_through_an_outage_and_says_so_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """beat's periodic tasks (the re-crawl drain every second or two): a server away skips a
+    tick (0 done) with one line when it begins and one when it ends, not a traceback a tick;
+    any other failure is raised as it is."""
+    from crawlapp.app.beat import periodic
+    answers: list[Exception | int] = [
+        sqlalchemy.exc.OperationalError("SELECT 1", {}, Exception("connection refused"))] * 5
+    answers += [3, ValueError("a bug")]
+
+    @periodic("queueing due re-crawls")
+    def drain() -> int:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    caplog.set_level(logging.WARNING, "crawlapp.app.beat")
+    assert [drain() for _ in range(6)] == [0, 0, 0, 0, 0, 3]
+    with pytest.raises(ValueError, match="a bug"):
+        drain()
+    messages = [r.getMessage() for r in caplog.records if r.name == "crawlapp.app.beat"]
+    assert len(messages) == 2, messages
+    assert messages[0].startswith("queueing due re-crawls failed (the database is unavailable:")
+    assert messages[0].endswith("skipped until its next tick")
+    assert messages[1].startswith("queueing due re-crawls works again, after ")
+    assert messages[1].endswith(" and 5 failed tries")
