@@ -180,7 +180,7 @@ def store(pages: Wire, batch_id: str) -> Wire:
     ctx = _started(batch_id)
     batch = _pages(pages)
     counts = store_counts(batch)  # before the bodies leave the batch, added once stored
-    stored = store_pages(ctx, batch)
+    stored = store_pages(ctx, batch, batch_id)
     ctx.counters.bump(counts)
     return _wire(stored)
 
@@ -206,7 +206,8 @@ def extract_links(pages: Wire, batch_id: str, carried: Wire | None = None,
     ctx = _started(batch_id)
     try:
         done = extract_links_stage(ctx, _pages(pages),
-                                   [QueuedURL.from_wire(q) for q in carried or ()], carried_since)
+                                   [QueuedURL.from_wire(q) for q in carried or ()], carried_since,
+                                   batch_id)
     except NotQueued as exc:
         raise _retry_with(exc, carried=[q.to_wire() for q in exc.urls],
                           carried_since=exc.since) from exc

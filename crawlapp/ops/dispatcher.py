@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import repository
+from crawlapp.adapters.db import links_unread, repository
 from crawlapp.adapters.errors import Outage
 from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.core.errors import FrontierLayoutError
@@ -17,7 +17,7 @@ from crawlapp.core.records import Lease, QueuedURL, Release, Status
 from crawlapp.core.retry import SERVERS, Server
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import ensure_frontier
-from crawlapp.stages.admission import requeue
+from crawlapp.stages.admission import requeue, send_back
 
 log = logging.getLogger(__name__)
 SendBatch = Callable[[int, str, list[Lease]], None]
@@ -91,20 +91,24 @@ def _give_back(ctx: Context, batch: list[Lease]) -> None:
 
 def recover_lost_batches(ctx: Context, now: float) -> int:
     """Queue again the URLs of batches lost with a worker that are still 'queued' in the
-    database (not stored yet), then forget those batches. Returns how many URLs."""
+    database (not stored yet), and the pages of those lost after their store whose links
+    were not admitted (fetched again: links_unread), then forget those batches. Returns how
+    many URLs."""
     lost = ctx.batches.expired(now)
     if not lost:
         return 0
     pairs = {url: depth for batch in lost.values() for url, depth in batch}
-    with ctx.sessions() as session:
+    with ctx.sessions.begin() as session:
         waiting = repository.priorities_with_status(session, [url_hash(u) for u in pairs],
                                                     Status.QUEUED)
+        unread = links_unread.refetch(session, list(lost))
     found = {u: waiting[h] for u in pairs if (h := url_hash(u)) in waiting}
     requeue(ctx, [QueuedURL(u, pairs[u], priority, hops=hops)
                   for u, (priority, hops) in found.items()], now)
+    send_back(ctx, unread)
     for batch_id in lost:
         ctx.batches.finish(batch_id)
-    return len(waiting)
+    return len(waiting) + len(unread)
 
 
 def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:

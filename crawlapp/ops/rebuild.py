@@ -3,7 +3,9 @@
 What comes back from where, each through the owner of its structure (adapters/redis):
 - frontier: every URL row whose status is 'queued' (URLs in flight when Redis was lost are
   still 'queued' in the database, since a row changes only once its page is stored), with
-  the conditional-GET validators of the re-crawls among them;
+  the conditional-GET validators of the re-crawls among them, and the pages of stored batches
+  whose links had not been admitted (links_unread: their messages were lost with the
+  broker's queues when it lives on this Redis), fetched again in full;
 - the Bloom filter of seen URLs: every URL row;
 - per-host URL counts (the pages-per-host budget): the host counters (host_counts);
 - the dedup index: the content hash and SimHash fingerprint of every stored original;
@@ -16,7 +18,8 @@ What comes back from where, each through the owner of its structure (adapters/re
 Nothing else has a record in the database: redirect hops, fetch retries, trap pattern
 budgets, counters, worker reports and the last verify report start again empty.
 Running it on a frontier that still holds its data queues nothing twice, except that a URL
-being fetched at that moment may be fetched once more.
+being fetched at that moment, or a page whose links are on their way, may be fetched once
+more.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import maintenance, repository, schedule
+from crawlapp.adapters.db import links_unread, maintenance, repository, schedule
 from crawlapp.adapters.db.batching import chunks
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.errors import FrontierLayoutError
@@ -67,6 +70,16 @@ def _hold_hosts(ctx: Context) -> None:
         hosts = list(repository.host_status_counts(session))
     for chunk in chunks(hosts, CHUNK):
         ctx.frontier.hold(chunk, until)
+
+
+def _links_unread(ctx: Context) -> int:
+    """Mark queued the pages of stored batches whose links never reached the links stage
+    (its messages went with the broker's Redis), to be fetched again in full; out of the
+    re-crawl sets, which may have kept them."""
+    with ctx.sessions.begin() as session:
+        pages = links_unread.refetch(session)
+    ctx.recrawls.forget(list(pages))
+    return len(pages)
 
 
 def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
@@ -209,8 +222,8 @@ def rebuild(ctx: Context, progress: Callable[[int], None] = lambda n: None, *,
     if hot:
         _hold_hosts(ctx)
         restored |= {"denylist": _denylist(ctx), "scope_rules": _scope_rules(ctx),
-                     "urls_queued": _requeue(ctx, progress), "hosts_counted": _host_counts(ctx),
-                     "hosts_planned": _change_rates(ctx)}
+                     "links_unread": _links_unread(ctx), "urls_queued": _requeue(ctx, progress),
+                     "hosts_counted": _host_counts(ctx), "hosts_planned": _change_rates(ctx)}
     if dedup:
         restored["urls_seen"] = _url_seen(ctx)
         restored["content_claims"], restored["fingerprints"] = _dedup_index(ctx)

@@ -17,8 +17,7 @@ from crawlapp.core.simhash import from_signed
 from crawlapp.core.urls import host_of, url_hash
 from crawlapp.ops.rebuild import restore_recrawls
 from crawlapp.stages import dedup
-from crawlapp.stages.admission import requeue
-from crawlapp.stages.storing import send_back
+from crawlapp.stages.admission import requeue, send_back
 
 DENIED_PREFIX = "denylist"  # last_error of rows blocked by the denylist: "denylist: <pattern>"
 

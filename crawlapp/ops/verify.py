@@ -22,7 +22,8 @@ from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import dedup_rows
 from crawlapp.core.records import Status
 from crawlapp.core.rows import PageRow
-from crawlapp.stages import dedup, storing
+from crawlapp.stages import dedup
+from crawlapp.stages.admission import send_back
 
 PROBLEMS = ("missing_body", "broken_chain", "stale_claim", "stale_band")
 CHUNK = 1000  # rows checked (their bodies looked up in one batch), claims and bands read, at a time
@@ -152,7 +153,7 @@ def _repair_rows(ctx: Context, bad: list[PageRow], report: Report) -> None:
         left = dedup.adopt(ctx, session, [r.url_hash for r in originals])
         queued = dedup_rows.mark_refetch(session, [r.url_hash for r in bad] + left,
                                          "requeued by verify: body missing or original gone")
-    storing.send_back(ctx, queued)
+    send_back(ctx, queued)
     report.fixed("pages_requeued", len(queued))
 
 

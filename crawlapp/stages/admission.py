@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import repository
+from crawlapp.adapters.db import links_unread, repository
 from crawlapp.adapters.db.repository import Session
 from crawlapp.adapters.errors import transient_errors
 from crawlapp.core.errors import NotQueued, TransientError
@@ -167,11 +167,13 @@ def _settle(ctx: Context, session: Session, rows: Rows, now: datetime,
 def admit(ctx: Context, rows: Rows, edges: list[LinkEdge] | None = None,
           host_links: set[tuple[str, str]] | None = None,
           authority: Mapping[str, float] | None = None,
-          carried: Sequence[QueuedURL] = (), carried_since: float | None = None) -> set[str]:
+          carried: Sequence[QueuedURL] = (), carried_since: float | None = None,
+          batch_id: str | None = None) -> set[str]:
     """Record the rows, edges and host graph edges (`host_links`: source host, target
     host) and queue what is new; returns the url_hash of the rows that are new (a known
     URL's next waves add none). `authority`: the hosts' scores the caller has read already
-    (the others are read here).
+    (the others are read here). `batch_id`: the stored batch whose links these are, its
+    note in links_unread dropped with the commit.
 
     The frontier gets the URLs once the rows are committed: a URL fetched before its row
     exists would have no row to record its fetch on. A server failing at the commit or at
@@ -202,6 +204,8 @@ def admit(ctx: Context, rows: Rows, edges: list[LinkEdge] | None = None,
                 session, [url_hash(item.url) for item in carried], Status.QUEUED,
                 None if carried_since is None else datetime.fromtimestamp(carried_since, UTC))
             queue += [item for item in carried if url_hash(item.url) in waiting]
+        if batch_id is not None:
+            links_unread.read(session, batch_id)
         try:
             with transient_errors():
                 session.commit()
@@ -216,3 +220,13 @@ def requeue(ctx: Context, rows: Iterable[Known], not_before: float | None = None
     from `not_before` (now by default). Returns how many URLs the frontier took."""
     return ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority, hops=r.hops) for r in rows],
                             time.time() if not_before is None else not_before)
+
+
+def send_back(ctx: Context, queued: dict[str, QueuedURL]) -> None:
+    """Put pages marked queued back in the frontier, out of the re-crawl sets, without the
+    validators of a conditional GET."""
+    if not queued:
+        return
+    ctx.recrawls.forget(list(queued))
+    ctx.validators.forget([q.url for q in queued.values()])
+    requeue(ctx, queued.values())

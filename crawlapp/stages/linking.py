@@ -127,9 +127,10 @@ class Extracted(NamedTuple):
 
 
 def extract_links(ctx: Context, pages: list[Page], carried: Sequence[QueuedURL] = (),
-                  carried_since: float | None = None) -> Extracted:
-    """Admit the pages' links; `carried`: what an earlier try, begun at `carried_since`, left
-    unqueued (see admit)."""
+                  carried_since: float | None = None, batch_id: str | None = None
+                  ) -> Extracted:
+    """Admit the pages' links (of stored batch `batch_id`, see admit); `carried`: what an
+    earlier try, begun at `carried_since`, left unqueued (see admit)."""
     settings = ctx.settings
     _at_known_depths(ctx, pages)
     hosts = {host_of(link.url) for page in pages for link in page.links}
@@ -144,7 +145,7 @@ def extract_links(ctx: Context, pages: list[Page], carried: Sequence[QueuedURL] 
     rows = _blocked_by_robots(ctx, rows)
     _record_hops(ctx, pages)
     added = admit(ctx, rows, edges, host_links(pages, rows, edges), authority(replies), carried,
-                  carried_since)
+                  carried_since, batch_id)
     blocked = sum(1 for h in added if rows[h].status == Status.BLOCKED)
     due = sitemapping.freshen(ctx, pages)
     return Extracted(len(added), max(0, len(rows) - len(added)), refused, blocked, due)

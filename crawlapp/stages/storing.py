@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 
 from crawlapp.adapters.blobstore import body_key
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.db import dedup_rows, repository
+from crawlapp.adapters.db import dedup_rows, links_unread, repository
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.core.bodies import keep, take, warc_body
-from crawlapp.core.records import Page, QueuedURL, Status
+from crawlapp.core.records import Page, Status
 from crawlapp.core.rows import FetchOutcome, HistoryRow, Previous
 from crawlapp.core.simhash import to_signed
 from crawlapp.stages import dedup, revisiting
-from crawlapp.stages.admission import requeue
+from crawlapp.stages.admission import send_back
 
 
 def _outcome(page: Page, next_crawl_at: float | None,
@@ -86,9 +86,10 @@ def _history_row(page: Page) -> HistoryRow | None:
         cipher_suite=page.cipher_suite)
 
 
-def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
+def store_pages(ctx: Context, pages: list[Page], batch_id: str | None = None) -> list[Page]:
     """Write the bodies the batch names (missing ones only), then commit every page's row,
-    robots.txt answer and fetch history row in one transaction, then schedule the next fetch
+    robots.txt answer and fetch history row in one transaction (and, for batch `batch_id`,
+    its pages with links to admit: links_unread), then schedule the next fetch
     of each page (its row's next_crawl_at; Redis too when it falls within the loaded window);
     bodies leave the batch. Pages taken down meanwhile are
     not written. Pages that stop being stored originals give up their content claims, and
@@ -130,19 +131,12 @@ def store_pages(ctx: Context, pages: list[Page]) -> list[Page]:
             if (entry := _history_row(page)) is not None])
         queued = dedup_rows.mark_refetch(session, refetch + dedup.adopt(ctx, session, orphaned),
                                          "requeued: its original is no longer stored")
+        if batch_id is not None:
+            links_unread.note(session, batch_id, [p.url_hash for p in kept if p.links],
+                              datetime.now(UTC))
     ctx.recrawls.schedule(plan.planned)  # after the commit: see recrawl_sets.py
     plan.commit(ctx)
     send_back(ctx, queued)
     for page in pages:  # in the fetch history now; the links stage does not read them
         page.request_headers = page.response_headers = ""
     return pages
-
-
-def send_back(ctx: Context, queued: dict[str, QueuedURL]) -> None:
-    """Put pages marked queued back in the frontier, out of the re-crawl sets, without the
-    validators of a conditional GET."""
-    if not queued:
-        return
-    ctx.recrawls.forget(list(queued))
-    ctx.validators.forget([q.url for q in queued.values()])
-    requeue(ctx, queued.values())

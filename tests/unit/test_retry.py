@@ -116,6 +116,7 @@ def test_the_servers_are_tried_again_as_their_callers_do() -> None:
     assert rows == {
         Server.STAGE: (2.0, 10.0, True, 60, ""),
         Server.RIDE_OUT: (0.1, 0.5, True, None, "CRAWL_REDIS_RIDE_OUT"),
+        Server.NEXT_STAGE: (0.5, 1.0, False, None, "CRAWL_REDIS_RIDE_OUT"),
         Server.CLUSTER: (0.1, 1.0, False, 10, ""),
         Server.BLOB_STORE: (0.05, 20.0, True, 5, ""),
         Server.DISPATCHER: (0.1, 1.0, False, None, ""),
@@ -127,6 +128,9 @@ def test_the_servers_are_tried_again_as_their_callers_do() -> None:
     assert RETRY_SECONDS == 5.0
     assert {k: v for k, v in stages.RETRY.items() if k != "autoretry_for"} == {
         "retry_backoff": 2, "retry_backoff_max": 10, "retry_jitter": True, "max_retries": 60}
+    # A chain's next task through a broker outage: waits of 0.5 s, then 1 s, for the ride-out.
+    assert stages.app.conf.task_publish_retry_policy == {
+        "max_retries": 1 + 30, "interval_start": 0.5, "interval_step": 0.5, "interval_max": 1.0}
 
 
 def test_the_blob_store_asks_boto3_for_five_tries_again(tmp_path: Path) -> None:

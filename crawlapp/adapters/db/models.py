@@ -162,6 +162,19 @@ class Deny(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class LinksUnread(Base):
+    """A stored batch whose pages' links the links stage has not admitted yet: written with
+    the batch's rows, deleted in the commit that admits its links. What is left here when
+    the links stage's message was lost (a Redis that lost the broker's queues, a batch taken
+    for lost after its store) names the pages to fetch again."""
+
+    __tablename__ = "links_unread"
+
+    batch_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    url_hashes: Mapped[str] = mapped_column(Text)  # the pages with links, space-separated
+    stored_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class HostLink(Base):
     """An edge of the host graph: some page of `source_host` links to `target_host`."""
 
