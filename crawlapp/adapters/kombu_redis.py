@@ -15,11 +15,18 @@ more, JSON text never does (`unpack`). Broadcasts (the pidbox's fanout) stay in 
 of an older release reads none of these messages: a fleet moves to this one at once, or after
 its queues are empty.
 
+A broker that goes away loses no message a worker had taken: those of the channel it closed
+(kombu restores them as it closes, with no broker to reach) and one taken off its queue
+before its kept copy was written go back to their queues through the process's next
+channel, rather than after the visibility timeout or never (`QoS`, `Channel.__init__`).
+
 `crawlapp.app.config` uses it for a redis:// broker.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,6 +37,8 @@ import redis
 from kombu.transport import redis as kombu_redis
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads as json_loads
+
+log = logging.getLogger(__name__)
 
 
 def pack(message: Any) -> bytes:
@@ -62,14 +71,34 @@ def _in_msgpack(function: Callable[..., Any]) -> Callable[..., Any]:
     return copy
 
 
-# Delivery tags of messages taken and not acknowledged by a channel closed while the broker
-# was away (this process's): restored by the next channel of the process that reaches it.
-_stranded: list[str] = []
+# Messages taken and not acknowledged by a channel closed while the broker was away (this
+# process's), by delivery tag: True once their task acknowledged them meanwhile. The next
+# channel of the process that reaches the broker restores the others and forgets those.
+_stranded: dict[str, bool] = {}
+# Messages taken whose kept copy the broker never got (it went away between the two): the
+# message (kombu's payload), its exchange and routing key, by delivery tag; the next channel
+# puts them back in their queues.
+_unkept: dict[str, tuple[Any, str, str]] = {}
+_stranded_lock = threading.Lock()
+_append = _in_msgpack(kombu_redis.QoS.append)
 
 
 class QoS(kombu_redis.QoS):  # type: ignore[misc]
-    append = _in_msgpack(kombu_redis.QoS.append)
     restore_by_tag = _in_msgpack(kombu_redis.QoS.restore_by_tag)
+
+    def append(self, message: Any, delivery_tag: Any) -> None:
+        """kombu's: keep a copy of a message taken, until it is acknowledged. kombu takes a
+        message off its queue (BRPOP) and then writes the copy: a broker gone in between
+        would lose it (never delivered, no copy to restore), so it is held for the next
+        channel (`Channel.__init__`)."""
+        try:
+            _append(self, message, delivery_tag)
+        except redis.exceptions.ConnectionError:
+            delivery = message.delivery_info
+            with _stranded_lock:
+                _unkept[str(delivery_tag)] = (message._raw, delivery["exchange"],
+                                              delivery["routing_key"])
+            raise
 
     def restore_unacked(self, client: Any = None) -> None:
         """kombu's: a closed channel's messages taken and not acknowledged go back to their
@@ -77,15 +106,28 @@ class QoS(kombu_redis.QoS):  # type: ignore[misc]
         long after their batch was taken for lost, and then be delivered stale (Celery drops
         what it took and had not started yet when its connection went); they are left to the
         process's next channel instead (`Channel.__init__`), once it reaches the broker. A
-        message still running comes back too, as kombu's restore does: a fetch taken up is
-        dropped, a stage runs again."""
+        message still running then comes back too, as kombu's restore does (a fetch taken up
+        is dropped, a stage runs again), unless its task has acknowledged it by then."""
         try:
             super().restore_unacked(client)
         except redis.exceptions.ConnectionError:
             delivered: Any = self._delivered  # kombu's: tag -> message
-            _stranded.extend(str(tag) for tag in delivered)
+            with _stranded_lock:
+                _stranded.update((str(tag), False) for tag in delivered)
             delivered.clear()
             raise
+
+    def ack(self, delivery_tag: Any) -> None:
+        """kombu's; a message of a channel closed while the broker was away (its task ran on)
+        is acknowledged by the next channel (Celery would log the failure as critical, and
+        the copy would come back)."""
+        try:
+            super().ack(delivery_tag)
+        except redis.exceptions.ConnectionError:
+            with _stranded_lock:
+                if str(delivery_tag) not in _stranded:
+                    raise
+                _stranded[str(delivery_tag)] = True
 
 
 class Channel(kombu_redis.Channel):  # type: ignore[misc]
@@ -102,13 +144,32 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # kombu's pings the broker: it answers
-        while _stranded:
-            tag = _stranded.pop()
-            try:
-                self.qos.restore_by_tag(tag, leftmost=True)
-            except redis.exceptions.ConnectionError:
-                _stranded.append(tag)
-                raise
+        with _stranded_lock:
+            if _stranded or _unkept:
+                log.warning("the broker is back: %d message(s) taken when it went away go back "
+                            "to their queues, %d acknowledged since", len(_unkept) + sum(
+                                not acked for acked in _stranded.values()),
+                            sum(_stranded.values()))
+            while _stranded:
+                tag, acked = _stranded.popitem()
+                try:
+                    if acked:
+                        self.qos._remove_from_indices(tag).execute()
+                    else:
+                        self.qos.restore_by_tag(tag, leftmost=True)
+                except redis.exceptions.ConnectionError:
+                    _stranded[tag] = acked
+                    raise
+            while _unkept:
+                tag, (payload, exchange, routing_key) = _unkept.popitem()
+                try:  # (a copy the broker did get goes: the message is queued once)
+                    with self.conn_or_acquire() as client:
+                        pipe = self.qos._remove_from_indices(tag, client.pipeline())
+                        self._do_restore_message(payload, exchange, routing_key, pipe, True)
+                        pipe.execute()
+                except redis.exceptions.ConnectionError:
+                    _unkept[tag] = (payload, exchange, routing_key)
+                    raise
 
     @contextmanager
     def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:

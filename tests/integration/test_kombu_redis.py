@@ -117,23 +117,63 @@ def test_a_channel_closed_after_its_connection_fails_as_a_connection_error(
     error, which the consumer rides out by connecting again (kombu's own transport raised an
     AttributeError there, which ended the worker); the next channel of the process puts the
     messages back in their queue at once, rather than after the visibility timeout (600 s),
-    when their batch would have been taken for lost and fetched again."""
+    when their batch would have been taken for lost and fetched again. A message whose task
+    ran on and acknowledged it meanwhile is acknowledged then, not delivered again."""
     queue = Queue("kombu-lost-broker-test")
+    kept = redis.Redis.from_url(redis_url)
+    with Connection(redis_url, transport=TRANSPORT) as conn:
+        producer = conn.Producer(serializer="json")
+        for n in (1, 2):
+            producer.publish({"n": n}, routing_key=queue.name, declare=[queue])
+        taken: list[Any] = []
+        conn.Consumer(queue, callbacks=[lambda body, message: taken.append(message)],
+                      prefetch_count=2).consume()
+        while len(taken) < 2:
+            conn.drain_events(timeout=5)
+        channel = conn.default_channel
+        channel.connection.client = None  # what collecting the connection leaves
+        with pytest.raises(redis.exceptions.ConnectionError, match="broker connection is closed"):
+            channel.close()
+        assert channel.closed
+        assert kept.hlen("unacked") == 2 and kept.llen(queue.name) == 0  # the copies are kept
+        running = next(m for m in taken if m.payload == {"n": 1})
+        running.ack()  # its task ran on and ended while the broker was away
+    with Connection(redis_url, transport=TRANSPORT) as again:  # connected again
+        simple = again.SimpleQueue(queue)
+        message = simple.get(timeout=5)
+        assert message.payload == {"n": 2} and message.delivery_info["redelivered"]
+        message.ack()
+        assert kept.llen(queue.name) == 0  # the message acknowledged meanwhile is not back
+        simple.close()
+    assert kept.hlen("unacked") == 0
+    kept.delete("unacked", "unacked_index", queue.name)
+
+
+def test_a_message_taken_as_the_broker_went_away_before_its_copy_was_kept_comes_back(
+        redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kombu takes a message off its queue and then writes the copy it keeps until the
+    acknowledgement: the broker gone in between, the message was neither delivered nor kept.
+    The next channel of the process puts it back in its queue."""
+    from crawlapp.adapters import kombu_redis
+
+    real = kombu_redis._append
+
+    def broker_gone(qos: Any, message: Any, delivery_tag: Any) -> None:
+        monkeypatch.setattr(kombu_redis, "_append", real)
+        raise redis.exceptions.ConnectionError("Connection closed by server.")
+
+    monkeypatch.setattr(kombu_redis, "_append", broker_gone)
+    queue = Queue("kombu-unkept-test")
     kept = redis.Redis.from_url(redis_url)
     with Connection(redis_url, transport=TRANSPORT) as conn:
         conn.Producer(serializer="json").publish({"n": 1}, routing_key=queue.name,
                                                  declare=[queue])
         taken: list[Any] = []
         conn.Consumer(queue, callbacks=[lambda body, message: taken.append(message)]).consume()
-        conn.drain_events(timeout=5)
-        assert len(taken) == 1  # taken, not acknowledged
-        channel = conn.default_channel
-        channel.connection.client = None  # what collecting the connection leaves
-        with pytest.raises(redis.exceptions.ConnectionError, match="broker connection is closed"):
-            channel.close()
-        assert channel.closed
-        assert kept.hlen("unacked") == 1 and kept.llen(queue.name) == 0  # its copy is kept
-    with Connection(redis_url, transport=TRANSPORT) as again:  # connected again
+        with pytest.raises(redis.exceptions.ConnectionError):
+            conn.drain_events(timeout=5)
+        assert taken == [] and kept.llen(queue.name) == 0  # off its queue, not delivered
+    with Connection(redis_url, transport=TRANSPORT) as again:
         message = again.SimpleQueue(queue).get(timeout=5)
         assert message.payload == {"n": 1} and message.delivery_info["redelivered"]
         message.ack()
