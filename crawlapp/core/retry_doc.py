@@ -78,8 +78,11 @@ fetch's look for leases asked to end early) says an outage once when it begins (
 naming the server; any other failure with its traceback), again each minute while it lasts,
 and when it ends, with how long it lasted and the tries it took (`Outage`,
 `crawlapp/adapters/errors.py`): ten seconds without Redis are a few lines of a crawl's output.
-A worker whose broker goes away connects again; the messages it held come back with the
-broker's visibility timeout.
+A worker whose broker goes away connects again; on a Redis broker the messages it had taken
+go back to their queues as it does (`crawlapp/adapters/kombu_redis.py`), and a stage that ends
+meanwhile sends its batch's next stage once the broker is back (*next stage's task* below).
+beat's periodic tasks (the re-crawl drain, host authority, host counts) skip their ticks
+through an outage, told once as it begins and once as it ends.
 
 | who tries again | on | first wait | cap | jitter | tries again |
 |---|---|---|---|---|---|
