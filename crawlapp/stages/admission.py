@@ -184,7 +184,6 @@ def admit(ctx: Context, rows: Rows, edges: list[LinkEdge] | None = None,
     one it wrote: that try's commit did not go through, and the batch that found the URL
     since has queued it (it may be fetched already, its row still 'queued' until stored).
     """
-    started = time.time()
     now = datetime.now(UTC)
     added: set[str] = set()
     queue: list[QueuedURL] = []
@@ -211,7 +210,7 @@ def admit(ctx: Context, rows: Rows, edges: list[LinkEdge] | None = None,
                 session.commit()
                 ctx.frontier.add(queue, time.time())
         except TransientError as exc:
-            raise NotQueued(exc, queue, started) from exc
+            raise NotQueued(exc, queue, now.timestamp()) from exc
     return added
 
 
