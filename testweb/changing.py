@@ -23,6 +23,10 @@ next host's home page and to `/private/secret.html`, which robots.txt disallows.
   The ETag names the version; Last-Modified is the second of the last change (t0 for a page
   that never changed). A matching If-None-Match, or else an If-Modified-Since not older than
   Last-Modified, gets a 304.
+- **Dynamic hosts** (host i with i % noisy_every == noisy_every - 1; none by default) send
+  no validators and write into every HTML answer a token of its request (a hidden form field,
+  a timestamp in a script and in a comment): its bytes differ at every request, its visible
+  text only when its version does, as many a real site's pages.
 - **Realism.** Page 1 of each host is XHTML (application/xhtml+xml), page 2 is ISO-8859-1,
   declared by the Content-Type header only, and pages 3, 13, 23... hold malformed or odd hrefs
   (none of which leads off loopback).
@@ -103,6 +107,7 @@ class ChangingSpec:
     crawl_delay_every: int = 0  # host i has "Crawl-delay: crawl_delay" when i % N == N - 1
     crawl_delay: float = 2.0
     words_per_page: int = 150
+    noisy_every: int = 0  # host i is dynamic (module docstring) when i % N == N - 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.hosts <= MAX_HOSTS or self.pages_per_host < 1:
@@ -117,6 +122,8 @@ class ChangingSpec:
             raise ValueError("news_hosts and sitemap_hosts must be in 0..hosts")
         if self.latest < 1 or self.crawl_delay_every < 0 or self.crawl_delay < 0:
             raise ValueError("latest >= 1, crawl_delay_every >= 0 and crawl_delay >= 0")
+        if self.noisy_every < 0:
+            raise ValueError("noisy_every must be >= 0")
         if self.words_per_page < 1:
             raise ValueError("words_per_page must be >= 1")
 
@@ -249,8 +256,13 @@ class ChangingWeb:
         return self._hosts.seeds()
 
     def validators(self, i: int) -> tuple[str, ...]:
-        """Which of ETag and Last-Modified host i sends."""
-        return VALIDATOR_KINDS[i % len(VALIDATOR_KINDS)]
+        """Which of ETag and Last-Modified host i sends (none if it is dynamic)."""
+        return () if self.dynamic(i) else VALIDATOR_KINDS[i % len(VALIDATOR_KINDS)]
+
+    def dynamic(self, i: int) -> bool:
+        """Whether host i writes a token of each request into its pages (module docstring)."""
+        every = self.spec.noisy_every
+        return every > 0 and i % every == every - 1
 
     def crawl_delay(self, i: int) -> float | None:
         """The Crawl-delay of host i's robots.txt, if any."""
@@ -323,6 +335,8 @@ class ChangingWeb:
             return error_response(404)
         version, changed = state
         content_type, body = self._content(i, path, version, at)
+        if self.dynamic(i):  # into an HTML page's body (robots.txt and sitemaps have none)
+            body = body.replace(b"</body>", _token(at) + b"</body>", 1)
         headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
         sent = self.validators(i)
         if "ETag" in sent:
@@ -444,6 +458,14 @@ def _document(title: str, text: str, links: Sequence[Link], odd: Sequence[str],
             f"<head>{charset}<title>{title}</title></head>\n<body>\n"
             f"<main id=\"content\">\n<h1>{title}</h1>\n{text}<ul>\n{_items(links, odd)}</ul>\n"
             "</main>\n</body>\n</html>\n")
+
+
+def _token(at: float) -> bytes:
+    """What a dynamic host writes into a page at each request: a form's token, a timestamp in
+    a script and in a comment (well-formed XHTML too; no visible text)."""
+    token = f"{int(at * 1e6):x}"
+    return (f"<form action=\"/\"><div><input type=\"hidden\" name=\"token\" value=\"{token}\" />"
+            f"</div></form>\n<script>var served = {at:.6f};</script><!-- {token} -->\n").encode()
 
 
 def _xhtml(title: str, text: str, links: Sequence[Link]) -> str:

@@ -47,7 +47,8 @@ def _text(data: dict[str, Any], where: str) -> str:
         lines.append(f"{'freshness':>18}: {fresh['estimated']:.1%} estimated over "
                      f"{fresh['pages_planned']} pages ({fresh['policy']}), {fresh['due']} due; "
                      f"fetches {fetches['discovery']} new, {fetches['refresh']} again "
-                     f"({refreshes['changed']} changed, {refreshes['unchanged']} unchanged, "
+                     f"({refreshes['changed']} changed, {refreshes['unchanged']} unchanged "
+                     f"({refreshes['markup_only']} in their markup only), "
                      f"{refreshes['made_due_by_sitemaps']} by sitemaps); "
                      f"{fresh['leases_yielded']} leases ended early for a better URL")
     if data["hosts_given_up"]:

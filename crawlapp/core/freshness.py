@@ -571,6 +571,14 @@ def http_time(value: str | None) -> float | None:
     return when.timestamp()
 
 
+def text_digest(text: str) -> int:
+    """A signed 64-bit digest of a page's visible text (core/html.py `text_of`: scripts, styles,
+    comments and markup left out, whitespace and case folded), as its row keeps it: a new
+    body with the same text has not changed for its readers (a token in an attribute, a
+    timestamp in a script, an ad's markup)."""
+    return int(mmh3.hash64(text, signed=True)[0])
+
+
 def links_digest(urls: Iterable[str]) -> int:
     """A signed 64-bit digest of a set of links (with a sitemap's lastmods), as its row keeps
     it: equal sets, equal digests, whatever their order."""

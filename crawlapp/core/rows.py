@@ -70,6 +70,7 @@ class FetchOutcome(NamedTuple):
     raw_storage_key: str | None = None
     changes: bytes | None = None  # its change record (core/freshness.py), packed
     links_digest: int | None = None
+    text_digest: int | None = None  # of its visible text (core/freshness.py), HTML only
 
 
 class HistoryRow(NamedTuple):
@@ -120,6 +121,7 @@ class Previous:
     changes: bytes | None = None  # its change record (core/freshness.py), packed
     links_digest: int | None = None
     sitemap_lastmod: datetime | None = None
+    text_digest: int | None = None
 
     @property
     def interval(self) -> float | None:

@@ -1,12 +1,13 @@
 """The store stage's re-crawl plan: when each fetched page is fetched again.
 
-The `optimal` policy (core/freshness.py): each page's visit adds to its change record (a 304 or
-the same content hash: unchanged; a new body: changed, at its Last-Modified when the server
-says), its change rate is estimated against its host's, and its next visit follows from its
-host's Lagrange multiplier, solved from the host's sums in Redis (adapters/redis/
-change_rates.py) at most every few seconds. A page in a sitemap that is trusted (sitemaps.py:
-its lastmods proved true) waits the maximum interval: the sitemap says when it changes. The
-`adaptive` policy halves or grows the interval. Both keep within an operator's rules."""
+The `optimal` policy (core/freshness.py): each page's visit adds to its change record (a 304,
+the same content hash or the same visible text: unchanged; a new version: changed, at its
+Last-Modified when the server says), its change rate is estimated against its host's, and its
+next visit follows from its host's Lagrange multiplier, solved from the host's sums in Redis
+(adapters/redis/change_rates.py) at most every few seconds. A page in a sitemap that is
+trusted (sitemaps.py: its lastmods proved true) waits the maximum interval: the sitemap says
+when it changes. The `adaptive` policy halves or grows the interval. Both keep within an
+operator's rules."""
 
 from __future__ import annotations
 
@@ -159,8 +160,18 @@ def _revealing(ctx: Context, moved: list[Page]) -> set[str]:
 
 
 def _changed(page: Page, before: Previous | None) -> bool:
-    """A new body: not a 304, not the content hash of the row."""
-    return not page.not_modified and (before is None or before.content_hash != page.content_hash)
+    """A new version: not a 304, not the content hash of the row, and not the same visible
+    text (`_markup_only`)."""
+    return not page.not_modified and (before is None or (
+        before.content_hash != page.content_hash and not _markup_only(page, before)))
+
+
+def _markup_only(page: Page, before: Previous) -> bool:
+    """A new body whose visible text is the row's: its markup alone moved (a token in a form,
+    a timestamp in a script, an ad), which many dynamic pages do at every request; taken for
+    changes, they would look as if they changed faster than any visit could follow."""
+    return page.text_digest is not None and page.text_digest == before.text_digest \
+        and page.content_hash != before.content_hash
 
 
 def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
@@ -172,6 +183,8 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
     changed = _changed(page, before)
     if last is not None:
         out.counts["recrawl:changed" if changed else "recrawl:unchanged"] += 1
+        if before is not None and not page.not_modified and _markup_only(page, before):
+            out.counts["recrawl:markup_only"] += 1
     record = observe(record, Visit(page.fetched_at, last, changed,
                                    http_time(page.last_modified), revealing))
     kind = kind_of(page.url)

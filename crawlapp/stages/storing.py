@@ -39,7 +39,8 @@ def _outcome(page: Page, next_crawl_at: float | None,
                        if next_crawl_at is not None else None),
         canonical_url=page.canonical, noindex=page.noindex,
         rendered=page.rendered, render_error=page.render_error,
-        raw_storage_key=page.raw_storage_key, changes=record[0], links_digest=record[1])
+        raw_storage_key=page.raw_storage_key, changes=record[0], links_digest=record[1],
+        text_digest=page.text_digest)
 
 
 def _record(page: Page, plan: revisiting.Plan, previous: dict[str, Previous]

@@ -30,7 +30,8 @@ DELAY = 0.25
 RUN = 75.0  # seconds of crawling
 WINDOW = (35.0, RUN)  # judged: after the first pass and a few visits of each page
 SPEC = ChangingSpec(hosts=3, pages_per_host=24, seed=3, duration=RUN + 60, min_interval=4,
-                    max_interval=300, news_hosts=1, article_interval=4, sitemap_hosts=1)
+                    max_interval=300, news_hosts=1, article_interval=4, sitemap_hosts=1,
+                    noisy_every=3)  # host 2 writes a token of each request into its pages
 
 
 def test_a_crawl_without_until_idle_keeps_a_changing_web_fresh(tmp_path: Path,
@@ -78,6 +79,16 @@ def test_a_crawl_without_until_idle_keeps_a_changing_web_fresh(tmp_path: Path,
     assert fresh["policy"] == "optimal" and 0 < fresh["estimated"] <= 1
     assert fresh["fetches"]["refresh"] > fresh["fetches"]["discovery"] > 0
     assert fresh["refreshes"]["made_due_by_sitemaps"] > 0
+
+    # the dynamic host's pages that kept their version are seen unchanged, token or not
+    dynamic = 2
+    assert web.dynamic(dynamic) and fresh["refreshes"]["markup_only"] > 0
+    kept = [r.url for r in pages if web.host_index(r.host) == dynamic and visits[r.url] >= 3
+            and web.version(dynamic, r.path, RUN) == 0]
+    assert kept
+    for url in sorted(set(kept))[:3]:
+        shown = json.loads(crawlctl(env, "page", "show", url, "--json").stdout)
+        assert shown["changes"]["changes_seen"] == 0, shown
 
 
 RESTART_SPEC = ChangingSpec(hosts=3, pages_per_host=16, seed=4, duration=120, min_interval=4,

@@ -25,6 +25,7 @@ from crawlapp.core.freshness import (
     best_interval,
     hub_driven,
     kind_of,
+    text_digest,
 )
 from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.recrawl import EARLY
@@ -34,6 +35,7 @@ from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import rebuild
 from crawlapp.stages import revisiting, sitemapping
 from crawlapp.stages.dedup import dedup_pages
+from crawlapp.stages.parsing import parse_pages
 from crawlapp.stages.recrawling import drain, rescore
 from crawlapp.stages.storing import store_pages
 
@@ -239,6 +241,36 @@ def test_a_page_is_a_hub_for_the_urls_it_reveals_not_for_links_that_move(
     assert records["rotating"].hub_rate == records["elsewhere"].hub_rate == 0
     assert records["news"].link_changes > 2 and records["news"].hub_rate > 0
     assert records["sitemap"].link_changes > 2 and records["sitemap"].hub_rate > 0
+
+
+def test_a_new_body_with_the_same_visible_text_is_no_change(ctx: Context) -> None:
+    """A dynamic page writes a token of each request into its markup (a form field, a script,
+    a comment): its bytes differ at every visit, its text only when it changes. Parsed and
+    stored, the first is seen unchanged (and counted as markup only), the second changed."""
+    def dynamic(url: str, at: float, text: str) -> Page:
+        body = (f"<html><body><p>{text}</p><form><input type=hidden name=t value={at}></form>"
+                f"<script>var at = {at};</script><!-- {at} --></body></html>").encode()
+        out = Page(url=url, url_hash=url_hash(url), host=HOST, depth=1, status=Status.FETCHED,
+                   fetched_at=at, http_status=200, content_type="text/html",
+                   content_hash=hashlib.sha256(body).hexdigest(), content_length=len(body),
+                   body_gz=gzip.compress(body))
+        return parse_pages([out], ctx.settings)[0][0]
+
+    texts = {URLS[0]: ["same"] * 4, URLS[1]: ["one", "two", "three", "four"]}
+    for visit in range(4):
+        store(ctx, [dynamic(url, T + 60 * visit, words[visit]) for url, words in texts.items()])
+    still, moving = row(ctx, URLS[0])[0], row(ctx, URLS[1])[0]
+    assert still.censored == still.changes == 0 and still.exposure == pytest.approx(
+        60 * sum(0.96875 ** k for k in range(3)))
+    assert moving.censored == pytest.approx(sum(0.96875 ** k for k in range(3)))
+    assert moving.exposure == 0
+    counts = ctx.counters.read()
+    assert counts["recrawl:unchanged"] == counts["recrawl:markup_only"] == 3
+    assert counts["recrawl:changed"] == 3
+    with ctx.sessions() as session:
+        digests = {u.url: u.text_digest for u in repository.urls_by_hash(
+            session, [url_hash(url) for url in texts])}
+    assert digests[URLS[0]] == text_digest("same") and digests[URLS[1]] == text_digest("four")
 
 
 def test_a_hub_is_planned_on_time_and_a_page_early(ctx: Context) -> None:

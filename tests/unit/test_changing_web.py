@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from crawlapp.core.html import parse_html
 from testweb import serverlog
 from testweb.changing import (
     LATIN1_PAGE,
@@ -234,6 +235,29 @@ def test_odd_pages(web: ChangingWeb) -> None:
     assert web.respond("127.0.9.9:8080", "/").status == 404
 
 
+def test_a_dynamic_host_writes_a_token_of_each_request_and_no_validators() -> None:
+    dynamic = ChangingWeb(replace(SMALL, noisy_every=2), T0)
+    assert [dynamic.dynamic(i) for i in range(4)] == [False, True, False, True]
+    j = _changing_page(dynamic, 1, least=1)
+    change = dynamic.schedule.changes[1][j][0]
+    netloc, path = dynamic.netloc(1), f"/p/{j}.html"
+    one, two, new = (dynamic.respond(netloc, path, at=at)
+                     for at in (change - 3.0, change - 1.0, change + 1.0))
+    assert dynamic.validators(1) == () and one.header("ETag") is None
+    assert one.header("Last-Modified") is None
+    assert one.body != two.body and b'name="token"' in one.body  # the same version, new bytes
+    text = [parse_html(r.body, "text/html", 100).text for r in (one, two, new)]
+    assert text[0] == text[1] != text[2]  # its visible text moves with its version alone
+    for page in (f"/p/{XHTML_PAGE}.html", f"/p/{LATIN1_PAGE}.html", "/"):
+        assert b'name="token"' in dynamic.respond(netloc, page, at=10.0).body
+    assert ET.fromstring(dynamic.respond(netloc, f"/p/{XHTML_PAGE}.html", at=10.0).body) \
+        is not None  # still well-formed
+    assert b"token" not in dynamic.respond(netloc, "/robots.txt", at=10.0).body
+    # the other hosts as before
+    assert dynamic.respond(dynamic.netloc(0), path, at=5.0).body == \
+        ChangingWeb(SMALL, T0).respond(dynamic.netloc(0), path, at=5.0).body
+
+
 def test_command_line_round_trip() -> None:
     parser = argparse.ArgumentParser()
     add_changing_arguments(parser)
@@ -244,7 +268,8 @@ def test_command_line_round_trip() -> None:
 def test_spec_is_validated() -> None:
     bad: dict[str, Any]
     for bad in ({"hosts": 0}, {"news_hosts": 30}, {"sitemap_hosts": -1}, {"min_interval": 0},
-                {"min_interval": 10, "max_interval": 5}, {"static_fraction": 1.5}):
+                {"min_interval": 10, "max_interval": 5}, {"static_fraction": 1.5},
+                {"noisy_every": -1}):
         with pytest.raises(ValueError):
             ChangingSpec(**bad)
 

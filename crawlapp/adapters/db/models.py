@@ -83,6 +83,8 @@ class Url(Base):
     changes: Mapped[bytes | None] = mapped_column(LargeBinary)
     links_digest: Mapped[int | None] = mapped_column(BigInteger)
     sitemap_lastmod: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # A digest of its visible text as last fetched (core/freshness.py; migration 0016).
+    text_digest: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Fetch(Base):

@@ -194,12 +194,13 @@ def add_fetch_months(session: Session) -> list[str]:
 def previous_fetches(session: Session, hashes: Sequence[str]) -> dict[str, Previous]:
     found: dict[str, Previous] = {}
     for chunk in chunks(hashes):
-        for h, content, last, nxt, priority, changes, digest, lastmod in session.execute(
+        for h, content, last, nxt, priority, changes, links, lastmod, words in session.execute(
                 of_hashes(session, select(
                     Url.url_hash, Url.content_hash, Url.last_fetched_at, Url.next_crawl_at,
                     func.coalesce(Url.link_context, Url.priority), Url.changes,
-                    Url.links_digest, Url.sitemap_lastmod), chunk)):
-            found[h] = Previous(content, last, nxt, priority or 0.0, changes, digest, lastmod)
+                    Url.links_digest, Url.sitemap_lastmod, Url.text_digest), chunk)):
+            found[h] = Previous(content, last, nxt, priority or 0.0, changes, links, lastmod,
+                                words)
     return found
 
 
