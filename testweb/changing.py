@@ -23,7 +23,7 @@ next host's home page and to `/private/secret.html`, which robots.txt disallows.
   The ETag names the version; Last-Modified is the second of the last change (t0 for a page
   that never changed). A matching If-None-Match, or else an If-Modified-Since not older than
   Last-Modified, gets a 304.
-- **Dynamic hosts** (host i with i % noisy_every == noisy_every - 1; none by default) send
+- **Dynamic hosts** (host i with i % dynamic_every == dynamic_every - 1; none by default) send
   no validators and write into every HTML answer a token of its request (a hidden form field,
   a timestamp in a script and in a comment): its bytes differ at every request, its visible
   text only when its version does, as many a real site's pages.
@@ -107,7 +107,7 @@ class ChangingSpec:
     crawl_delay_every: int = 0  # host i has "Crawl-delay: crawl_delay" when i % N == N - 1
     crawl_delay: float = 2.0
     words_per_page: int = 150
-    noisy_every: int = 0  # host i is dynamic (module docstring) when i % N == N - 1
+    dynamic_every: int = 0  # host i is dynamic (module docstring) when i % N == N - 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.hosts <= MAX_HOSTS or self.pages_per_host < 1:
@@ -122,8 +122,8 @@ class ChangingSpec:
             raise ValueError("news_hosts and sitemap_hosts must be in 0..hosts")
         if self.latest < 1 or self.crawl_delay_every < 0 or self.crawl_delay < 0:
             raise ValueError("latest >= 1, crawl_delay_every >= 0 and crawl_delay >= 0")
-        if self.noisy_every < 0:
-            raise ValueError("noisy_every must be >= 0")
+        if self.dynamic_every < 0:
+            raise ValueError("dynamic_every must be >= 0")
         if self.words_per_page < 1:
             raise ValueError("words_per_page must be >= 1")
 
@@ -261,7 +261,7 @@ class ChangingWeb:
 
     def dynamic(self, i: int) -> bool:
         """Whether host i writes a token of each request into its pages (module docstring)."""
-        every = self.spec.noisy_every
+        every = self.spec.dynamic_every
         return every > 0 and i % every == every - 1
 
     def crawl_delay(self, i: int) -> float | None:

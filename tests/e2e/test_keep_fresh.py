@@ -31,7 +31,7 @@ RUN = 75.0  # seconds of crawling
 WINDOW = (35.0, RUN)  # judged: after the first pass and a few visits of each page
 SPEC = ChangingSpec(hosts=3, pages_per_host=24, seed=3, duration=RUN + 60, min_interval=4,
                     max_interval=300, news_hosts=1, article_interval=4, sitemap_hosts=1,
-                    noisy_every=3)  # host 2 writes a token of each request into its pages
+                    dynamic_every=3)  # host 2 writes a token of each request into its pages
 
 
 def test_a_crawl_without_until_idle_keeps_a_changing_web_fresh(tmp_path: Path,

@@ -236,7 +236,7 @@ def test_odd_pages(web: ChangingWeb) -> None:
 
 
 def test_a_dynamic_host_writes_a_token_of_each_request_and_no_validators() -> None:
-    dynamic = ChangingWeb(replace(SMALL, noisy_every=2), T0)
+    dynamic = ChangingWeb(replace(SMALL, dynamic_every=2), T0)
     assert [dynamic.dynamic(i) for i in range(4)] == [False, True, False, True]
     j = _changing_page(dynamic, 1, least=1)
     change = dynamic.schedule.changes[1][j][0]
@@ -269,7 +269,7 @@ def test_spec_is_validated() -> None:
     bad: dict[str, Any]
     for bad in ({"hosts": 0}, {"news_hosts": 30}, {"sitemap_hosts": -1}, {"min_interval": 0},
                 {"min_interval": 10, "max_interval": 5}, {"static_fraction": 1.5},
-                {"noisy_every": -1}):
+                {"dynamic_every": -1}):
         with pytest.raises(ValueError):
             ChangingSpec(**bad)
 
