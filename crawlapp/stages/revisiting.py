@@ -192,7 +192,11 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
     claim = min(host_plan.hub_claim(best.link_rate), 1.0 / bounds.low)
     hub = claim * host_plan.hub_scale  # what its host grants the claim
     bucket = bucket_of(best.rate / best.weight)
-    fresh = expected_freshness(best.rate, 1.0 / best.interval)
+    # A page a trusted sitemap tells of waits the maximum interval and is fetched when its
+    # lastmod moves: fresh at least as its host's plan would keep it without the sitemap.
+    planned = best_interval(record, host_plan, bounds, page.depth, kind, False) \
+        if in_trusted_sitemap else best
+    fresh = expected_freshness(best.rate, 1.0 / planned.interval)
     _count(out.deltas, page.host, record, bucket, claim, fresh, changed,
            page.fetched_at - last if last is not None else 0.0, kind)
     record = record._replace(bucket=bucket, hub_rate=claim, freshness=fresh)

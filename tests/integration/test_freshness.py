@@ -23,6 +23,7 @@ from crawlapp.core.freshness import (
     ChangeRecord,
     HostRates,
     best_interval,
+    expected_freshness,
     hub_driven,
     kind_of,
     text_digest,
@@ -186,6 +187,20 @@ def test_a_sitemap_lastmod_past_the_copy_makes_the_page_due_and_lies_end_the_tru
     assert made == 0  # three lies: no longer trusted, p1's new lastmod acted on no more
     trust = ctx.sitemap_trust.load([HOST])[HOST]
     assert trust[:2] == (3, 3) and not trust.trusted
+
+
+def test_a_page_a_trusted_sitemap_lists_is_estimated_as_fresh_as_its_plan_would_keep_it(
+        ctx: Context) -> None:
+    """It waits the maximum interval (the sitemap tells of its changes), and its freshness,
+    which `crawlctl stats` sums, is what its host's plan would give it without the sitemap,
+    not what a visit every two hours would: its twin not listed shows the same."""
+    store(ctx, [page(u, T, 0) for u in URLS[:2]])
+    assert sitemapping.freshen(ctx, [sitemap(T + 50, {URLS[0]: T - 30})]) == 0
+    store(ctx, [page(u, T + 100, 0, not_modified=True) for u in URLS[:2]])
+    (listed, last, nxt), (twin, _, twin_next) = row(ctx, URLS[0]), row(ctx, URLS[1])
+    assert nxt - last > 3600 > twin_next - last  # the maximum interval, less its lead
+    assert listed.freshness == pytest.approx(twin.freshness) and listed.freshness > 0.5
+    assert listed.freshness > 2 * expected_freshness(listed.rate(1 / 120), 1 / 7200)
 
 
 def test_pages_revealing_new_urls_at_every_visit_get_a_quarter_of_their_host_together(
