@@ -98,7 +98,9 @@ def test_a_frozen_redis_never_stalls_the_loop(server: RedisServer) -> None:
     took = time.monotonic() - started
     os.kill(server.proc.pid, signal.SIGCONT)
     assert answers == [NAMES[n] for n in names]
-    assert longest_gap < 0.5  # the loop ran its ticker throughout
+    # the loop ran its ticker throughout: a look-up asking the frozen Redis on the loop would
+    # stall it REDIS_WAIT at least (a busy test machine delays a tick by tenths of a second)
+    assert longest_gap < REDIS_WAIT
     assert took < REDIS_WAIT + 2.0  # every name waited for Redis once at most
     assert sorted(lookup.calls[1:]) == sorted(names)
 

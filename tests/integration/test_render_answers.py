@@ -89,4 +89,6 @@ def test_a_check_redis_cannot_answer_refuses_the_request_without_stalling_the_lo
     got, longest_gap = asyncio.run(with_longest_stall(
         answers.answer(f"{CDN}/a.js", None, time.time() + 10)))
     assert (got, answers.faults, asked) == ("redis", 1, [])
-    assert longest_gap < 0.5
+    # the read riding out on the loop would stall it the whole ride-out (1 s) at least; a busy
+    # test machine delays a tick by tenths of a second
+    assert longest_gap < 1.0
