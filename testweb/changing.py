@@ -25,8 +25,10 @@ next host's home page and to `/private/secret.html`, which robots.txt disallows.
   Last-Modified, gets a 304.
 - **Dynamic hosts** (host i with i % dynamic_every == dynamic_every - 1; none by default) send
   no validators and write into every HTML answer a token of its request (a hidden form field,
-  a timestamp in a script and in a comment): its bytes differ at every request, its visible
-  text only when its version does, as many a real site's pages.
+  a timestamp in a script and in a comment) and, in its visible text, the time it was served
+  and its version's age ("Updated 3 minutes ago. Served at 11:22:09 UTC."): its bytes differ at
+  every request, its text but for those times only when its version does, as many a real
+  site's pages.
 - **Realism.** Page 1 of each host is XHTML (application/xhtml+xml), page 2 is ISO-8859-1,
   declared by the Content-Type header only, and pages 3, 13, 23... hold malformed or odd hrefs
   (none of which leads off loopback).
@@ -336,7 +338,7 @@ class ChangingWeb:
         version, changed = state
         content_type, body = self._content(i, path, version, at)
         if self.dynamic(i):  # into an HTML page's body (robots.txt and sitemaps have none)
-            body = body.replace(b"</body>", _token(at) + b"</body>", 1)
+            body = body.replace(b"</body>", _token(at, self.t0 + at, at - changed) + b"</body>", 1)
         headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
         sent = self.validators(i)
         if "ETag" in sent:
@@ -460,12 +462,18 @@ def _document(title: str, text: str, links: Sequence[Link], odd: Sequence[str],
             "</main>\n</body>\n</html>\n")
 
 
-def _token(at: float) -> bytes:
+def _token(at: float, now: float, age: float) -> bytes:
     """What a dynamic host writes into a page at each request: a form's token, a timestamp in
-    a script and in a comment (well-formed XHTML too; no visible text)."""
+    a script and in a comment, and in its visible text the time it was served (POSIX `now`)
+    and how long ago its version was made (`age` seconds), as many a site's footer does
+    (well-formed XHTML too)."""
     token = f"{int(at * 1e6):x}"
+    minutes = int(age // 60)
+    ago = "just now" if minutes < 1 else f"{minutes} minute{'s' if minutes > 1 else ''} ago"
+    served = time.strftime("%H:%M:%S", time.gmtime(now))
     return (f"<form action=\"/\"><div><input type=\"hidden\" name=\"token\" value=\"{token}\" />"
-            f"</div></form>\n<script>var served = {at:.6f};</script><!-- {token} -->\n").encode()
+            f"</div></form>\n<script>var served = {at:.6f};</script><!-- {token} -->\n"
+            f"<p class=\"served\">Updated {ago}. Served at {served} UTC.</p>\n").encode()
 
 
 def _xhtml(title: str, text: str, links: Sequence[Link]) -> str:

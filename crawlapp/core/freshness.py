@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -571,11 +572,28 @@ def http_time(value: str | None) -> float | None:
     return when.timestamp()
 
 
-def text_digest(text: str) -> int:
+# What a page's visible text shows of the moment it was served rather than of its content (in
+# the lower-cased text `text_of` gives): a date with a time of day (2026-11-28t11:22:09z), a
+# time of day (11:22, 11:22:09.5, 9:05 p.m.), an age (5 minutes ago, an hour ago, 3h ago, just
+# now). The default of CRAWL_CHANGE_IGNORE; dates alone are content (an event's), not left out.
+_UNITS = (r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|wks?|w|months?"
+          r"|mos?|years?|yrs?|y)")
+VOLATILE_TEXT = (
+    r"\b\d{4}-\d{2}-\d{2}[t ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:z|[+-]\d{2}:?\d{2})?(?!\d)"
+    r"|\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?!\d)(?:\s*[ap]\.?m\b\.?)?"
+    rf"|\b(?:\d+|an?|one|a few|few|several)\s*{_UNITS}\s+ago\b"
+    r"|\bjust now\b|\bmoments? ago\b")
+
+
+def text_digest(text: str, ignore: re.Pattern[str] | None = None) -> int:
     """A signed 64-bit digest of a page's visible text (core/html.py `text_of`: scripts, styles,
-    comments and markup left out, whitespace and case folded), as its row keeps it: a new
-    body with the same text has not changed for its readers (a token in an attribute, a
-    timestamp in a script, an ad's markup)."""
+    comments and markup left out, whitespace and case folded) without what `ignore` matches
+    (CRAWL_CHANGE_IGNORE: by default the times and ages it shows, VOLATILE_TEXT), as its row
+    keeps it: a new body with the same text has not changed for its readers (a token in an
+    attribute, a timestamp in a script, an ad's markup, "updated 5 minutes ago"). Heritrix's
+    adaptive revisiting digests a page the same way, less its `strip-reg-expr`."""
+    if ignore is not None:
+        text = ignore.sub("\x00", text)
     return int(mmh3.hash64(text, signed=True)[0])
 
 

@@ -42,7 +42,7 @@ def _html(page: Page, settings: Settings, counts: Counter[str]) -> Page:
     parsed = parse_html(body_of(page), page.content_type, settings.max_links_per_page)
     page.title = parsed.title
     page.simhash = simhash(parsed.text) if parsed.text else None
-    page.text_digest = text_digest(parsed.text) if parsed.text else None
+    page.text_digest = text_digest(parsed.text, settings.change_ignore) if parsed.text else None
     if parsed.problem:
         page.error = f"unread: {parsed.problem}"
         counts[f"unread:{parsed.problem.split(':', 1)[0]}"] += 1

@@ -260,11 +260,14 @@ def test_a_page_is_a_hub_for_the_urls_it_reveals_not_for_links_that_move(
 
 def test_a_new_body_with_the_same_visible_text_is_no_change(ctx: Context) -> None:
     """A dynamic page writes a token of each request into its markup (a form field, a script,
-    a comment): its bytes differ at every visit, its text only when it changes. Parsed and
-    stored, the first is seen unchanged (and counted as markup only), the second changed."""
+    a comment) and the time it was served into its text: its bytes differ at every visit, its
+    text but for that time only when it changes. Parsed and stored, the first is seen unchanged
+    (and counted as markup only), the second changed."""
     def dynamic(url: str, at: float, text: str) -> Page:
+        served = time.strftime("%H:%M:%S", time.gmtime(at))
         body = (f"<html><body><p>{text}</p><form><input type=hidden name=t value={at}></form>"
-                f"<script>var at = {at};</script><!-- {at} --></body></html>").encode()
+                f"<script>var at = {at};</script><!-- {at} --><p>Served at {served} UTC</p>"
+                "</body></html>").encode()
         out = Page(url=url, url_hash=url_hash(url), host=HOST, depth=1, status=Status.FETCHED,
                    fetched_at=at, http_status=200, content_type="text/html",
                    content_hash=hashlib.sha256(body).hexdigest(), content_length=len(body),
@@ -285,7 +288,9 @@ def test_a_new_body_with_the_same_visible_text_is_no_change(ctx: Context) -> Non
     with ctx.sessions() as session:
         digests = {u.url: u.text_digest for u in repository.urls_by_hash(
             session, [url_hash(url) for url in texts])}
-    assert digests[URLS[0]] == text_digest("same") and digests[URLS[1]] == text_digest("four")
+    ignore = ctx.settings.change_ignore
+    assert digests[URLS[0]] == text_digest("same served at 00:00:00 utc", ignore)
+    assert digests[URLS[1]] == text_digest("four served at 00:00:00 utc", ignore)
 
 
 def test_a_hub_is_planned_on_time_and_a_page_early(ctx: Context) -> None:

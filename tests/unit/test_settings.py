@@ -71,6 +71,7 @@ SAMPLES = {
     "recrawl_share": ("0.5", "2"),
     "recrawl_budget": ("100", "0"),
     "recrawl_rules": ("/dev/null", "/nonexistent/recrawl-rules"),
+    "change_ignore": (r"\d+ views", "(("),
     "max_backoff": ("60", "-1"),
     "max_retry_after": ("3600", "a day"),
     "throttle_seconds": ("30", "-1"),
@@ -152,6 +153,12 @@ def test_every_setting_is_documented_and_parsed(f: Field[Any]) -> None:
         with pytest.raises(SettingsError) as err:
             load_settings(BASE | {env: bad})
         assert str(err.value).startswith(f"{env}={bad!r}: ")
+
+
+def test_change_ignore_none_counts_every_character() -> None:
+    assert load_settings({"CRAWL_CHANGE_IGNORE": "None"}).change_ignore is None
+    assert load_settings({"CRAWL_CHANGE_IGNORE": "Served at"}).change_ignore.search(
+        "served at 11:22")  # case ignored, as the text it reads is lower-cased
 
 
 def test_binaries_setting_reaches_the_trap_rules() -> None:
