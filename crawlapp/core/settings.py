@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from crawlapp.core.errors import InputError
-from crawlapp.core.freshness import VOLATILE_TEXT
+from crawlapp.core.freshness import VOLATILE_TEXT, IgnoredText
 from crawlapp.core.politeness import POLITENESS_KEYS, Backoff
 from crawlapp.core.priority import Weights
 from crawlapp.core.recrawl import Bounds, RecrawlRules
@@ -28,7 +27,6 @@ from crawlapp.core.setting_values import (
     networks,
     one_of,
     pem_file,
-    regex_or_none,
     url_of,
 )
 from crawlapp.core.traps import TrapRules
@@ -312,12 +310,12 @@ class Settings:
         "a file of re-crawl rules per host or URL prefix, one a line: `PATTERN min=S max=S` "
         "or `PATTERN ttl=S` (docs/freshness.md); `crawlctl recrawl --rules URL` shows the one "
         "that applies", default=None, convert=Path)
-    change_ignore: re.Pattern[str] | None = setting(
+    change_ignore: IgnoredText | None = setting(
         "CRAWL_CHANGE_IGNORE",
-        "a regular expression over a page's visible text (case ignored, whitespace folded): "
-        "what it matches is no change for the re-crawl policy (a page whose text differs only "
-        "there was not changed); `none`: every character counts",
-        default=re.compile(VOLATILE_TEXT, re.IGNORECASE), convert=regex_or_none,
+        "a regular expression (RE2's syntax, case ignored) over a page's visible text "
+        "(whitespace folded): what it matches is no change for the re-crawl policy (a page "
+        "whose text differs only there was not changed); `none`: every character counts",
+        default=IgnoredText(VOLATILE_TEXT), convert=IgnoredText.parse,
         doc_default="the times of day and ages a page shows (`11:22:09`, `2026-11-28T11:22Z`, "
         "`5 minutes ago`, `just now`: core/freshness.py `VOLATILE_TEXT`)")
     max_backoff: float = setting(

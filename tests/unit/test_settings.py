@@ -157,8 +157,10 @@ def test_every_setting_is_documented_and_parsed(f: Field[Any]) -> None:
 
 def test_change_ignore_none_counts_every_character() -> None:
     assert load_settings({"CRAWL_CHANGE_IGNORE": "None"}).change_ignore is None
-    assert load_settings({"CRAWL_CHANGE_IGNORE": "Served at"}).change_ignore.search(
-        "served at 11:22")  # case ignored, as the text it reads is lower-cased
+    ignore = load_settings({"CRAWL_CHANGE_IGNORE": "Served at"}).change_ignore
+    assert ignore is not None and ignore.strip(b"served at 11:22") == b"\x00 11:22"
+    with pytest.raises(SettingsError, match="RE2 reads.*lookahead|RE2 reads.*perl"):
+        load_settings({"CRAWL_CHANGE_IGNORE": "a(?!b)"})  # no lookaround
 
 
 def test_binaries_setting_reaches_the_trap_rules() -> None:
