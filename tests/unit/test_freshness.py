@@ -243,6 +243,14 @@ def test_what_the_times_leave_counts(one: str, two: str) -> None:
     assert text_digest(one, ignore) != text_digest(two, ignore)
 
 
+def test_an_operators_pattern_never_backtracks() -> None:
+    """A pattern Python's re takes 2^n steps for on n letters (hours for this page) runs in
+    time linear in the text."""
+    page = b"a" * 60 + b"!"
+    assert IgnoredText("(a|a)*b").strip(page) == page
+    assert IgnoredText("(a|a)*!").strip(page) == b"\x00"
+
+
 def test_one_page_s_visit_rate_is_the_vectors() -> None:
     rates = np.logspace(-9, 1, 400)
     for mu in (0.0, 1e-3, 2.5, 31.7, 1e4):
