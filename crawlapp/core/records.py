@@ -350,7 +350,7 @@ class Page:
     truncated: bool = False
     lastmods: dict[str, float] | None = None  # a sitemap's: URL -> its <lastmod> (POSIX time)
     cipher_suite: str | None = None     # the TLS connection's (WARC-Cipher-Suite)
-    text_digest: int | None = None      # of its visible text (core/freshness.py), HTML only
+    text_digest: int | None = None      # of its visible text (core/textchanges.py), HTML only
 
     def to_wire(self) -> list[Any]:
         """The fields in declaration order (links and robots as arrays)."""

@@ -70,7 +70,7 @@ class FetchOutcome(NamedTuple):
     raw_storage_key: str | None = None
     changes: bytes | None = None  # its change record (core/freshness.py), packed
     links_digest: int | None = None
-    text_digest: int | None = None  # of its visible text (core/freshness.py), HTML only
+    text_digest: int | None = None  # of its visible text (core/textchanges.py), HTML only
 
 
 class HistoryRow(NamedTuple):

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from crawlapp.core.errors import InputError
-from crawlapp.core.freshness import VOLATILE_TEXT, IgnoredText
 from crawlapp.core.politeness import POLITENESS_KEYS, Backoff
 from crawlapp.core.priority import Weights
 from crawlapp.core.recrawl import Bounds, RecrawlRules
@@ -29,6 +28,7 @@ from crawlapp.core.setting_values import (
     pem_file,
     url_of,
 )
+from crawlapp.core.textchanges import VOLATILE_TEXT, IgnoredText
 from crawlapp.core.traps import TrapRules
 
 T = TypeVar("T")
@@ -317,7 +317,7 @@ class Settings:
         "whose text differs only there was not changed); `none`: every character counts",
         default=IgnoredText(VOLATILE_TEXT), convert=IgnoredText.parse,
         doc_default="the times of day and ages a page shows (`11:22:09`, `2026-11-28T11:22Z`, "
-        "`5 minutes ago`, `just now`: core/freshness.py `VOLATILE_TEXT`)")
+        "`5 minutes ago`, `just now`: core/textchanges.py `VOLATILE_TEXT`)")
     max_backoff: float = setting(
         "CRAWL_MAX_BACKOFF", "cap on a host's exponential backoff after 5xx, timeouts, connection errors",
         default=300.0, convert=bounded(float, 0, 86400))

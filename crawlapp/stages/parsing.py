@@ -11,12 +11,12 @@ import logging
 from collections import Counter
 
 from crawlapp.core.bodies import drop_content
-from crawlapp.core.freshness import text_digest
 from crawlapp.core.html import is_html, parse_html, robots_directives
 from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.settings import Settings
 from crawlapp.core.simhash import simhash
 from crawlapp.core.sitemaps import is_sitemap, parse_sitemap
+from crawlapp.core.textchanges import text_digest
 from crawlapp.core.urls import URLRejected, dedup_key, request_url
 from crawlapp.stages.pages import body_of
 

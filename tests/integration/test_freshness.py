@@ -26,12 +26,12 @@ from crawlapp.core.freshness import (
     expected_freshness,
     hub_driven,
     kind_of,
-    text_digest,
 )
 from crawlapp.core.records import Link, Page, Status
 from crawlapp.core.recrawl import EARLY
 from crawlapp.core.rows import UrlRow
 from crawlapp.core.settings import load_settings
+from crawlapp.core.textchanges import text_digest
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import rebuild
 from crawlapp.stages import revisiting, sitemapping

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from crawlapp.core.freshness import text_digest
 from crawlapp.core.html import parse_html
 from crawlapp.core.settings import load_settings
+from crawlapp.core.textchanges import text_digest
 from testweb import serverlog
 from testweb.changing import (
     LATIN1_PAGE,
