@@ -4,7 +4,6 @@ ValueError that says what it expected). Pure."""
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -118,13 +117,3 @@ def url_of(schemes: tuple[str, ...]) -> Callable[[str], str]:
         return raw
 
     return convert
-
-
-def regex_or_none(raw: str) -> re.Pattern[str] | None:
-    """A regular expression (Python's syntax, case ignored), or `none` for none."""
-    if raw.lower() == "none":
-        return None
-    try:
-        return re.compile(raw, re.IGNORECASE)
-    except re.error as exc:
-        raise ValueError(f"not a regular expression ({exc}); `none` for none") from None
