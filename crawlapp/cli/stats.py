@@ -51,6 +51,9 @@ def _text(data: dict[str, Any], where: str) -> str:
                      f"({refreshes['markup_only']} in their markup only), "
                      f"{refreshes['made_due_by_sitemaps']} by sitemaps); "
                      f"{fresh['leases_yielded']} leases ended early for a better URL")
+    if data["politeness_held_up"]:
+        lines.append(f"{'held for a turn':>18}: {data['politeness_held_up']} host(s) leased "
+                     "while still being asked: the fetch workers' log says which (error)")
     if data["hosts_given_up"]:
         lines.append(f"{'hosts given up':>18}: {len(data['hosts_given_up'])}")
         lines += [f"{'':>20}{line}" for line in given_up_lines(data["hosts_given_up"])]

@@ -174,6 +174,10 @@ def families(snap: Snapshot) -> Iterator[Metric]:
     yield CounterMetricFamily(
         "crawl_leases_yielded", "Leases of several URLs that ended early for a better URL "
         "queued meanwhile (a new URL, a hub falling due).", value=c.get("lease:yielded", 0))
+    yield CounterMetricFamily(
+        "crawl_politeness_held_up", "Requests a fetch process held for their host's turn: the "
+        "host leased again while that process was still asking it, or less than a delay "
+        "after (0 unless the frontier errs).", value=c.get("politeness:held_up", 0))
     yield _labelled(GaugeMetricFamily("crawl_queue_messages", "Messages waiting per Celery queue.",
                                       labels=["queue"]), snap.queues)
     yield from verify_families(snap.last_verify)

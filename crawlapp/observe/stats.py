@@ -205,6 +205,7 @@ def collect(ctx: Context, with_queues: bool = True, now: float | None = None) ->
         "rejected_links": _by_reason(counts, "rejected:"),
         "refused_links": _by_reason(counts, "refused:"),
         "hosts_given_up": dict(sorted(given_up.items())),
+        "politeness_held_up": counts.get("politeness:held_up", 0),
         "hosts_deferred": {d.host: {"reason": d.reason, "until": d.until} for d in deferred},
         "frontier": {
             "urls_queued": sum(s.urls_queued for s in shards),

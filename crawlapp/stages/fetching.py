@@ -37,6 +37,7 @@ from crawlapp.stages.pages import (
 )
 from crawlapp.stages.releasing import EarlyRelease, EarlySlotReturn, chain_rule
 from crawlapp.stages.tallies import fetch_counts
+from crawlapp.stages.turns import host_turns
 
 log = logging.getLogger(__name__)
 # The looks of every batch of the process at leases asked to end early, told as one.
@@ -155,27 +156,51 @@ async def _watch_yields(yielding: Callable[[list[Lease]], set[str]],
             _YIELD_LOOKS.ended()
 
 
+class Fetches(NamedTuple):
+    """What a batch's requests got (`_fetch_all`)."""
+
+    robots: list[Fetched]          # the robots.txt answers, in the order of Plan.robots
+    pages: list[Fetched | None]    # the pages' answers, in the order of Plan.pages (None: not asked)
+    yielded: set[str]              # the hosts whose chain ended early, its lease asked to
+    held: set[str]                 # the hosts whose first request waited for its turn (turns.py)
+
+
 async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPolicy | None],
                      validators: dict[str, dict[str, str]],
                      after: Callable[[Lease, Fetched], float | None], cutoff: float,
                      early: EarlyRelease | None = None,
-                     yielding: Callable[[list[Lease]], set[str]] | None = None
-                     ) -> tuple[list[Fetched], list[Fetched | None], set[str]]:
+                     yielding: Callable[[list[Lease]], set[str]] | None = None,
+                     min_delay: float = 0.0) -> Fetches:
     """The batch's hosts at once, each starting no earlier than its lease allows and asking
     its pages one after the other (`fetch_chain`; its host released as soon as the last
     ends, with `early`), a chain of several ending early when `yielding` says its lease was
-    asked to. Returns the robots.txt answers, the pages' (None: not asked) and the hosts
-    whose chain ended so."""
+    asked to. Each host takes its turn in the process's HostTurns: none is asked sooner
+    than `min_delay` after the last answer it gave this process."""
     def get(lease: Lease) -> Awaitable[Fetched]:
         return fetcher.get(lease.url, validators.get(lease.url))
 
     yields = Yields()
     running: dict[str, Lease] = {}
     ended_early: set[str] = set()
+    turns = host_turns()
+    held: set[str] = set()
+
+    async def in_turn(lease: Lease, ask: Callable[[Lease], Awaitable[list[Fetched]]]
+                      ) -> list[Fetched]:
+        start = await turns.begin(lease)
+        if start > lease.not_before:
+            held.add(lease.host)
+        results: list[Fetched] = []
+        try:
+            results = await ask(replace(lease, not_before=start))
+        finally:
+            turns.end(lease.host, (results[-1].ended if results else time.time()) + min_delay)
+        return results
 
     async def chain(leases: list[Lease]) -> list[Fetched]:
         try:
-            results = await fetch_chain(leases, get, after, cutoff, yields)
+            results = await in_turn(leases[0], lambda first: fetch_chain(
+                [first, *leases[1:]], get, after, cutoff, yields))
         finally:
             running.pop(leases[0].host, None)
         if len(results) < len(leases) and leases[0].host in yields.hosts:
@@ -184,11 +209,12 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
             early.answered(leases, results)
         return results
 
-    robots_calls = [start_at(lease.not_before,
-                             fetcher.get(robots_url(origin_of(lease.url),
-                                                    policies.get(origin_of(lease.url))),
-                                         max_bytes=MAX_ROBOTS_BYTES, truncate=True))
-                    for lease in plan.robots]
+    async def robots_txt(lease: Lease) -> list[Fetched]:
+        origin = origin_of(lease.url)
+        return [await start_at(lease.not_before, fetcher.get(
+            robots_url(origin, policies.get(origin)), max_bytes=MAX_ROBOTS_BYTES, truncate=True))]
+
+    robots_calls = [in_turn(lease, robots_txt) for lease in plan.robots]
     chains = host_chains(plan.pages)
     watcher = None
     if yielding is not None:
@@ -208,7 +234,7 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
     for positions, results in zip(chains, answers, strict=True):
         for i, result in zip(positions, results, strict=False):
             pages[i] = result
-    return robots, pages, ended_early
+    return Fetches([answer for (answer,) in robots], pages, ended_early, held)
 
 
 def _retries(ctx: Context, run: str, asked: list[tuple[Lease, Fetched]], refused: list[Lease],
@@ -377,13 +403,14 @@ def fetch_batch(ctx: Context, leases: list[Lease]
     elif not settings.render:
         early = EarlyRelease(ctx.frontier, ledger.host_answered)
     cutoff = renewed + settings.lease_seconds / 2 - settings.fetch_timeout
-    robots, fetched, yielded = run_on_fetch_loop(settings, ctx.dns_cache, lambda f: _fetch_all(
-        f, plan, known.policies, known.validators, chain_rule(settings, ledger.next_start),
-        cutoff, early, ctx.frontier.yielding))
+    robots, fetched, yielded, held_up = run_on_fetch_loop(
+        settings, ctx.dns_cache, lambda f: _fetch_all(
+            f, plan, known.policies, known.validators, chain_rule(settings, ledger.next_start),
+            cutoff, early, ctx.frontier.yielding, settings.default_delay))
     if early is not None:
         ledger.sent_early(early.released)
-    if yielded:
-        ctx.counters.bump({"lease:yielded": len(yielded)})
+    if yielded or held_up:
+        ctx.counters.bump({"lease:yielded": len(yielded), "politeness:held_up": len(held_up)})
 
     pages = _robots_answers(ctx, ledger, plan.robots, robots)
     now = time.time()

@@ -37,7 +37,8 @@ def test_fetch_and_store_counts() -> None:
 
 def test_exposition_of_a_snapshot() -> None:
     counters = {"pages:fetched": 7, "latency:le:0.05": 2, "latency:le:1": 3, "latency:sum_ms": 1500,
-                "refused:calendar": 4, "urls:known": 9, "lease:yielded": 6}
+                "refused:calendar": 4, "urls:known": 9, "lease:yielded": 6,
+                "politeness:held_up": 2}
     snap = Snapshot(counters, [ShardStats(0, 1, 2, 3, 0, 10, 1), ShardStats(1, 0, 1, 0, 1, 5, 1)],
                     2, {"daily": {"pages": 5, "overdue": 1}}, {"fetch.0": 3})
 
@@ -65,3 +66,4 @@ def test_exposition_of_a_snapshot() -> None:
     assert samples[("crawl_recrawl_overdue", (("tier", "daily"),))] == 1
     assert samples[("crawl_queue_messages", (("queue", "fetch.0"),))] == 3
     assert samples[("crawl_leases_yielded_total", ())] == 6
+    assert samples[("crawl_politeness_held_up_total", ())] == 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
+import logging
 import math
 import time
 import zlib
@@ -26,6 +27,8 @@ from crawlapp.core.records import HostState, Lease, QueuedURL, Release
 from crawlapp.core.robots import MAX_ROBOTS_BYTES, RobotsPolicy, robots_answer
 from crawlapp.core.settings import load_settings
 from crawlapp.stages.fetching import (
+    Fetches,
+    Plan,
     _fetch_all,
     fetch_chain,
     host_chains,
@@ -226,7 +229,8 @@ def test_a_batch_from_the_frontier_planned_fetched_and_recorded() -> None:
         "http://a.test/page": (200, {"Content-Type": "text/html"}, b"<p>a</p>"),
         "http://b.test/robots.txt": (200, {}, b"Sitemap: http://b.test/map.xml\n"
                                      + b"#" * (2 * MAX_ROBOTS_BYTES))})
-    robots, fetched, _ = asyncio.run(_fetch_all(mock_fetcher(handler), plan, policies, {}, once, math.inf))
+    robots, fetched, _, _ = asyncio.run(_fetch_all(mock_fetcher(handler), plan, policies, {}, once,
+                                                     math.inf))
     assert [r.url for r in robots + fetched] == ["http://b.test/robots.txt", "http://a.test/page"]
     assert len(robots[0].body) == MAX_ROBOTS_BYTES and robots[0].error is None  # cut, not refused
     learned = robots_policy(robots[0], None)
@@ -378,7 +382,7 @@ def test_a_hosts_urls_are_asked_one_after_the_other_each_a_delay_after_the_last_
     policies: dict[str, RobotsPolicy | None] = {"http://a.test": DISALLOW_PRIVATE,
                                                 "http://b.test": DISALLOW_PRIVATE}
     plan = plan_batch(leases, policies, UA)
-    _, fetched, _ = asyncio.run(_fetch_all(mock_fetcher(slow), plan, {}, {}, after, math.inf))
+    fetched = asyncio.run(_fetch_all(mock_fetcher(slow), plan, {}, {}, after, math.inf)).pages
     assert [r.status if r else None for r in fetched] == [200, 200, 503, None, 200]
     a = spans["a.test"]
     assert len(a) == 3 and not overlapped
@@ -424,7 +428,7 @@ def test_a_chain_ends_early_once_its_lease_is_asked_to_yield(
         chain_ended[chain[0].host] = time.time()
 
     plan = plan_batch(leases, {f"http://{h}.test": DISALLOW_PRIVATE for h in "abc"}, UA)
-    _, fetched, yielded = asyncio.run(_fetch_all(
+    _, fetched, yielded, _ = asyncio.run(_fetch_all(
         mock_fetcher(handler), plan, {}, {}, lambda _, r: r.ended + 0.3, math.inf,
         EarlyRelease(MemoryFrontier(shards=1), ended), yielding))
     assert [r is not None for r in fetched] == [True, False, False, False] + [True] * 5
@@ -443,3 +447,50 @@ def test_a_host_asking_its_robots_txt_asks_nothing_else_in_that_batch() -> None:
     assert [lease.url for lease in plan.waiting] == ["https://a.test/4", "http://a.test/1"]
     assert plan.pages == [] and [lease.url for lease, _ in plan.refused] == [
         "http://a.test/private/3"]
+
+
+def test_a_host_leased_twice_at_once_is_still_asked_one_request_at_a_time(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Behind the frontier's leases, the fetch process's own turns (stages/turns.py): a batch
+    whose lease of a.test comes while another batch's chain of a.test runs (the frontier
+    handing out a host still held) waits for that chain's end and the delay after its last
+    answer, and says so; b.test, leased once, and a chain started in its turn, wait for
+    nothing."""
+    delay = 0.1
+    spans: list[tuple[str, float, float]] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        started = time.time()
+        await asyncio.sleep(0.02)
+        spans.append((request.url.host + request.url.path, started, time.time()))
+        return answer(200)
+
+    def lease(host: str, token: str, n: int, at: float) -> Lease:
+        return Lease(0, host, token, f"http://{host}/{token}{n}", 0, at)
+
+    def plan(leases: list[Lease]) -> Plan:
+        return plan_batch(leases, {f"http://{x.host}": DISALLOW_PRIVATE for x in leases}, UA)
+
+    async def batches() -> tuple[Fetches, Fetches, Fetches]:
+        fetcher, now = mock_fetcher(handler), time.time()
+        first = asyncio.ensure_future(_fetch_all(
+            fetcher, plan([lease("a.test", "A", n, now) for n in range(3)]), {}, {},
+            lambda _, r: r.ended + delay, math.inf, min_delay=delay))
+        await asyncio.sleep(0.05)  # a.test's chain is under way
+        second = await _fetch_all(
+            fetcher, plan([lease("a.test", "B", 0, time.time()), lease("b.test", "C", 0, 0.0)]),
+            {}, {}, once, math.inf, min_delay=delay)
+        third = await _fetch_all(fetcher, plan([lease("a.test", "D", 0, time.time() + delay)]),
+                                 {}, {}, once, math.inf, min_delay=delay)
+        return await first, second, third
+
+    with caplog.at_level(logging.ERROR, "crawlapp.stages.turns"):
+        first, second, third = asyncio.run(batches())
+    assert (first.held, second.held, third.held) == (set(), {"a.test"}, set())
+    a = sorted((start, end, path) for path, start, end in spans if path.startswith("a.test"))
+    assert [path for _, _, path in a] == ["a.test/A0", "a.test/A1", "a.test/A2", "a.test/B0",
+                                          "a.test/D0"]
+    for (_, end, _), (start, _, _) in zip(a, a[1:], strict=False):
+        assert start >= end + delay  # one at a time, each a delay after the last
+    assert [r.getMessage() for r in caplog.records if "a.test was leased to B" in r.getMessage()]
+    assert len(caplog.records) == 1

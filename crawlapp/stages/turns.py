@@ -1,0 +1,91 @@
+"""A fetch process's own check of politeness, behind the frontier's leases (stages/fetching.py).
+
+The frontier leases a host to one batch at a time and makes it ready again no sooner than a
+delay after its last answer, so a chain of a host's requests never meets another one of the
+same host. `HostTurns` holds that on the process's side as well, as Scrapy's downloader slots
+do: a chain that would start while another chain of its host runs in this process, or sooner
+than the delay after that chain's last answer, waits for its turn, and is reported (logged
+with both leases' tokens and counted), for it means the frontier handed out a host still
+held. One fetch process sees only its own chains: a fleet's several processes rely on the
+leases alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from crawlapp.core.records import Lease
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Turn:
+    """A host's chain under way: its lease's token, and once it ended, the earliest start of
+    the host's next request."""
+
+    token: str
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    next_start: float = 0.0
+
+
+class HostTurns:
+    """The hosts a fetch process is asking, across its batches (one event loop)."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, _Turn] = {}
+        # host -> the earliest start of its next request, for chains ended lately, in the
+        # order they ended (dropped once passed: bounded by the hosts asked within a delay)
+        self._after: OrderedDict[str, float] = OrderedDict()
+
+    async def begin(self, lease: Lease) -> float:
+        """Take `lease`'s host's turn, waiting while another chain of the host runs here;
+        returns the earliest time its first request may start (its not_before, later if a
+        chain of another lease ended less than a delay before it, which is reported)."""
+        held_by: list[str] = []
+        while (other := self._running.get(lease.host)) is not None:
+            held_by.append(other.token)
+            await other.ended.wait()
+        self._forget_passed(time.time())
+        start = max(lease.not_before, self._after.get(lease.host, 0.0))
+        self._running[lease.host] = _Turn(lease.token)
+        if held_by or start > lease.not_before:
+            log.error("%s was leased to %s while the lease %s of it was being asked, or less "
+                      "than a delay before; its requests wait for their turn (%.3f s)",
+                      lease.host, lease.token, held_by[0] if held_by else "before",
+                      start - lease.not_before)
+        return start
+
+    def end(self, host: str, next_start: float) -> None:
+        """The chain of `host` under way here ended; no request to the host from this
+        process starts before `next_start`."""
+        turn = self._running.pop(host)
+        turn.next_start = next_start
+        self._after.pop(host, None)
+        self._after[host] = next_start
+        turn.ended.set()
+
+    def _forget_passed(self, now: float) -> None:
+        while self._after:
+            host, at = next(iter(self._after.items()))
+            if at > now:
+                return
+            del self._after[host]
+
+
+_BY_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HostTurns] = (
+    weakref.WeakKeyDictionary())
+
+
+def host_turns() -> HostTurns:
+    """The HostTurns of the running event loop (a fetch process's one fetch loop)."""
+    loop = asyncio.get_running_loop()
+    turns = _BY_LOOP.get(loop)
+    if turns is None:
+        turns = _BY_LOOP[loop] = HostTurns()
+    return turns
