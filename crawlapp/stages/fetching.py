@@ -187,8 +187,8 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
 
     async def in_turn(lease: Lease, ask: Callable[[Lease], Awaitable[list[Fetched]]]
                       ) -> list[Fetched]:
-        start = await turns.begin(lease)
-        if start > lease.not_before:
+        start, too_soon = await turns.begin(lease)
+        if too_soon:
             held.add(lease.host)
         results: list[Fetched] = []
         try:

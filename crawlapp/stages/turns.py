@@ -26,12 +26,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Turn:
-    """A host's chain under way: its lease's token, and once it ended, the earliest start of
-    the host's next request."""
+    """A host's chain under way: its lease's token, and the event set as it ends."""
 
     token: str
     ended: asyncio.Event = field(default_factory=asyncio.Event)
-    next_start: float = 0.0
 
 
 class HostTurns:
@@ -43,10 +41,12 @@ class HostTurns:
         # order they ended (dropped once passed: bounded by the hosts asked within a delay)
         self._after: OrderedDict[str, float] = OrderedDict()
 
-    async def begin(self, lease: Lease) -> float:
-        """Take `lease`'s host's turn, waiting while another chain of the host runs here;
-        returns the earliest time its first request may start (its not_before, later if a
-        chain of another lease ended less than a delay before it, which is reported)."""
+    async def begin(self, lease: Lease) -> tuple[float, bool]:
+        """Take `lease`'s host's turn, waiting while another chain of the host runs here.
+        Returns the earliest time its first request may start (its not_before, or the end of
+        the delay after the last answer the host gave this process, if later) and whether
+        the lease came too soon (another chain of its host under way, or that delay not
+        over): reported, for the frontier should never lease a host so."""
         held_by: list[str] = []
         while (other := self._running.get(lease.host)) is not None:
             held_by.append(other.token)
@@ -54,18 +54,18 @@ class HostTurns:
         self._forget_passed(time.time())
         start = max(lease.not_before, self._after.get(lease.host, 0.0))
         self._running[lease.host] = _Turn(lease.token)
-        if held_by or start > lease.not_before:
-            log.error("%s was leased to %s while the lease %s of it was being asked, or less "
-                      "than a delay before; its requests wait for their turn (%.3f s)",
-                      lease.host, lease.token, held_by[0] if held_by else "before",
-                      start - lease.not_before)
-        return start
+        too_soon = bool(held_by) or start > lease.not_before
+        if too_soon:
+            log.error("%s was leased to %s %s; its requests wait for their turn (%.3f s "
+                      "after the lease allowed)", lease.host, lease.token,
+                      f"while the lease {held_by[0]} of it was being asked" if held_by
+                      else "less than a delay after its last answer", start - lease.not_before)
+        return start, too_soon
 
     def end(self, host: str, next_start: float) -> None:
         """The chain of `host` under way here ended; no request to the host from this
         process starts before `next_start`."""
         turn = self._running.pop(host)
-        turn.next_start = next_start
         self._after.pop(host, None)
         self._after[host] = next_start
         turn.ended.set()

@@ -454,8 +454,8 @@ def test_a_host_leased_twice_at_once_is_still_asked_one_request_at_a_time(
     """Behind the frontier's leases, the fetch process's own turns (stages/turns.py): a batch
     whose lease of a.test comes while another batch's chain of a.test runs (the frontier
     handing out a host still held) waits for that chain's end and the delay after its last
-    answer, and says so; b.test, leased once, and a chain started in its turn, wait for
-    nothing."""
+    answer, and says so, as does one that comes less than a delay after a chain's last
+    answer; b.test, leased once, and a chain started in its turn, wait for nothing."""
     delay = 0.1
     spans: list[tuple[str, float, float]] = []
 
@@ -471,7 +471,7 @@ def test_a_host_leased_twice_at_once_is_still_asked_one_request_at_a_time(
     def plan(leases: list[Lease]) -> Plan:
         return plan_batch(leases, {f"http://{x.host}": DISALLOW_PRIVATE for x in leases}, UA)
 
-    async def batches() -> tuple[Fetches, Fetches, Fetches]:
+    async def batches() -> tuple[Fetches, Fetches, Fetches, Fetches]:
         fetcher, now = mock_fetcher(handler), time.time()
         first = asyncio.ensure_future(_fetch_all(
             fetcher, plan([lease("a.test", "A", n, now) for n in range(3)]), {}, {},
@@ -482,15 +482,18 @@ def test_a_host_leased_twice_at_once_is_still_asked_one_request_at_a_time(
             {}, {}, once, math.inf, min_delay=delay)
         third = await _fetch_all(fetcher, plan([lease("a.test", "D", 0, time.time() + delay)]),
                                  {}, {}, once, math.inf, min_delay=delay)
-        return await first, second, third
+        fourth = await _fetch_all(fetcher, plan([lease("a.test", "E", 0, time.time())]),
+                                  {}, {}, once, math.inf, min_delay=delay)
+        return await first, second, third, fourth
 
     with caplog.at_level(logging.ERROR, "crawlapp.stages.turns"):
-        first, second, third = asyncio.run(batches())
-    assert (first.held, second.held, third.held) == (set(), {"a.test"}, set())
+        fetches = asyncio.run(batches())
+    assert [f.held for f in fetches] == [set(), {"a.test"}, set(), {"a.test"}]
     a = sorted((start, end, path) for path, start, end in spans if path.startswith("a.test"))
     assert [path for _, _, path in a] == ["a.test/A0", "a.test/A1", "a.test/A2", "a.test/B0",
-                                          "a.test/D0"]
+                                          "a.test/D0", "a.test/E0"]
     for (_, end, _), (start, _, _) in zip(a, a[1:], strict=False):
         assert start >= end + delay  # one at a time, each a delay after the last
-    assert [r.getMessage() for r in caplog.records if "a.test was leased to B" in r.getMessage()]
-    assert len(caplog.records) == 1
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and "a.test was leased to B while the lease A" in said[0]
+    assert "a.test was leased to E less than a delay after its last answer" in said[1]
