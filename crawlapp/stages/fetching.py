@@ -175,7 +175,8 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
     its pages one after the other (`fetch_chain`; its host released as soon as the last
     ends, with `early`), a chain of several ending early when `yielding` says its lease was
     asked to. Each host takes its turn in the process's HostTurns: none is asked sooner
-    than `min_delay` after the last answer it gave this process."""
+    than `min_delay` after the last answer it gave this process, nor than `after` allowed
+    after it."""
     def get(lease: Lease) -> Awaitable[Fetched]:
         return fetcher.get(lease.url, validators.get(lease.url))
 
@@ -184,6 +185,14 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
     ended_early: set[str] = set()
     turns = host_turns()
     held: set[str] = set()
+
+    next_starts: dict[str, float] = {}  # host -> when `after` allowed its next request
+
+    def noted(lease: Lease, result: Fetched) -> float | None:
+        start = after(lease, result)
+        if start is not None:
+            next_starts[lease.host] = start
+        return start
 
     async def in_turn(lease: Lease, ask: Callable[[Lease], Awaitable[list[Fetched]]]
                       ) -> list[Fetched]:
@@ -194,13 +203,14 @@ async def _fetch_all(fetcher: Fetcher, plan: Plan, policies: dict[str, RobotsPol
         try:
             results = await ask(replace(lease, not_before=start))
         finally:
-            turns.end(lease.host, (results[-1].ended if results else time.time()) + min_delay)
+            ended = results[-1].ended if results else time.time()
+            turns.end(lease.host, max(ended + min_delay, next_starts.pop(lease.host, 0.0)))
         return results
 
     async def chain(leases: list[Lease]) -> list[Fetched]:
         try:
             results = await in_turn(leases[0], lambda first: fetch_chain(
-                [first, *leases[1:]], get, after, cutoff, yields))
+                [first, *leases[1:]], get, noted, cutoff, yields))
         finally:
             running.pop(leases[0].host, None)
         if len(results) < len(leases) and leases[0].host in yields.hosts:

@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from crawlapp.core.records import Lease
 
 log = logging.getLogger(__name__)
+# A lease's not_before comes from the frontier's Lua, which writes a time with 14 significant
+# digits (50 us of a UNIX time): a start later than it by no more than this is its own.
+TOLERANCE = 0.001
 
 
 @dataclass
@@ -54,7 +57,7 @@ class HostTurns:
         self._forget_passed(time.time())
         start = max(lease.not_before, self._after.get(lease.host, 0.0))
         self._running[lease.host] = _Turn(lease.token)
-        too_soon = bool(held_by) or start > lease.not_before
+        too_soon = bool(held_by) or start > lease.not_before + TOLERANCE
         if too_soon:
             log.error("%s was leased to %s %s; its requests wait for their turn (%.3f s "
                       "after the lease allowed)", lease.host, lease.token,

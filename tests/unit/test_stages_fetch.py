@@ -453,8 +453,8 @@ def test_a_host_leased_twice_at_once_is_still_asked_one_request_at_a_time(
         caplog: pytest.LogCaptureFixture) -> None:
     """Behind the frontier's leases, the fetch process's own turns (stages/turns.py): a batch
     whose lease of a.test comes while another batch's chain of a.test runs (the frontier
-    handing out a host still held) waits for that chain's end and the delay after its last
-    answer, and says so, as does one that comes less than a delay after a chain's last
+    handing out a host still held) waits for that chain's end and the delay its rule gave
+    after its last answer, and says so, as does one that comes less than a delay after a chain's last
     answer; b.test, leased once, and a chain started in its turn, wait for nothing."""
     delay = 0.1
     spans: list[tuple[str, float, float]] = []
@@ -475,7 +475,7 @@ def test_a_host_leased_twice_at_once_is_still_asked_one_request_at_a_time(
         fetcher, now = mock_fetcher(handler), time.time()
         first = asyncio.ensure_future(_fetch_all(
             fetcher, plan([lease("a.test", "A", n, now) for n in range(3)]), {}, {},
-            lambda _, r: r.ended + delay, math.inf, min_delay=delay))
+            lambda _, r: r.ended + 2 * delay, math.inf, min_delay=delay))  # its Crawl-delay
         await asyncio.sleep(0.05)  # a.test's chain is under way
         second = await _fetch_all(
             fetcher, plan([lease("a.test", "B", 0, time.time()), lease("b.test", "C", 0, 0.0)]),
@@ -494,6 +494,7 @@ def test_a_host_leased_twice_at_once_is_still_asked_one_request_at_a_time(
                                           "a.test/D0", "a.test/E0"]
     for (_, end, _), (start, _, _) in zip(a, a[1:], strict=False):
         assert start >= end + delay  # one at a time, each a delay after the last
+    assert a[3][0] >= a[2][1] + 2 * delay  # B0 after A's chain as its own rule allowed
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 2 and "a.test was leased to B while the lease A" in said[0]
     assert "a.test was leased to E less than a delay after its last answer" in said[1]

@@ -24,3 +24,20 @@ def test_hosts_whose_delay_is_over_are_forgotten() -> None:
     kept, (start, too_soon) = asyncio.run(run())
     assert kept == 10  # the ten whose minute runs, not the thousand asked
     assert too_soon and start > time.time() + 50  # h995 waits out its minute
+
+
+def test_a_lease_at_its_hosts_time_as_the_frontier_wrote_it_is_on_time() -> None:
+    """The frontier's Lua writes a lease's not_before with 14 significant digits: a lease at
+    the very time its host's last chain allowed, so rounded down, is no lease too soon."""
+    rounded = round(time.time() + 10, 4)  # a UNIX time in 14 digits: 4 decimals
+    allowed = rounded + 0.00004  # written so, it is `rounded`
+    assert float(f"{allowed:.14g}") == rounded
+
+    async def run() -> tuple[float, bool]:
+        turns = HostTurns()
+        await turns.begin(Lease(0, "a.test", "A", "http://a.test/", 0, 0.0))
+        turns.end("a.test", allowed)
+        return await turns.begin(Lease(0, "a.test", "B", "http://a.test/", 0, rounded))
+
+    start, too_soon = asyncio.run(run())
+    assert rounded < allowed and start == allowed and not too_soon
