@@ -1,0 +1,78 @@
+"""A crawl that keeps a changing web fresh (`crawlctl crawl` without --until-idle) through a
+10 s outage of Redis, the broker and every structure of the crawl at once: no worker dies of
+it, no host is asked too soon or twice at once, and once Redis is back the re-crawls go on at
+their rate, the collection as fresh as before and new articles found within seconds, judged
+from the server's log."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.conftest import crawl_env
+from tests.e2e.helpers import CRAWLCTL, crawlctl
+from tests.faults import FaultProxy
+from testweb.changing import ChangingSpec
+from testweb.freshness import discovery, judge
+from testweb.server import start_changing_in_background
+from testweb.serverlog import load
+
+pytestmark = pytest.mark.e2e
+DELAY = 0.25
+RUN = 85.0  # seconds of crawling
+DOWN_AT, DOWN_FOR = 30.0, 10.0  # the outage, from the start
+SETTLED = DOWN_AT + DOWN_FOR + 10.0  # judged from here: the re-crawls back on their plan
+SPEC = ChangingSpec(hosts=3, pages_per_host=24, seed=5, duration=RUN + 60, min_interval=4,
+                    max_interval=300, news_hosts=1, article_interval=4, sitemap_hosts=1)
+
+
+def test_a_fresh_crawl_rides_out_redis_refusing_connections_for_10s(tmp_path: Path,
+                                                                     redis_url: str) -> None:
+    server_kwargs = redis.Redis.from_url(redis_url).connection_pool.connection_kwargs
+    log = str(tmp_path / "requests.jsonl")
+    with FaultProxy(int(server_kwargs["port"]), str(server_kwargs["host"])).running() as proxy, \
+            start_changing_in_background(SPEC, log) as server:
+        proxied = redis_url.replace(f":{server_kwargs['port']}/", f":{proxy.port}/", 1)
+        env = crawl_env(tmp_path, proxied, CRAWL_DEFAULT_DELAY=str(DELAY),
+                        CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
+                        CRAWL_RECRAWL_FIRST_INTERVAL="6")
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(server.seeds()) + "\n")
+        with open(tmp_path / "crawl.out", "wb") as out:
+            crawl = subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds)],
+                                     env={**os.environ, **env}, stdout=out,
+                                     stderr=subprocess.STDOUT)
+        time.sleep(server.t0 + DOWN_AT - time.time())
+        proxy.outage(DOWN_FOR)
+        time.sleep(server.t0 + RUN - time.time())
+        crawl.send_signal(signal.SIGINT)
+        assert crawl.wait(60) in (0, 130, -signal.SIGINT), (tmp_path / "crawl.out").read_text()
+        stats = json.loads(crawlctl(env, "stats", "--json").stdout)
+        web, t0 = server.web, server.t0
+    output = (tmp_path / "crawl.out").read_text()
+    assert "exited with status" not in output, output  # no worker died of it
+    requests = load(log)
+    assert proxy.dropped > 0  # the crawl met the outage
+    before = judge(web, requests, t0, 15.0, DOWN_AT, delay=DELAY)
+    after = judge(web, requests, t0, SETTLED, RUN, delay=DELAY)
+    assert (after.overlaps, after.gaps, after.disallowed) == (0, 0, 0)  # over the whole log
+
+    def page_rate(start: float, end: float) -> float:
+        return sum(1 for r in requests if re.fullmatch(r"/p/[0-9]+\.html", r.path)
+                   and start <= r.start - t0 < end) / (end - start)
+
+    assert page_rate(SETTLED, RUN) > 0.8 * page_rate(15.0, DOWN_AT)  # re-crawls back at rate
+    assert before.pages.overall is not None and after.pages.overall is not None
+    assert after.pages.overall > 0.9 * before.pages.overall, (before, after)
+    found = discovery(web, requests, t0, DOWN_AT + DOWN_FOR, RUN)  # published since it came back
+    assert found.articles >= 3 and found.missed == 0, found
+    assert found.median is not None and found.median < 12, found
+    assert stats["freshness"]["fetches"]["refresh"] > 0
