@@ -23,6 +23,8 @@ next host's home page and to `/private/secret.html`, which robots.txt disallows.
   The ETag names the version; Last-Modified is the second of the last change (t0 for a page
   that never changed). A matching If-None-Match, or else an If-Modified-Since not older than
   Last-Modified, gets a 304.
+- **robots.txt** disallows `/private/`; from `robots_change_at` on (none by default) also
+  `/p/1` (pages 1, 10-19, 100-199...), a new version with its Last-Modified.
 - **Dynamic hosts** (host i with i % dynamic_every == dynamic_every - 1; none by default) send
   no validators and write into every HTML answer a token of its request (a hidden form field,
   a timestamp in a script and in a comment) and, in its visible text, the time it was served
@@ -70,6 +72,7 @@ from testweb.site import _anchor, _not_modified, _sentence
 MARGIN = 600.0  # seconds of changes drawn beyond the spec's duration
 HALF = 0.5  # a change drawn within second n happens at n + HALF
 PRIVATE = "/private/"  # disallowed by every host's robots.txt
+LATER_DISALLOWED = "/p/1"  # disallowed too from `robots_change_at` on (/p/1.html, /p/10.html...)
 PRIVATE_PAGE = "/private/secret.html"
 SITEMAP = "/sitemap.xml"
 XHTML_PAGE, LATIN1_PAGE = 1, 2  # page numbers
@@ -110,6 +113,7 @@ class ChangingSpec:
     crawl_delay: float = 2.0
     words_per_page: int = 150
     dynamic_every: int = 0  # host i is dynamic (module docstring) when i % N == N - 1
+    robots_change_at: float = 0.0  # from then on robots.txt also disallows /p/1 (0: never)
 
     def __post_init__(self) -> None:
         if not 1 <= self.hosts <= MAX_HOSTS or self.pages_per_host < 1:
@@ -124,8 +128,8 @@ class ChangingSpec:
             raise ValueError("news_hosts and sitemap_hosts must be in 0..hosts")
         if self.latest < 1 or self.crawl_delay_every < 0 or self.crawl_delay < 0:
             raise ValueError("latest >= 1, crawl_delay_every >= 0 and crawl_delay >= 0")
-        if self.dynamic_every < 0:
-            raise ValueError("dynamic_every must be >= 0")
+        if self.dynamic_every < 0 or self.robots_change_at < 0:
+            raise ValueError("dynamic_every and robots_change_at must be >= 0")
         if self.words_per_page < 1:
             raise ValueError("words_per_page must be >= 1")
 
@@ -313,7 +317,9 @@ class ChangingWeb:
             return _last(self.schedule.articles[i], at)
         if path == SITEMAP:
             return _last(self.schedule.host_events[i], at) if i in self.sitemap_hosts else None
-        if path in ("/robots.txt", PRIVATE_PAGE):
+        if path == "/robots.txt":
+            return (1, self.spec.robots_change_at) if self.robots_changed(at) else (0, 0.0)
+        if path == PRIVATE_PAGE:
             return (0, 0.0)
         return None
 
@@ -355,7 +361,7 @@ class ChangingWeb:
 
     def _content(self, i: int, path: str, version: int, at: float) -> tuple[str, bytes]:
         if path == "/robots.txt":
-            return TEXT_TYPE, self.robots_txt(i).encode()
+            return TEXT_TYPE, self.robots_txt(i, at).encode()
         if path == SITEMAP:
             return XML_TYPE, self.sitemap(i, at).encode()
         if path == "/":
@@ -406,8 +412,14 @@ class ChangingWeb:
         text = _paragraphs(f"{self.spec.seed}:{i}:home", PARAGRAPH_WORDS)
         return _document(f"Host {i} home", section + text, links[count:], [])
 
-    def robots_txt(self, i: int) -> str:
+    def robots_changed(self, at: float) -> bool:
+        """Whether robots.txt disallows LATER_DISALLOWED too at `at` (`robots_change_at`)."""
+        return 0 < self.spec.robots_change_at <= at
+
+    def robots_txt(self, i: int, at: float) -> str:
         lines = ["User-agent: *", f"Disallow: {PRIVATE}"]
+        if self.robots_changed(at):
+            lines.append(f"Disallow: {LATER_DISALLOWED}")
         delay = self.crawl_delay(i)
         if delay is not None:
             lines.append(f"Crawl-delay: {delay:g}")
@@ -430,9 +442,12 @@ class ChangingWeb:
         return ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns="
                 f"\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n{''.join(entries)}</urlset>\n")
 
-    def disallowed(self, url: str) -> bool:
-        """True if robots.txt disallows the URL (a path under /private/)."""
-        return urlsplit(url).path.startswith(PRIVATE)
+    def disallowed(self, url: str, at: float | None = None) -> bool:
+        """True if robots.txt disallows the URL: a path under /private/, and from
+        `robots_change_at` on (`at`, given) one under LATER_DISALLOWED."""
+        path = urlsplit(url).path
+        return path.startswith(PRIVATE) or (
+            at is not None and self.robots_changed(at) and path.startswith(LATER_DISALLOWED))
 
 
 def _last(changes: np.ndarray, at: float) -> tuple[int, float]:

@@ -49,7 +49,9 @@ def _text(data: dict[str, Any], where: str) -> str:
                      f"fetches {fetches['discovery']} new, {fetches['refresh']} again "
                      f"({refreshes['changed']} changed, {refreshes['unchanged']} unchanged "
                      f"({refreshes['markup_only']} in their markup only), "
-                     f"{refreshes['made_due_by_sitemaps']} by sitemaps); "
+                     f"{refreshes['made_due_by_sitemaps']} by sitemaps, "
+                     f"{refreshes['failed']} failed and {refreshes['refused']} refused by "
+                     "robots.txt, their copies kept); "
                      f"{fresh['leases_yielded']} leases ended early for a better URL")
     if data["politeness_held_up"]:
         lines.append(f"{'held for a turn':>18}: {data['politeness_held_up']} host(s) leased "

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import NamedTuple
 
 from crawlapp.core import hostpatterns
 from crawlapp.core.errors import InputError
 from crawlapp.core.records import Status
+from crawlapp.core.robots import REFUSAL
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -113,6 +115,37 @@ def refresh_interval(best: float, seen: bool, informed: bool, bounds: Bounds) ->
     if not seen and not informed:
         return bounds.clamp(max(bounds.first, best))
     return bounds.clamp(best)
+
+
+class Unrefreshed(StrEnum):
+    """Why a re-crawl of a page the collection holds left its copy as it was, to be tried
+    again: a refresh that does not succeed is no news of the page (`unrefreshed`)."""
+
+    FAILED = "failed"    # no answer, or a 5xx or 429 past its retries: the server's trouble
+    REFUSED = "refused"  # robots.txt disallows it now
+
+
+def unrefreshed(status: Status, http_status: int | None, error: str | None
+                ) -> Unrefreshed | None:
+    """Why a fetch's outcome leaves a held copy as it was; None when the outcome is the page's
+    new state (content, a redirect, a 4xx such as a 404 or 410: the page moved or is gone, or
+    the operator's denylist)."""
+    if status == Status.BLOCKED:
+        return Unrefreshed.REFUSED if (error or "").startswith(REFUSAL) else None
+    if status == Status.FAILED and (http_status is None or http_status >= 500
+                                    or http_status == 429):
+        return Unrefreshed.FAILED
+    return None
+
+
+def recheck_after(why: Unrefreshed, unconfirmed: float, robots_ttl: float, bounds: Bounds
+                  ) -> float:
+    """Seconds until a page whose re-crawl left its copy (`why`) is tried again: as long as
+    its copy has gone unconfirmed (`unconfirmed`: since its last fetch that succeeded, so that
+    each try in a row that fails doubles the wait), a refused one no sooner than its host's
+    robots.txt is read again (`robots_ttl`); within the bounds."""
+    wait = unconfirmed if why is Unrefreshed.FAILED else max(unconfirmed, robots_ttl)
+    return bounds.clamp(wait)
 
 
 def next_schedule(fetched_at: float, previous_interval: float | None, changed: bool,

@@ -61,6 +61,7 @@ _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _LITERAL = _UNRESERVED | frozenset(b":/?#[]@!&'()+,;=")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 _PLAIN = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!&'()+,;=]*")  # already in normal form
+REFUSAL = "robots: "  # how a URL's last_error that robots.txt refuses begins (`refusal`)
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,10 @@ class RobotsPolicy:
 
     def allowed(self, url: str, user_agent: str) -> bool:
         return self.decide(url, user_agent).allowed
+
+    def refusal(self, url: str, user_agent: str) -> str:
+        """A URL's last_error when this file refuses it: REFUSAL, then `blocking_rule`."""
+        return REFUSAL + self.blocking_rule(url, user_agent)
 
     def blocking_rule(self, url: str, user_agent: str) -> str:
         """Why `url` is not allowed, for the record: the rule of the group that matched

@@ -167,10 +167,11 @@ def families(snap: Snapshot) -> Iterator[Metric]:
         labels=["kind"]), {k: c.get(f"recrawl:{k}", 0) for k in ("discovery", "refresh")})
     yield _labelled(CounterMetricFamily(
         "crawl_refreshes", "Pages fetched again by what they showed (changed, unchanged; "
-        "markup_only: of the unchanged, a new body with the same visible text), and those a "
-        "sitemap's lastmod made due (sitemap_due).", labels=["outcome"]),
+        "markup_only: of the unchanged, a new body with the same visible text), those a "
+        "sitemap's lastmod made due (sitemap_due), and those whose fetch failed or robots.txt "
+        "refused (failed, refused: their copies kept, tried again later).", labels=["outcome"]),
         {k: c.get(f"recrawl:{k}", 0)
-         for k in ("changed", "unchanged", "markup_only", "sitemap_due")})
+         for k in ("changed", "unchanged", "markup_only", "sitemap_due", "failed", "refused")})
     yield CounterMetricFamily(
         "crawl_leases_yielded", "Leases of several URLs that ended early for a better URL "
         "queued meanwhile (a new URL, a hub falling due).", value=c.get("lease:yielded", 0))

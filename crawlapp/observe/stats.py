@@ -160,7 +160,9 @@ def freshness_summary(ctx: Context, counts: dict[str, int], tiers: dict[str, dic
         "refreshes": {"changed": counts.get("recrawl:changed", 0),
                       "unchanged": counts.get("recrawl:unchanged", 0),
                       "markup_only": counts.get("recrawl:markup_only", 0),
-                      "made_due_by_sitemaps": counts.get("recrawl:sitemap_due", 0)},
+                      "made_due_by_sitemaps": counts.get("recrawl:sitemap_due", 0),
+                      "failed": counts.get("recrawl:failed", 0),
+                      "refused": counts.get("recrawl:refused", 0)},
     }
 
 

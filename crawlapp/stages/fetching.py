@@ -72,7 +72,7 @@ def plan_batch(leases: list[Lease], policies: dict[str, RobotsPolicy | None],
         elif policy.allowed(lease.url, user_agent):
             plan.pages.append(lease)
         else:
-            plan.refused.append((lease, f"robots: {policy.blocking_rule(lease.url, user_agent)}"))
+            plan.refused.append((lease, policy.refusal(lease.url, user_agent)))
     if asking:
         plan.waiting += [lease for lease in plan.pages if lease.host in asking]
         plan.pages = [lease for lease in plan.pages if lease.host not in asking]

@@ -90,7 +90,7 @@ def _blocked_by_robots(ctx: Context, rows: Rows) -> Rows:
         if (row.status == Status.QUEUED and policy is not None and policy.mode == "rules"
                 and not policy.allowed(row.url, agent)):
             row = row._replace(status=Status.BLOCKED,
-                               last_error=f"robots: {policy.blocking_rule(row.url, agent)}")
+                               last_error=policy.refusal(row.url, agent))
         checked[h] = row
     return checked
 

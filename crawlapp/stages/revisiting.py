@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from crawlapp.adapters.context import Context
@@ -40,7 +41,9 @@ from crawlapp.core.records import Page, Status
 from crawlapp.core.recrawl import (
     Bounds,
     Planned,
+    Unrefreshed,
     next_schedule,
+    recheck_after,
     tier_of,
     timestamp,
 )
@@ -85,13 +88,24 @@ def planning(ctx: Context) -> Planning:
                     s.recrawl_share, s.default_delay + s.delay_margin)
 
 
-def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous]) -> Plan:
+def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous],
+         held: Mapping[str, Unrefreshed] | None = None) -> Plan:
     """The plan of a batch's pages (`previous`: what their rows held). Pages fetched again
     are recorded once: a page no newer than its row (its batch stored again) keeps its record
-    and its schedule."""
+    and its schedule. A page whose copy the batch leaves as it was (`held`: why its re-crawl
+    did not refresh it) is tried again later (`recheck_after`)."""
     out = Plan()
     settings = ctx.settings
     default = settings.recrawl_bounds
+    for page in pages:
+        why = (held or {}).get(page.url_hash)
+        before = previous.get(page.url_hash)
+        if why is not None and before is not None and before.last_fetched_at is not None:
+            at = page.fetched_at or time.time()
+            wait = recheck_after(why, at - timestamp(before.last_fetched_at), settings.robots_ttl,
+                                 settings.recrawl_rule_set.bounds(page.url, page.host, default))
+            out.planned.append(Planned(page.url_hash, tier_of(wait), at + wait))
+            out.counts[f"recrawl:{why}"] += 1
     fetched = [p for p in pages if p.status == Status.FETCHED]
     for page in fetched:
         before = previous.get(page.url_hash)

@@ -13,7 +13,8 @@ from crawlapp.adapters.db import dedup_rows, links_unread, repository
 from crawlapp.adapters.redis import robots_cache
 from crawlapp.core.bodies import keep, take, warc_body
 from crawlapp.core.records import Page, Status
-from crawlapp.core.rows import FetchOutcome, HistoryRow, Previous
+from crawlapp.core.recrawl import Unrefreshed, unrefreshed
+from crawlapp.core.rows import FetchOutcome, HistoryRow, PageRow, Previous
 from crawlapp.core.simhash import to_signed
 from crawlapp.stages import dedup, revisiting
 from crawlapp.stages.admission import send_back
@@ -51,6 +52,20 @@ def _record(page: Page, plan: revisiting.Plan, previous: dict[str, Previous]
         return plan.records[page.url_hash]
     before = previous.get(page.url_hash)
     return (before.changes, before.links_digest) if before else (None, None)
+
+
+def _held_copies(pages: list[Page], rows: dict[str, PageRow]) -> dict[str, Unrefreshed]:
+    """The pages whose row holds a copy (a content hash) that this fetch leaves as it was, and
+    why (core/recrawl.py: unrefreshed): a site down for an hour, or a robots.txt that
+    disallows a page for a while, must not take pages out of the collection, nor out of its
+    schedule."""
+    out: dict[str, Unrefreshed] = {}
+    for page in pages:
+        row = rows.get(page.url_hash)
+        why = unrefreshed(page.status, page.http_status, page.error)
+        if why is not None and row is not None and row.content_hash is not None:
+            out[page.url_hash] = why
+    return out
 
 
 def _bodies(pages: list[Page], dropped: set[str], archive_unstored: bool
@@ -110,23 +125,29 @@ def store_pages(ctx: Context, pages: list[Page], batch_id: str | None = None) ->
     dropped = {p.url_hash for p in urls
                if (row := rows.get(p.url_hash)) is not None and row.status == Status.DELETED}
     kept = [p for p in urls if p.url_hash not in dropped]
+    copies = _held_copies(kept, rows)
     refetch = dedup.recheck(ctx, kept, rows)
     ctx.blobs.put_many(_bodies(pages, dropped, ctx.settings.archive_unstored))
-    held, orphaned = dedup.superseded(urls, rows, dropped)
+    held, orphaned = dedup.superseded([p for p in urls if p.url_hash not in copies], rows,
+                                      dropped)
     with ctx.sessions.begin() as session:
         robots_cache.write(session, robots, robots_at)
         previous = repository.previous_fetches(session, [p.url_hash for p in kept])
-        plan = revisiting.plan(ctx, kept, previous)
+        plan = revisiting.plan(ctx, kept, previous, copies)
         plan.set_delays(ctx, robots_pages)
         next_at = {planned.url_hash: planned.next_at for planned in plan.planned}
         ctx.dedup_index.release(held)  # before the rows change: no claim outlives its original
         rows_out = [_outcome(page, next_at.get(page.url_hash), _record(page, plan, previous))
                     for page in kept]
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
-                                            if not p.not_modified])
+                                            if not p.not_modified and p.url_hash not in copies])
         repository.record_fetches(session, [r for r, p in zip(rows_out, kept, strict=True)
                                             if p.not_modified],
                                   repository.NOT_MODIFIED_COLUMNS)
+        repository.record_fetches(session, [
+            r._replace(status=Status.FETCHED, last_error=p.error or f"HTTP {p.http_status}")
+            for r, p in zip(rows_out, kept, strict=True) if p.url_hash in copies],
+            repository.HELD_COPY_COLUMNS)
         repository.add_fetch_history(session, [
             entry for page in [*kept, *robots_pages, *retried]
             if (entry := _history_row(page)) is not None])

@@ -1,8 +1,9 @@
-"""A crawl that keeps a changing web fresh (`crawlctl crawl` without --until-idle) through a
-10 s outage of Redis, the broker and every structure of the crawl at once: no worker dies of
-it, no host is asked too soon or twice at once, and once Redis is back the re-crawls go on at
-their rate, the collection as fresh as before and new articles found within seconds, judged
-from the server's log."""
+"""A crawl that keeps a changing web fresh (`crawlctl crawl` without --until-idle) through what
+goes wrong, judged from the server's log: a 10 s outage of Redis, the broker and every
+structure of the crawl at once (no worker dies of it, no host is asked too soon or twice at
+once, and once Redis is back the re-crawls go on at their rate, the collection as fresh as
+before and new articles found within seconds); a robots.txt that starts disallowing pages
+(read again as its cache expires, those pages asked no more, their copies kept)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,45 @@ def test_a_fresh_crawl_rides_out_redis_refusing_connections_for_10s(tmp_path: Pa
     assert found.articles >= 3 and found.missed == 0, found
     assert found.median is not None and found.median < 12, found
     assert stats["freshness"]["fetches"]["refresh"] > 0
+
+
+ROBOTS_TTL, CHANGE_AT = 10, 30.0  # robots.txt disallows /p/1 from 30 s on
+ROBOTS_SPEC = ChangingSpec(hosts=3, pages_per_host=24, seed=6, duration=RUN + 60,
+                           min_interval=4, max_interval=300, news_hosts=1, article_interval=4,
+                           sitemap_hosts=1, robots_change_at=CHANGE_AT)
+
+
+def test_pages_robots_txt_comes_to_disallow_are_asked_no_more_and_their_copies_kept(
+        tmp_path: Path, redis_url: str) -> None:
+    env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
+                    CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
+                    CRAWL_RECRAWL_FIRST_INTERVAL="6", CRAWL_ROBOTS_TTL=str(ROBOTS_TTL))
+    log = str(tmp_path / "requests.jsonl")
+    with start_changing_in_background(ROBOTS_SPEC, log) as server:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(server.seeds()) + "\n")
+        with open(tmp_path / "crawl.out", "wb") as out:
+            crawl = subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds)],
+                                     env={**os.environ, **env}, stdout=out,
+                                     stderr=subprocess.STDOUT)
+        time.sleep(server.t0 + RUN - time.time())
+        crawl.send_signal(signal.SIGINT)
+        assert crawl.wait(60) in (0, 130, -signal.SIGINT), (tmp_path / "crawl.out").read_text()
+        web, t0 = server.web, server.t0
+    requests = load(log)
+    verdict = judge(web, requests, t0, CHANGE_AT, RUN, delay=DELAY)
+    assert (verdict.overlaps, verdict.gaps, verdict.disallowed) == (0, 0, 0)
+    # read again within its cache's life (and a lease's chain of requests decided before)
+    late = ROBOTS_TTL + 4.0
+    assert not [r for r in requests if web.disallowed(r.url, r.start - t0 - late)]
+    refused = [r for r in requests if r.path.startswith("/p/1")]
+    assert any(15 < r.start - t0 < CHANGE_AT for r in refused)  # re-crawled until then
+    assert sum(1 for r in requests if r.path == "/robots.txt") >= 3 * (RUN // ROBOTS_TTL) // 2
+    assert any(re.fullmatch(r"/p/[02-9][0-9]*\.html", r.path) and r.start - t0 > CHANGE_AT + late
+               for r in requests)  # the others re-crawled on
+    stats = json.loads(crawlctl(env, "stats", "--json").stdout)
+    assert stats["freshness"]["refreshes"]["refused"] > 0
+    shown = json.loads(crawlctl(env, "page", "show", f"{web.base_url(0)}/p/12.html",
+                                "--json").stdout)
+    assert shown["status"] == "fetched" and shown["last_error"] == "robots: Disallow: /p/1"
+    assert shown["next_crawl_at"] is not None and shown["storage_key"]  # kept, tried again

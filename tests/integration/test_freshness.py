@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -350,3 +351,44 @@ def test_re_crawls_go_earliest_due_first_known_stale_slowest_first_and_hubs_as_n
     assert due_slow > due_fast
     assert scored[URLS[1]] - scored[URLS[0]] == pytest.approx((due_slow - due_fast) / 3600,
                                                               abs=1e-4)
+
+
+def test_a_refresh_that_fails_or_is_refused_keeps_the_copy_and_its_schedule(
+        ctx: Context) -> None:
+    """A page the collection holds whose re-crawl fails (a 503 past its retries, no answer) or
+    that robots.txt now disallows keeps its copy, and is tried again after as long as its copy
+    went unconfirmed (a refused one no sooner than robots.txt is read again); a 404 is its new
+    state. Each is counted."""
+    store(ctx, [page(URLS[0], T, 0), page(URLS[1], T, 0)])
+
+    def held() -> tuple[str, str | None, str | None, str | None, float, float]:
+        with ctx.sessions() as session:
+            found = repository.get_url(session, url_hash(URLS[0]))
+        assert found is not None and found.last_fetched_at and found.next_crawl_at
+        stamp = lambda d: d.replace(tzinfo=d.tzinfo or UTC).timestamp()  # noqa: E731
+        return (found.status, found.content_hash, found.storage_key, found.last_error,
+                stamp(found.last_fetched_at), stamp(found.next_crawl_at))
+
+    copy = held()[1:3]
+    failed = Page(url=URLS[0], url_hash=url_hash(URLS[0]), host=HOST, depth=1,
+                  status=Status.FAILED, fetched_at=T + 100, http_status=503)
+    store(ctx, [failed])
+    assert held() == ("fetched", *copy, "HTTP 503", T, T + 200)
+    store(ctx, [replace(failed, fetched_at=T + 200, http_status=None, error="timeout")])
+    assert held() == ("fetched", *copy, "timeout", T, T + 400)  # twice as long unconfirmed
+    refused = replace(failed, status=Status.BLOCKED, fetched_at=T + 400, http_status=None,
+                      error="robots: Disallow: /p")
+    store(ctx, [refused])
+    assert held() == ("fetched", *copy, "robots: Disallow: /p", T, T + 400 + 7200)
+    store(ctx, [page(URLS[0], T + 500, 1)])  # answered again: its new copy, its own plan
+    status, content, _, error, last, _ = held()
+    assert (status, error, last) == ("fetched", None, T + 500) and content != copy[0]
+
+    gone = replace(failed, url=URLS[1], url_hash=url_hash(URLS[1]), http_status=404)
+    store(ctx, [gone])
+    with ctx.sessions() as session:
+        row = repository.get_url(session, url_hash(URLS[1]))
+    assert row is not None and (row.status, row.content_hash, row.next_crawl_at) == (
+        "failed", None, None)
+    counts = ctx.counters.read()
+    assert (counts["recrawl:failed"], counts["recrawl:refused"]) == (2, 1)

@@ -1,6 +1,7 @@
 import pytest
 
 from crawlapp.core.priority import Weights, refresh_priority
+from crawlapp.core.records import Status
 from crawlapp.core.recrawl import (
     DAY,
     HOUR,
@@ -8,8 +9,11 @@ from crawlapp.core.recrawl import (
     BadRule,
     Bounds,
     RecrawlRules,
+    Unrefreshed,
     next_schedule,
+    recheck_after,
     tier_of,
+    unrefreshed,
 )
 
 BOUNDS = Bounds(low=HOUR, high=60 * DAY, first=DAY)
@@ -104,3 +108,35 @@ def test_a_long_interval_is_queued_within_the_reach_of_its_queue_value() -> None
     weights = Weights()
     reach = [refresh_priority(weights, 0.0, ahead) for ahead in (MAX_LEAD - 60, MAX_LEAD)]
     assert 0.0 < reach[1] < reach[0]
+
+
+@pytest.mark.parametrize(("status", "http_status", "error", "why"), [
+    (Status.FAILED, 503, None, Unrefreshed.FAILED),          # the server's trouble
+    (Status.FAILED, 500, None, Unrefreshed.FAILED),
+    (Status.FAILED, 429, None, Unrefreshed.FAILED),
+    (Status.FAILED, None, "timeout", Unrefreshed.FAILED),    # no answer
+    (Status.FAILED, None, "dns", Unrefreshed.FAILED),
+    (Status.BLOCKED, None, "robots: Disallow: /p/1", Unrefreshed.REFUSED),
+    (Status.BLOCKED, None, "robots: robots.txt 503: nothing allowed", Unrefreshed.REFUSED),
+    (Status.BLOCKED, None, "denylist", None),                # the operator's: as it says
+    (Status.FAILED, 404, None, None),                        # gone: the page's new state
+    (Status.FAILED, 410, None, None),
+    (Status.FAILED, 403, None, None),
+    (Status.REDIRECTED, 301, None, None),                    # moved
+    (Status.FETCHED, 200, None, None),
+])
+def test_a_refresh_that_fails_or_is_refused_leaves_the_copy(
+        status: Status, http_status: int | None, error: str | None,
+        why: Unrefreshed | None) -> None:
+    assert unrefreshed(status, http_status, error) is why
+
+
+def test_a_copy_left_is_tried_again_after_as_long_as_it_went_unconfirmed() -> None:
+    bounds = Bounds(low=5.0, high=7200.0, first=120.0)
+    assert recheck_after(Unrefreshed.FAILED, 300.0, DAY, bounds) == 300.0
+    assert recheck_after(Unrefreshed.FAILED, 600.0, DAY, bounds) == 600.0  # doubling in a row
+    assert recheck_after(Unrefreshed.FAILED, 1.0, DAY, bounds) == 5.0
+    assert recheck_after(Unrefreshed.FAILED, 5 * DAY, DAY, bounds) == 7200.0
+    assert recheck_after(Unrefreshed.REFUSED, 300.0, 600.0, bounds) == 600.0  # robots.txt read again
+    assert recheck_after(Unrefreshed.REFUSED, 300.0, DAY, bounds) == 7200.0
+    assert recheck_after(Unrefreshed.FAILED, 300.0, DAY, Bounds(5.0, 7200.0, 120.0, 60.0)) == 60.0

@@ -143,6 +143,9 @@ def priorities_with_status(session: Session, hashes: Sequence[str], status: str,
 FETCH_COLUMNS = FetchOutcome._fields[1:]
 # The columns a 304 Not Modified writes: the stored content stays as it was.
 NOT_MODIFIED_COLUMNS = ("status", "last_fetched_at", "http_status", "next_crawl_at", "changes")
+# The columns a re-crawl that left its page's copy as it was writes (core/recrawl.py:
+# unrefreshed): why, and when it is tried again; the copy, its fetch time and validators stay.
+HELD_COPY_COLUMNS = ("status", "last_error", "next_crawl_at")
 _FLAGS = ("content_dedup", "noindex", "rendered")
 
 
