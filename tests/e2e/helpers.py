@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from testweb.server import start_in_background
+from testweb.changing import ChangingSpec, ChangingWeb
+from testweb.server import start_changing_in_background, start_in_background
 from testweb.serverlog import Request, load
 from testweb.site import Web, WebSpec
 
@@ -158,6 +159,28 @@ def crawl_web(tmp_path: Path, env: dict[str, str], spec: WebSpec,
         during(crawl)
         assert crawl.wait(300) == 0, out.read_text()
     return server.web, load(log), out.read_text()
+
+
+def keep_fresh(tmp_path: Path, env: dict[str, str], spec: ChangingSpec, seconds: float,
+               during: Callable[[float], None] = lambda t0: None
+               ) -> tuple[ChangingWeb, float, list[Request]]:
+    """Serve the changing web of `spec` and run `crawlctl crawl` on its seeds, no --until-idle,
+    for `seconds` from the web's start t0 while `during(t0)` acts (an outage), then stop it
+    as Ctrl-C does (failing the test if it does not stop so). Returns the web, t0 and the
+    server's log; the crawl's output is in tmp_path/crawl.out."""
+    log, out = str(tmp_path / "requests.jsonl"), tmp_path / "crawl.out"
+    with start_changing_in_background(spec, log) as server:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(server.seeds()) + "\n")
+        with open(out, "wb") as fh:
+            crawl = subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds)],
+                                     env={**os.environ, **env}, stdout=fh,
+                                     stderr=subprocess.STDOUT)
+        during(server.t0)
+        time.sleep(max(0.0, server.t0 + seconds - time.time()))
+        crawl.send_signal(signal.SIGINT)
+        assert crawl.wait(60) in (0, 130, -signal.SIGINT), out.read_text()
+    return server.web, server.t0, load(log)  # the server stopped: its log is whole
 
 
 def children(pid: int) -> dict[int, str]:

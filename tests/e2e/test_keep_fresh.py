@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import crawl_env
-from tests.e2e.helpers import CRAWLCTL, crawlctl
+from tests.e2e.helpers import CRAWLCTL, crawlctl, keep_fresh
 from testweb.changing import ChangingSpec
 from testweb.freshness import achieved_capacity, baselines, discovery, judge
 from testweb.server import start_changing_in_background
@@ -39,20 +39,8 @@ def test_a_crawl_without_until_idle_keeps_a_changing_web_fresh(tmp_path: Path,
     env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
                     CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
                     CRAWL_RECRAWL_FIRST_INTERVAL="6")
-    log = str(tmp_path / "requests.jsonl")
-    with start_changing_in_background(SPEC, log) as server:
-        seeds = tmp_path / "seeds.txt"
-        seeds.write_text("\n".join(server.seeds()) + "\n")
-        with open(tmp_path / "crawl.out", "wb") as out:
-            crawl = subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds)],
-                                     env={**os.environ, **env}, stdout=out,
-                                     stderr=subprocess.STDOUT)
-        time.sleep(server.t0 + RUN - time.time())
-        crawl.send_signal(signal.SIGINT)
-        assert crawl.wait(60) in (0, 130, -signal.SIGINT), (tmp_path / "crawl.out").read_text()
-        web, t0 = server.web, server.t0
+    web, t0, requests = keep_fresh(tmp_path, env, SPEC, RUN)
     stats = json.loads(crawlctl(env, "stats", "--json").stdout)
-    requests = load(log)
     verdict = judge(web, requests, t0, *WINDOW, delay=DELAY)
     assert (verdict.overlaps, verdict.gaps, verdict.disallowed) == (0, 0, 0)
 

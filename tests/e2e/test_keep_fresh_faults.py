@@ -8,10 +8,7 @@ before and new articles found within seconds); a robots.txt that starts disallow
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -19,12 +16,10 @@ import pytest
 import redis
 
 from tests.conftest import crawl_env
-from tests.e2e.helpers import CRAWLCTL, crawlctl
+from tests.e2e.helpers import crawlctl, keep_fresh
 from tests.faults import FaultProxy
 from testweb.changing import ChangingSpec
 from testweb.freshness import discovery, judge
-from testweb.server import start_changing_in_background
-from testweb.serverlog import load
 
 pytestmark = pytest.mark.e2e
 DELAY = 0.25
@@ -38,29 +33,20 @@ SPEC = ChangingSpec(hosts=3, pages_per_host=24, seed=5, duration=RUN + 60, min_i
 def test_a_fresh_crawl_rides_out_redis_refusing_connections_for_10s(tmp_path: Path,
                                                                      redis_url: str) -> None:
     server_kwargs = redis.Redis.from_url(redis_url).connection_pool.connection_kwargs
-    log = str(tmp_path / "requests.jsonl")
-    with FaultProxy(int(server_kwargs["port"]), str(server_kwargs["host"])).running() as proxy, \
-            start_changing_in_background(SPEC, log) as server:
+    with FaultProxy(int(server_kwargs["port"]), str(server_kwargs["host"])).running() as proxy:
         proxied = redis_url.replace(f":{server_kwargs['port']}/", f":{proxy.port}/", 1)
         env = crawl_env(tmp_path, proxied, CRAWL_DEFAULT_DELAY=str(DELAY),
                         CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
                         CRAWL_RECRAWL_FIRST_INTERVAL="6")
-        seeds = tmp_path / "seeds.txt"
-        seeds.write_text("\n".join(server.seeds()) + "\n")
-        with open(tmp_path / "crawl.out", "wb") as out:
-            crawl = subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds)],
-                                     env={**os.environ, **env}, stdout=out,
-                                     stderr=subprocess.STDOUT)
-        time.sleep(server.t0 + DOWN_AT - time.time())
-        proxy.outage(DOWN_FOR)
-        time.sleep(server.t0 + RUN - time.time())
-        crawl.send_signal(signal.SIGINT)
-        assert crawl.wait(60) in (0, 130, -signal.SIGINT), (tmp_path / "crawl.out").read_text()
+
+        def outage(t0: float) -> None:
+            time.sleep(t0 + DOWN_AT - time.time())
+            proxy.outage(DOWN_FOR)
+
+        web, t0, requests = keep_fresh(tmp_path, env, SPEC, RUN, outage)
         stats = json.loads(crawlctl(env, "stats", "--json").stdout)
-        web, t0 = server.web, server.t0
     output = (tmp_path / "crawl.out").read_text()
     assert "exited with status" not in output, output  # no worker died of it
-    requests = load(log)
     assert proxy.dropped > 0  # the crawl met the outage
     before = judge(web, requests, t0, 15.0, DOWN_AT, delay=DELAY)
     after = judge(web, requests, t0, SETTLED, RUN, delay=DELAY)
@@ -90,19 +76,7 @@ def test_pages_robots_txt_comes_to_disallow_are_asked_no_more_and_their_copies_k
     env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
                     CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
                     CRAWL_RECRAWL_FIRST_INTERVAL="6", CRAWL_ROBOTS_TTL=str(ROBOTS_TTL))
-    log = str(tmp_path / "requests.jsonl")
-    with start_changing_in_background(ROBOTS_SPEC, log) as server:
-        seeds = tmp_path / "seeds.txt"
-        seeds.write_text("\n".join(server.seeds()) + "\n")
-        with open(tmp_path / "crawl.out", "wb") as out:
-            crawl = subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds)],
-                                     env={**os.environ, **env}, stdout=out,
-                                     stderr=subprocess.STDOUT)
-        time.sleep(server.t0 + RUN - time.time())
-        crawl.send_signal(signal.SIGINT)
-        assert crawl.wait(60) in (0, 130, -signal.SIGINT), (tmp_path / "crawl.out").read_text()
-        web, t0 = server.web, server.t0
-    requests = load(log)
+    web, t0, requests = keep_fresh(tmp_path, env, ROBOTS_SPEC, RUN)
     verdict = judge(web, requests, t0, CHANGE_AT, RUN, delay=DELAY)
     assert (verdict.overlaps, verdict.gaps, verdict.disallowed) == (0, 0, 0)
     # read again within its cache's life (and a lease's chain of requests decided before)
