@@ -238,6 +238,22 @@ class FrontierContract:
         f.release([Release(again, NOW)])
         assert lease_all(f, NOW)[0] == []  # the URL leased meanwhile was not queued again
 
+    def test_a_url_its_lease_holds_is_not_queued_again(self, make: MakeFrontier) -> None:
+        f = make(shards=1)
+        f.add([QueuedURL("http://a.com/x", 2, 0.5), QueuedURL("http://a.com/y", 2, 0.5)], NOW)
+        leases, _ = lease_all(f, NOW, per_lease=2)
+        assert sorted(lease.url for lease in leases) == ["http://a.com/x", "http://a.com/y"]
+        # queued again while its fetch is under way (a re-crawl come due, a rebuild), at
+        # its own depth or another: the fetch's outcome plans what comes next
+        assert f.add([QueuedURL("http://a.com/x", 2, 0.9), QueuedURL("http://a.com/y", 1, 0.9),
+                      QueuedURL("http://a.com/z", 2, 0.5)], NOW + 1) == 1
+        f.release([Release(lease, NOW + 2) for lease in leases])
+        (again,), _ = lease_all(f, NOW + 2)
+        assert again.url == "http://a.com/z"
+        f.release([Release(again, NOW + 3)])
+        assert lease_all(f, NOW + 3)[0] == []  # x and y were fetched once
+        assert f.add([QueuedURL("http://a.com/x", 2, 0.5)], NOW + 4) == 1  # not leased: queued
+
     def test_drop_some_urls_or_a_whole_queue(self, make: MakeFrontier) -> None:
         f = make(shards=1)
         f.add([QueuedURL(f"http://a.com/{i}", 1, 0.5) for i in range(3)]

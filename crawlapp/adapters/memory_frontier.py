@@ -103,6 +103,9 @@ class _Shard:
 
     def enqueue(self, now: float, host: str, member: str, score: float,
                 replaces: str | None) -> int:
+        url = member.split("\t", 1)[1]
+        if any(held.split("\t", 1)[1] == url for held in self.leased.get(host, ())):
+            return 0  # being fetched: not queued again (ENQUEUE)
         if replaces is not None:
             if self.queue_remove(host, [replaces]):
                 self.queue_add(host, member, score)

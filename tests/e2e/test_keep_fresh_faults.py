@@ -3,7 +3,8 @@ goes wrong, judged from the server's log: a 10 s outage of Redis, the broker and
 structure of the crawl at once (no worker dies of it, no host is asked too soon or twice at
 once, and once Redis is back the re-crawls go on at their rate, the collection as fresh as
 before and new articles found within seconds); a robots.txt that starts disallowing pages
-(read again as its cache expires, those pages asked no more, their copies kept)."""
+(read again as its cache expires, those pages asked no more, their copies kept); Redis losing
+everything (each page asked once a turn again, with its validators)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,41 @@ def test_pages_robots_txt_comes_to_disallow_are_asked_no_more_and_their_copies_k
                                 "--json").stdout)
     assert shown["status"] == "fetched" and shown["last_error"] == "robots: Disallow: /p/1"
     assert shown["next_crawl_at"] is not None and shown["storage_key"]  # kept, tried again
+
+
+FLUSHES = (20.0, 27.0, 34.0, 41.0, 48.0)  # seconds from the start
+
+
+def test_a_fresh_crawl_whose_redis_loses_everything_asks_each_page_again_with_its_validators(
+        tmp_path: Path, redis_url: str) -> None:
+    """Redis emptied five times (as a restart of a Redis that keeps nothing on disk): the
+    frontier is rebuilt from the database while batches are on their way. A page both in such
+    a batch and requeued by the rebuild was then asked twice a turn ever after, one of the two
+    without its validators: a drain queued it again while its other copy was leased, and that
+    batch's end forgot the validators the drain had just written (fails so without the
+    frontier's rule that a URL its lease holds is not queued again)."""
+    env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
+                    CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
+                    CRAWL_RECRAWL_FIRST_INTERVAL="6")
+
+    def flush(t0: float) -> None:
+        for at in FLUSHES:
+            time.sleep(t0 + at - time.time())
+            redis.Redis.from_url(redis_url).flushdb()
+
+    web, t0, requests = keep_fresh(tmp_path, env, SPEC, 70.0, flush)
+    verdict = judge(web, requests, t0, 0.0, 70.0, delay=DELAY)
+    assert (verdict.overlaps, verdict.gaps, verdict.disallowed) == (0, 0, 0)
+    pages = [r for r in requests if re.fullmatch(r"/p/[0-9]+\.html", r.path)]
+    assert any(r.start - t0 > FLUSHES[-1] + 15 for r in pages)  # re-crawled on after them
+    seen: set[str] = set()
+    unconditional = []
+    for r in sorted(pages, key=lambda r: r.start):
+        host = web.host_index(r.host)
+        if r.url in seen and not (r.inm or r.ims) and host is not None and web.validators(host):
+            unconditional.append((round(r.start - t0, 1), r.url))
+        seen.add(r.url)
+    # A page whose links were on their way when Redis lost them is fetched again in full
+    # once (ops/rebuild.py); after that every re-crawl is conditional.
+    assert not [(at, url) for at, url in unconditional if at > FLUSHES[-1] + 10], unconditional
+    assert len(unconditional) <= len(FLUSHES), unconditional

@@ -95,7 +95,11 @@ end
 # before that URL's turn, which puts it back, and the new one goes with the next lease.
 # `replaces`, when not empty, is the member the URL was queued under before (the same URL
 # found again closer to a seed): the URL is requeued under the new member only if the old
-# one was still waiting, so a URL being fetched right now is never queued twice.
+# one was still waiting, so a URL being fetched right now is never queued twice. Nor is a URL
+# its host's lease holds (at whatever depth): that fetch's outcome plans what comes next (a
+# re-crawl, a retry, or the URL put back), and a second copy queued meanwhile would be
+# fetched again after it, and then each copy's fetch would plan one more (a URL requeued by a
+# rebuild while a batch that had it was still on its way).
 # Returns the number of URLs newly queued.
 ENQUEUE = Lua("""
 local ready, idle, leases, parked, queued, q = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -103,6 +107,16 @@ local token, leased, yielding = KEYS[7], KEYS[8], KEYS[9]
 local now, margin = tonumber(ARGV[1]), tonumber(ARGV[2])
 local added = 0
 local touched = {}  -- host -> the lowest score of the URLs it was newly given
+local held = {}  -- host -> the URLs (members less their depth) its lease holds
+local function in_lease(host, member)
+  if held[host] == nil then
+    held[host] = {}
+    for line in string.gmatch(redis.call('HGET', leased, host) or '', '[^\\n]+') do
+      held[host][string.match(line, '^[^\\t]*\\t[^\\t]*\\t(.*)$')] = true
+    end
+  end
+  return held[host][string.sub(member, string.find(member, '\\t', 1, true) + 1)] == true
+end
 local function worst_held(host)
   local worst = -math.huge
   for line in string.gmatch(redis.call('HGET', leased, host) or '', '[^\\n]+') do
@@ -112,7 +126,9 @@ local function worst_held(host)
 end
 for i = 3, #ARGV, 4 do
   local host, member, score, replaces = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  if replaces == '' then
+  if in_lease(host, member) then
+    -- being fetched: not queued again
+  elseif replaces == '' then
     local new = redis.call('ZADD', q .. host, 'LT', score, member)
     added = added + new
     touched[host] = math.min(touched[host] or math.huge, new == 1 and tonumber(score) or math.huge)
