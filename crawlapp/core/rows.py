@@ -245,6 +245,13 @@ class SitemapEntry(NamedTuple):
     next_crawl_at: datetime | None
     changes: bytes | None
     sitemap_lastmod: datetime | None
+    last_error: str | None
+
+    @property
+    def held(self) -> bool:
+        """Its last refresh failed or was refused: its copy is kept until its re-check
+        (stages/storing.py), which a lastmod does not bring forward."""
+        return self.status == Status.FETCHED and self.last_error is not None
 
     def scheduled(self) -> ScheduledRow | None:
         if self.next_crawl_at is None:

@@ -66,7 +66,7 @@ def freshen(ctx: Context, pages: list[Page]) -> int:
             host = checked.get(entry.host) or trust.get(entry.host, Trust())
             last = entry.last_fetched_at
             if (host.trusted and entry.status in RECRAWLED_STATUSES and last is not None
-                    and lastmod > timestamp(last) + SLACK):
+                    and not entry.held and lastmod > timestamp(last) + SLACK):
                 due.append(entry)
         schedule.set_sitemap_lastmods(session, moved, [(e.url_hash, now) for e in due])
     sitemap_at = max(at for _, at in listed.values())

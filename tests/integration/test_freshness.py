@@ -380,6 +380,10 @@ def test_a_refresh_that_fails_or_is_refused_keeps_the_copy_and_its_schedule(
                       error="robots: Disallow: /p")
     store(ctx, [refused])
     assert held() == ("fetched", *copy, "robots: Disallow: /p", T, T + 400 + 7200)
+    # a trusted sitemap's lastmod past the copy does not make it due before its re-check:
+    # refused or failing, it would be leased again at every poll of the sitemap
+    assert sitemapping.freshen(ctx, [sitemap(T + 450, {URLS[0]: T + 420})]) == 0
+    assert held() == ("fetched", *copy, "robots: Disallow: /p", T, T + 400 + 7200)
     store(ctx, [page(URLS[0], T + 500, 1)])  # answered again: its new copy, its own plan
     status, content, _, error, last, _ = held()
     assert (status, error, last) == ("fetched", None, T + 500) and content != copy[0]

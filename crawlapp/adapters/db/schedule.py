@@ -89,7 +89,7 @@ def sitemap_entries(session: Session, hashes: Sequence[str]) -> list[SitemapEntr
     for chunk in chunks(hashes):
         out += map(SitemapEntry._make, session.execute(of_hashes(session, select(
             Url.id, Url.url_hash, Url.host, Url.status, Url.last_fetched_at, Url.next_crawl_at,
-            Url.changes, Url.sitemap_lastmod), chunk)))
+            Url.changes, Url.sitemap_lastmod, Url.last_error), chunk)))
     return out
 
 
