@@ -61,6 +61,7 @@ from crawlapp.core.recrawl import Bounds, refresh_interval
 
 PRIOR_WEIGHT = 0.3  # pseudo-changes of the prior: the host's rate weighs as 0.3 of a change
 DECAY = 1.0 - 1.0 / 32  # share of the past an observation keeps
+LASTMOD_SLACK = 2.0  # seconds a lastmod may differ from the server's clock as the crawler saw it
 HUB_VISITS = 3.0  # visits of a hub per change of its links, at least...
 HUB_POLL = 20.0  # ...and one every this many seconds, for one whose links change every
 HUB_MOST = 20.0  # 400 s or more often (at most this many visits per change)...
@@ -264,6 +265,8 @@ class Visit(NamedTuple):
     changed: bool                # a new body (not a 304, not the same content hash)
     last_modified: float | None  # its Last-Modified, if the server gave one
     links_changed: bool          # its set of links differs from the previous visit's
+    first_change: float | None = None  # the first change since the previous visit, as a
+    # trusted sitemap's lastmod told it (the visit it brought about)
 
 
 def observe(record: ChangeRecord, visit: Visit) -> ChangeRecord:
@@ -284,8 +287,18 @@ def observe(record: ChangeRecord, visit: Visit) -> ChangeRecord:
         exposure += span
     else:
         changed_after, changed_by = visit.previous, visit.at
-        modified = visit.last_modified
-        if modified is not None and visit.previous < modified <= visit.at:
+        modified, first = visit.last_modified, visit.first_change
+        if first is not None and visit.previous < first <= visit.at:
+            # none until the first change, then perhaps more (nothing known) until the last
+            # one Last-Modified gives, then none: a visit a sitemap brings about comes soon
+            # after a change, and taken as "at least one since the last" it would make its
+            # page look as if it changed as often as it is visited
+            changes += 1
+            exposure += first - visit.previous
+            if modified is not None and first < modified <= visit.at:
+                changes += 1 if modified - first > LASTMOD_SLACK else 0
+                exposure += visit.at - modified
+        elif modified is not None and visit.previous < modified <= visit.at:
             changes += 1
             exposure += visit.at - modified
         else:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.freshness import (
+    LASTMOD_SLACK,
     SOLVE_SECONDS,
     ChangeRecord,
     HostPlan,
@@ -199,24 +200,39 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
         out.counts["recrawl:changed" if changed else "recrawl:unchanged"] += 1
         if before is not None and not page.not_modified and _markup_only(page, before):
             out.counts["recrawl:markup_only"] += 1
+    first = _first_change(before, last, page.fetched_at) if in_trusted_sitemap and changed \
+        else None
     record = observe(record, Visit(page.fetched_at, last, changed,
-                                   http_time(page.last_modified), revealing))
+                                   http_time(page.last_modified), revealing, first))
     kind = kind_of(page.url)
     best = best_interval(record, host_plan, bounds, page.depth, kind, in_trusted_sitemap)
     claim = min(host_plan.hub_claim(best.link_rate), 1.0 / bounds.low)
     hub = claim * host_plan.hub_scale  # what its host grants the claim
     bucket = bucket_of(best.rate / best.weight)
-    # A page a trusted sitemap tells of waits the maximum interval and is fetched when its
-    # lastmod moves: fresh at least as its host's plan would keep it without the sitemap.
-    planned = best_interval(record, host_plan, bounds, page.depth, kind, False) \
-        if in_trusted_sitemap else best
-    fresh = expected_freshness(best.rate, 1.0 / planned.interval)
+    if first is not None and last is not None:
+        # brought about by its sitemap's lastmod: fresh from the last visit to that change
+        fresh = (first - last) / (page.fetched_at - last)
+    else:
+        # A page a trusted sitemap tells of waits the maximum interval and is fetched when
+        # its lastmod moves: fresh at least as its host's plan would keep it without it.
+        planned = best_interval(record, host_plan, bounds, page.depth, kind, False) \
+            if in_trusted_sitemap else best
+        fresh = expected_freshness(best.rate, 1.0 / planned.interval)
     _count(out.deltas, page.host, record, bucket, claim, fresh, changed,
            page.fetched_at - last if last is not None else 0.0, kind)
     record = record._replace(bucket=bucket, hub_rate=claim, freshness=fresh)
     out.records[page.url_hash] = (record.pack(), digest)
     queued = best.interval if hub_driven(hub, best.interval) else bounds.queue_after(best.interval)
     out.planned.append(Planned(page.url_hash, tier_of(queued), page.fetched_at + queued))
+
+
+def _first_change(before: Previous | None, last: float | None, at: float) -> float | None:
+    """The first change since the last visit (`last`) that a trusted sitemap's lastmod told
+    (stages/sitemapping.py keeps it on the row), if it came before this visit (`at`)."""
+    if before is None or before.sitemap_lastmod is None or last is None:
+        return None
+    first = timestamp(before.sitemap_lastmod)
+    return first if last + LASTMOD_SLACK < first <= at else None
 
 
 def _count(deltas: dict[str, dict[str, float]], host: str, before: ChangeRecord, bucket: int,

@@ -2,7 +2,9 @@
 
 A page whose <lastmod> moved past the crawler's copy (its last fetch) is made due now, on a
 host whose sitemaps are trusted; one whose lastmod did not move is left alone (revisiting.py
-gives a page a trusted sitemap lists the maximum interval). Every lastmod is kept on its row.
+gives a page a trusted sitemap lists the maximum interval). Its row keeps its lastmod: the
+first one past its copy until it is fetched again (the first change its copy lacks, which that
+visit observes: core/freshness.py `Visit.first_change`), else the last one.
 
 The lastmods are checked against what the visits saw: a page seen changed between two visits
 (its change record's `changed_after` and `changed_by`) whose lastmod, in a sitemap fetched after
@@ -18,12 +20,11 @@ from datetime import UTC, datetime
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import schedule
 from crawlapp.adapters.redis.sitemap_trust import Trust
-from crawlapp.core.freshness import ChangeRecord
+from crawlapp.core.freshness import LASTMOD_SLACK, ChangeRecord
 from crawlapp.core.records import Page
 from crawlapp.core.recrawl import RECRAWLED_STATUSES, timestamp
 from crawlapp.core.urls import url_hash
 
-SLACK = 2.0  # seconds a lastmod may differ from the server's clock as the crawler saw it
 DAY = 86400.0  # a lastmod at midnight may be a date alone: the change was that day
 
 
@@ -32,8 +33,13 @@ def _lied(lastmod: float, record: ChangeRecord, sitemap_at: float) -> bool | Non
     no change seen, or seen after this sitemap was fetched)."""
     if record.changed_by <= 0 or record.changed_by > sitemap_at:
         return None
-    slack = DAY if lastmod % DAY == 0 else SLACK
+    slack = DAY if lastmod % DAY == 0 else LASTMOD_SLACK
     return lastmod + slack < record.changed_after
+
+
+def _past(lastmod: float, last_fetched: datetime | None) -> bool:
+    """A lastmod after the page's last fetch: a change the crawler's copy lacks."""
+    return last_fetched is not None and lastmod > timestamp(last_fetched) + LASTMOD_SLACK
 
 
 def freshen(ctx: Context, pages: list[Page]) -> int:
@@ -61,12 +67,14 @@ def freshen(ctx: Context, pages: list[Page]) -> int:
         moved, due = [], []
         for entry in entries:
             lastmod, _ = listed[entry.url_hash]
-            if entry.sitemap_lastmod is None or timestamp(entry.sitemap_lastmod) != lastmod:
+            last = entry.last_fetched_at
+            if entry.sitemap_lastmod is None or (
+                    timestamp(entry.sitemap_lastmod) != lastmod
+                    and not _past(timestamp(entry.sitemap_lastmod), last)):
                 moved.append((entry.url_hash, datetime.fromtimestamp(lastmod, UTC)))
             host = checked.get(entry.host) or trust.get(entry.host, Trust())
-            last = entry.last_fetched_at
             if (host.trusted and entry.status in RECRAWLED_STATUSES and last is not None
-                    and not entry.held and lastmod > timestamp(last) + SLACK):
+                    and not entry.held and _past(lastmod, last)):
                 due.append(entry)
         schedule.set_sitemap_lastmods(session, moved, [(e.url_hash, now) for e in due])
     sitemap_at = max(at for _, at in listed.values())

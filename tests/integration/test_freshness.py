@@ -204,6 +204,31 @@ def test_a_page_a_trusted_sitemap_lists_is_estimated_as_fresh_as_its_plan_would_
     assert listed.freshness > 2 * expected_freshness(listed.rate(1 / 120), 1 / 7200)
 
 
+def test_a_visit_a_sitemap_brings_about_observes_the_first_change_its_copy_lacked(
+        ctx: Context) -> None:
+    """The row keeps the first lastmod past its copy while later polls move it on; the visit
+    it brings about learns "no change until then" (not "changed since the last visit", which
+    would make the page look as if it changed as often as its sitemap has it fetched), and is
+    estimated fresh from the last visit to that change."""
+    store(ctx, [page(URLS[0], T, 0)])
+    assert sitemapping.freshen(ctx, [sitemap(T + 50, {URLS[0]: T + 40})]) == 1
+    assert sitemapping.freshen(ctx, [sitemap(T + 60, {URLS[0]: T + 55})]) == 1
+    with ctx.sessions() as session:
+        found = repository.get_url(session, url_hash(URLS[0]))
+    assert found is not None and found.sitemap_lastmod is not None
+    assert found.sitemap_lastmod.replace(tzinfo=UTC).timestamp() == T + 40  # the first past it
+    store(ctx, [page(URLS[0], T + 70, 1, modified=T + 55)])
+    record, _, _ = row(ctx, URLS[0])
+    # 40 s without a change, a change, (unknown), the last change at T + 55, 15 s without
+    assert (record.changes, record.censored, record.exposure) == (2, 0, 55)
+    assert record.freshness == pytest.approx(40 / 70)
+    assert sitemapping.freshen(ctx, [sitemap(T + 80, {URLS[0]: T + 55})]) == 0  # fetched since
+    with ctx.sessions() as session:
+        found = repository.get_url(session, url_hash(URLS[0]))
+    assert found is not None and found.sitemap_lastmod is not None
+    assert found.sitemap_lastmod.replace(tzinfo=UTC).timestamp() == T + 55
+
+
 def test_pages_revealing_new_urls_at_every_visit_get_a_quarter_of_their_host_together(
         ctx: Context) -> None:
     """Thirty pages each linking to a URL never seen before at every visit (a token in a
