@@ -218,8 +218,9 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
         planned = best_interval(record, host_plan, bounds, page.depth, kind, False) \
             if in_trusted_sitemap else best
         fresh = expected_freshness(best.rate, 1.0 / planned.interval)
-    _count(out.deltas, page.host, record, bucket, claim, fresh, changed,
-           page.fetched_at - last if last is not None else 0.0, kind)
+    # its host's and its kind's changes in seconds watched: to its first change, if known
+    watched = 0.0 if last is None else (first if first is not None else page.fetched_at) - last
+    _count(out.deltas, page.host, record, bucket, claim, fresh, changed, watched, kind)
     record = record._replace(bucket=bucket, hub_rate=claim, freshness=fresh)
     out.records[page.url_hash] = (record.pack(), digest)
     queued = best.interval if hub_driven(hub, best.interval) else bounds.queue_after(best.interval)

@@ -222,6 +222,8 @@ def test_a_visit_a_sitemap_brings_about_observes_the_first_change_its_copy_lacke
     # 40 s without a change, a change, (unknown), the last change at T + 55, 15 s without
     assert (record.changes, record.censored, record.exposure) == (2, 0, 55)
     assert record.freshness == pytest.approx(40 / 70)
+    watched = sums(ctx)[HOST]
+    assert (watched.changes, watched.seconds) == (1, 40)  # its host's: to that first change
     assert sitemapping.freshen(ctx, [sitemap(T + 80, {URLS[0]: T + 55})]) == 0  # fetched since
     with ctx.sessions() as session:
         found = repository.get_url(session, url_hash(URLS[0]))
