@@ -246,13 +246,15 @@ class FrontierContract:
         # queued again while its fetch is under way (a re-crawl come due, a rebuild), at
         # its own depth or another: the fetch's outcome plans what comes next
         assert f.add([QueuedURL("http://a.com/x", 2, 0.9), QueuedURL("http://a.com/y", 1, 0.9),
-                      QueuedURL("http://a.com/z", 2, 0.5)], NOW + 1) == 1
+                      QueuedURL("http://a.com/z", 2, 0.5)], NOW + 1, unless_leased=True) == 1
         f.release([Release(lease, NOW + 2) for lease in leases])
         (again,), _ = lease_all(f, NOW + 2)
         assert again.url == "http://a.com/z"
         f.release([Release(again, NOW + 3)])
         assert lease_all(f, NOW + 3)[0] == []  # x and y were fetched once
-        assert f.add([QueuedURL("http://a.com/x", 2, 0.5)], NOW + 4) == 1  # not leased: queued
+        assert f.add([QueuedURL("http://a.com/x", 2, 0.5)], NOW + 4, unless_leased=True) == 1
+        (lease,), _ = lease_all(f, NOW + 4)
+        assert f.add([QueuedURL("http://a.com/x", 2, 0.5)], NOW + 5) == 1  # a lost batch's
 
     def test_drop_some_urls_or_a_whole_queue(self, make: MakeFrontier) -> None:
         f = make(shards=1)

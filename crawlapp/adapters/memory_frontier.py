@@ -102,9 +102,10 @@ class _Shard:
         del self.leases[host], self.leased[host], self.token[host]
 
     def enqueue(self, now: float, host: str, member: str, score: float,
-                replaces: str | None) -> int:
+                replaces: str | None, unless_leased: bool) -> int:
         url = member.split("\t", 1)[1]
-        if any(held.split("\t", 1)[1] == url for held in self.leased.get(host, ())):
+        if unless_leased and any(held.split("\t", 1)[1] == url
+                                 for held in self.leased.get(host, ())):
             return 0  # being fetched: not queued again (ENQUEUE)
         if replaces is not None:
             if self.queue_remove(host, [replaces]):
@@ -263,7 +264,7 @@ class MemoryFrontier:
     def _shard_of(self, host: str) -> _Shard:
         return self._shards[shard_of(host, self.shards)]
 
-    def add(self, urls: Iterable[QueuedURL], now: float) -> int:
+    def add(self, urls: Iterable[QueuedURL], now: float, unless_leased: bool = False) -> int:
         with self._lock:
             added = 0
             for item in urls:
@@ -273,7 +274,7 @@ class MemoryFrontier:
                 added += self._shard_of(host).enqueue(
                     now, host, _member(item.depth, item.url, item.hops),
                     queue_score(item.priority, now),
-                    replaces)
+                    replaces, unless_leased)
             return added
 
     def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,

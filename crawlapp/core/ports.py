@@ -31,10 +31,12 @@ class Frontier(Protocol):
 
     shards: int
 
-    def add(self, urls: Iterable[QueuedURL], now: float) -> int:
+    def add(self, urls: Iterable[QueuedURL], now: float, unless_leased: bool = False) -> int:
         """Queue URLs under their hosts (a URL queued already keeps its better score; one
-        with `replaces_depth` moves to its new depth if it still waits); a host made ready
-        here is not fetched before `now`. Returns how many were not queued already."""
+        with `replaces_depth` moves to its new depth if it still waits; with `unless_leased`,
+        none that its host's lease holds: a fetch under way plans what comes next); a host
+        made ready here is not fetched before `now`. Returns how many were not queued
+        already."""
         ...
 
     def dispatch(self, shards: Iterable[int], now: float, *, max_hosts: int,

@@ -17,9 +17,9 @@ What comes back from where, each through the owner of its structure (adapters/re
 - the seeds' scope rules: the scope_rules table.
 Nothing else has a record in the database: redirect hops, fetch retries, trap pattern
 budgets, counters, worker reports and the last verify report start again empty.
-Running it on a frontier that still holds its data queues nothing twice, except that a URL
-being fetched at that moment, or a page whose links are on their way, may be fetched once
-more.
+Running it on a frontier that still holds its data queues nothing twice (a URL a lease holds is
+not queued again), except that a URL whose batch is past its fetch but not stored, or a page
+whose links are on their way, may be fetched once more.
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ def _requeue(ctx: Context, progress: Callable[[int], None]) -> int:
         for r in rows:
             by_delay[delays.get(r.host, ctx.settings.default_delay)].append(r)
         for delay, items in by_delay.items():
-            requeue(ctx, items, time.time() + ctx.settings.dispatch_lookahead + delay)
+            requeue(ctx, items, time.time() + ctx.settings.dispatch_lookahead + delay,
+                    unless_leased=True)
         queued += len(rows)
         progress(queued)
     return queued

@@ -214,11 +214,13 @@ def admit(ctx: Context, rows: Rows, edges: list[LinkEdge] | None = None,
     return added
 
 
-def requeue(ctx: Context, rows: Iterable[Known], not_before: float | None = None) -> int:
+def requeue(ctx: Context, rows: Iterable[Known], not_before: float | None = None,
+            unless_leased: bool = False) -> int:
     """Queue known rows again (marked queued by the caller) with their depth and priority,
-    from `not_before` (now by default). Returns how many URLs the frontier took."""
+    from `not_before` (now by default; `unless_leased`: see Frontier.add). Returns how many
+    URLs the frontier took."""
     return ctx.frontier.add([QueuedURL(r.url, r.depth, r.priority, hops=r.hops) for r in rows],
-                            time.time() if not_before is None else not_before)
+                            time.time() if not_before is None else not_before, unless_leased)
 
 
 def send_back(ctx: Context, queued: dict[str, QueuedURL]) -> None:

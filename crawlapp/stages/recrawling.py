@@ -73,7 +73,7 @@ def drain(ctx: Context, now: float | None = None, limit: int = DRAIN_LIMIT) -> i
         scored = rescore(ctx, rows, now)
         repository.set_scores(session, [(url_hash, item.priority, authority)
                                         for url_hash, item, authority in scored])
-        requeue(ctx, [item for _, item, _ in scored])
+        requeue(ctx, [item for _, item, _ in scored], unless_leased=True)
     ctx.recrawls.acknowledge(claims)
     return len(rows)
 

@@ -108,7 +108,7 @@ class RedisFrontier:
     def _of_host(self, host: str) -> ShardKeys:
         return self._keys[shard_of(host, self.shards)]
 
-    def add(self, urls: Iterable[QueuedURL], now: float) -> int:
+    def add(self, urls: Iterable[QueuedURL], now: float, unless_leased: bool = False) -> int:
         """Queue URLs under their hosts; returns how many were not queued already.
 
         `now` is the time of queueing: a host made ready here is not fetched before it.
@@ -129,7 +129,8 @@ class RedisFrontier:
         for shard, args in by_shard.items():
             k = self._keys[shard]
             scripts.ENQUEUE(pipe, [k.ready, k.idle, k.leases, k.parked, k.queued, k.queues,
-                                   k.token, k.leased, k.yielding], [now, YIELD_MARGIN, *args])
+                                   k.token, k.leased, k.yielding],
+                            [now, YIELD_MARGIN, "1" if unless_leased else "0", *args])
         # Acknowledged by the replicas too: a URL queued on a master that dies before
         # replicating it would be lost while its row says 'queued' (nothing queues it again).
         queued = [int(n) for n in self._acks.execute(

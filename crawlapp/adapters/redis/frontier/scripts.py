@@ -87,7 +87,8 @@ end
 """
 
 # KEYS: ready, idle, leases, parked, queued, host queue prefix, token, leased, yield
-# ARGV: now, margin, then (host, member, score, replaces) quadruplets
+# ARGV: now, margin, "1" to leave out URLs their host's lease holds, then (host, member, score,
+# replaces) quadruplets
 # Adds URLs to their host queues (a URL already queued keeps its better score) and makes
 # each host that is not ready, leased or parked ready at its remembered next time. A leased
 # host given a new URL whose score is lower by more than `margin` than the worst its lease
@@ -95,16 +96,17 @@ end
 # before that URL's turn, which puts it back, and the new one goes with the next lease.
 # `replaces`, when not empty, is the member the URL was queued under before (the same URL
 # found again closer to a seed): the URL is requeued under the new member only if the old
-# one was still waiting, so a URL being fetched right now is never queued twice. Nor is a URL
-# its host's lease holds (at whatever depth): that fetch's outcome plans what comes next (a
-# re-crawl, a retry, or the URL put back), and a second copy queued meanwhile would be
-# fetched again after it, and then each copy's fetch would plan one more (a URL requeued by a
-# rebuild while a batch that had it was still on its way).
+# one was still waiting, so a URL being fetched right now is never queued twice. Nor, when
+# asked (a re-crawl come due, a rebuild), is a URL its host's lease holds (at whatever depth):
+# that fetch's outcome plans what comes next (a re-crawl, a retry, or the URL put back), and a
+# second copy queued meanwhile would be fetched again after it, and then each copy's fetch
+# would plan one more (a URL requeued by a rebuild while a batch that had it was still on its
+# way). A lost batch's URLs are queued whatever their leases, which are as lost.
 # Returns the number of URLs newly queued.
 ENQUEUE = Lua("""
 local ready, idle, leases, parked, queued, q = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, leased, yielding = KEYS[7], KEYS[8], KEYS[9]
-local now, margin = tonumber(ARGV[1]), tonumber(ARGV[2])
+local now, margin, unless_leased = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local added = 0
 local touched = {}  -- host -> the lowest score of the URLs it was newly given
 local held = {}  -- host -> the URLs (members less their depth) its lease holds
@@ -124,9 +126,9 @@ local function worst_held(host)
   end
   return worst
 end
-for i = 3, #ARGV, 4 do
+for i = 4, #ARGV, 4 do
   local host, member, score, replaces = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  if in_lease(host, member) then
+  if unless_leased and in_lease(host, member) then
     -- being fetched: not queued again
   elseif replaces == '' then
     local new = redis.call('ZADD', q .. host, 'LT', score, member)
