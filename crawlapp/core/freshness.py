@@ -571,6 +571,11 @@ def kind_of(url: str) -> int:
     return int(mmh3.hash(first, signed=False)) % KINDS
 
 
+def past_copy(lastmod: float, fetched: float) -> bool:
+    """A lastmod (a sitemap's) after a fetch of its page: a change that fetch's copy lacks."""
+    return lastmod > fetched + LASTMOD_SLACK
+
+
 def http_time(value: str | None) -> float | None:
     """A Last-Modified header as a POSIX time (None: absent or not an HTTP date)."""
     if not value:

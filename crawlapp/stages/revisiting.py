@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.redis.change_rates import ALL_HOSTS
 from crawlapp.core.freshness import (
-    LASTMOD_SLACK,
     SOLVE_SECONDS,
     ChangeRecord,
     HostPlan,
@@ -36,6 +35,7 @@ from crawlapp.core.freshness import (
     kind_of,
     links_digest,
     observe,
+    past_copy,
 )
 from crawlapp.core.priority import depth_priority
 from crawlapp.core.records import Page, Status
@@ -233,7 +233,7 @@ def _first_change(before: Previous | None, last: float | None, at: float) -> flo
     if before is None or before.sitemap_lastmod is None or last is None:
         return None
     first = timestamp(before.sitemap_lastmod)
-    return first if last + LASTMOD_SLACK < first <= at else None
+    return first if past_copy(first, last) and first <= at else None
 
 
 def _count(deltas: dict[str, dict[str, float]], host: str, before: ChangeRecord, bucket: int,

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from crawlapp.adapters.context import Context
 from crawlapp.adapters.db import schedule
 from crawlapp.adapters.redis.sitemap_trust import Trust
-from crawlapp.core.freshness import LASTMOD_SLACK, ChangeRecord
+from crawlapp.core.freshness import LASTMOD_SLACK, ChangeRecord, past_copy
 from crawlapp.core.records import Page
 from crawlapp.core.recrawl import RECRAWLED_STATUSES, timestamp
 from crawlapp.core.urls import url_hash
@@ -39,7 +39,7 @@ def _lied(lastmod: float, record: ChangeRecord, sitemap_at: float) -> bool | Non
 
 def _past(lastmod: float, last_fetched: datetime | None) -> bool:
     """A lastmod after the page's last fetch: a change the crawler's copy lacks."""
-    return last_fetched is not None and lastmod > timestamp(last_fetched) + LASTMOD_SLACK
+    return last_fetched is not None and past_copy(lastmod, timestamp(last_fetched))
 
 
 def freshen(ctx: Context, pages: list[Page]) -> int:
