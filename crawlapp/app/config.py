@@ -14,12 +14,11 @@ ALL_QUEUES = Queues.of(_settings).all
 broker_url = _settings.broker_url
 broker_connection_retry_on_startup = True
 # AMQP heartbeats every 4 s (Celery's default is 120 s): a worker whose consumer waits on a
-# reply that never comes after a reconnection (seen after RabbitMQ cut every connection
-# twice within seconds) misses them, RabbitMQ closes its connection after two or three of
-# them, and the worker connects again, instead of consuming nothing for minutes (at 10 s a
-# crawl stood still up to 30 s). A worker's consumer sends them from its event loop, which
-# its tasks do not hold (pool processes and threads); producers negotiate none. The Redis
-# transport has no heartbeats.
+# reply that never comes (a connection half gone; the prefetch restore below was one) misses
+# them, RabbitMQ closes its connection after two or three of them, and the worker connects
+# again, instead of consuming nothing for minutes (at 10 s a crawl stood still up to 30 s).
+# A worker's consumer sends them from its event loop, which its tasks do not hold (pool
+# processes and threads); producers negotiate none. The Redis transport has no heartbeats.
 broker_heartbeat = 4
 # Unacknowledged messages of a worker that vanished come back after this many seconds
 # (a task of a worker process killed under a live worker comes back at once).
@@ -45,6 +44,14 @@ result_backend = None
 task_acks_late = True
 task_reject_on_worker_lost = True
 worker_prefetch_multiplier = 1
+# No prefetch reduction after a broker reconnection: Celery restores the prefetch count as the
+# tasks begun before it end, with a basic.qos sent from the task's own thread in a threads
+# pool (the fetch worker's) on the connection the consumer's loop also waits on. Seen with
+# RabbitMQ's connections cut twice within seconds: the loop's basic.qos waited for the reply
+# the task's thread had read, consuming nothing until RabbitMQ closed the connection for
+# missed heartbeats (12 s; py-spy dump of the stalled worker). A message delivered again
+# meanwhile is dropped as taken up (app/stages.py), which is what the reduction guarded.
+worker_enable_prefetch_count_reduction = False
 
 # Task events, so Flower shows every task by name (received, started, succeeded, failed).
 # No "sent" events: they would double the event traffic of the dispatcher and the chain.

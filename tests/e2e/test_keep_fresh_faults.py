@@ -133,6 +133,5 @@ def test_a_fresh_crawl_whose_redis_loses_everything_asks_each_page_again_with_it
     # depends on the machine's pace, but none is asked so twice between two flushes, and after
     # them every re-crawl is conditional.
     assert not [(at, url) for at, url in unconditional if at > FLUSHES[-1] + 10], unconditional
-    windows = [sum(1 for at in FLUSHES if at <= t) for t, _ in unconditional]
-    assert len(set(zip(windows, (url for _, url in unconditional)))) == len(unconditional), \
-        unconditional
+    asked = [(sum(1 for at in FLUSHES if at <= t), url) for t, url in unconditional]
+    assert len(set(asked)) == len(asked), unconditional  # (flushes before it, the URL)

@@ -86,7 +86,10 @@ def test_broker_connections_cut_mid_crawl(tmp_path: Path, redis_url: str,
     print(f"broker cut: {verdict['repeats']} repeats, longest quiet {quiet:.1f} s after "
           "the first cut")
     # A stage whose acknowledgement was cut runs again (its message redelivered); a fetch
-    # redelivered while taken up is dropped: no page is fetched again.
-    assert verdict["repeats"] == 0 and quiet <= 15, (verdict, quiet)
+    # redelivered while taken up is dropped: no page is fetched again. Requests go on within
+    # seconds: a fetch worker whose consumer waited on a basic.qos reply its task thread had
+    # read stood still until RabbitMQ closed the connection for missed heartbeats, 12-16 s
+    # (app/config.py: worker_enable_prefetch_count_reduction).
+    assert verdict["repeats"] == 0 and quiet <= 8, (verdict, quiet)
     assert verdict["gap_violations"] == 0 and verdict["overlaps"] == 0, verdict
     assert expected <= fetched, sorted(expected - fetched)[:10]
