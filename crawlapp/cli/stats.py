@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from crawlapp.cli.common import context, emit, json_option
+from crawlapp.cli.common import context, emit, json_option, stop_on_signals
 
 # The counts `stats` shows first, one a line.
 COUNTS = ("discovered", "queued", "fetched", "redirected", "failed", "blocked_robots",
@@ -80,10 +80,7 @@ def stats(as_json: bool, watch: bool, interval: float) -> None:
             raise click.UsageError("--watch draws a live view: it does not go with --json")
         from crawlapp.observe import watch as live
 
-        try:
-            live.run(context(), interval)
-        except KeyboardInterrupt:
-            pass
+        live.run(context(), interval, stop_on_signals())
         return
     from crawlapp.observe.stats import collect, where_the_crawl_is
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -88,25 +89,29 @@ def render(data: dict[str, Any], per_second: float | None, hosts: list[dict[str,
                  "Ctrl-C to quit[/dim]")
 
 
-def run(ctx: Context, interval: float, console: Console | None = None) -> None:
-    """Redraw every `interval` seconds until interrupted; to a file or pipe, each frame is
-    printed after the previous one."""
+def run(ctx: Context, interval: float, stop: threading.Event,
+        console: Console | None = None) -> None:
+    """Redraw every `interval` seconds until `stop` is set; to a file or pipe, each frame is
+    printed after the previous one. The caller's signal handler sets `stop` (not a
+    KeyboardInterrupt, which a library under `collect` may swallow: a view went on drawing
+    after its Ctrl-C, seen once in the tests under load)."""
     from crawlapp.observe.stats import collect, host_report
 
     console = console or Console()
     samples: deque[tuple[float, int]] = deque()
 
     def frames() -> Iterator[RenderableType]:
-        while True:
+        while not stop.is_set():
             data = collect(ctx)
             per_second = rate(samples, time.monotonic(), requests_done(data["counters"]))
             yield render(data, per_second, host_report(ctx, top=10))
-            time.sleep(interval)
+            stop.wait(interval)
 
     if not console.is_terminal:
         for frame in frames():
             console.print(frame)
             console.file.flush()
+        return
     with Live(console=console, auto_refresh=False) as live:
         for frame in frames():
             live.update(frame, refresh=True)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import threading
 from collections import deque
+from typing import Any
 
+import pytest
 from rich.console import Console
 
-from crawlapp.observe.watch import error_kinds, rate, render, requests_done
+from crawlapp.observe import stats
+from crawlapp.observe.watch import error_kinds, rate, render, requests_done, run
 
 
 def test_rate_is_over_the_last_minute() -> None:
@@ -28,6 +33,31 @@ def test_errors_by_kind_and_requests_come_from_the_counters() -> None:
     assert error_kinds(counts) == {"not fetched (robots, denylist)": 5, "refused calendar": 4,
                                    "refused denylist": 3, "http 5xx": 2, "network": 1,
                                    "rejected binary": 1}
+
+
+DATA: dict[str, Any] = {"queued": 0, "fetched": 0, "failed": 0, "stored": 0, "duplicates": 0,
+                        "frontier": {"batches_in_flight": 0, "hosts_leased": 0, "hosts_ready": 0,
+                                     "hosts_waiting": 0, "shards": []},
+                        "queues": {}, "counters": {}}
+
+
+def test_the_view_ends_when_its_stop_is_set_whatever_collecting_swallows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The signal handler sets `stop`: the view ends after the frame under way, even where a
+    KeyboardInterrupt raised inside the figures' reads would have been caught there."""
+    stop, drawn = threading.Event(), []
+
+    def collect(_ctx: object) -> dict[str, Any]:
+        drawn.append(1)
+        if len(drawn) == 3:
+            stop.set()  # the handler ran while the figures were read
+        return DATA
+
+    monkeypatch.setattr(stats, "collect", collect)
+    monkeypatch.setattr(stats, "host_report", lambda _ctx, top: [])
+    out = io.StringIO()
+    run(object(), 0.0, stop, Console(file=out, width=120))  # type: ignore[arg-type]
+    assert len(drawn) == 3 and out.getvalue().count("Ctrl-C to quit") == 3
 
 
 def test_render_shows_every_part() -> None:
