@@ -14,6 +14,7 @@ from crawlapp.adapters.errors import Outage
 from crawlapp.adapters.redis.doorbell import Doorbell
 from crawlapp.core.errors import FrontierLayoutError
 from crawlapp.core.records import Lease, QueuedURL, Release, Status
+from crawlapp.core.recrawl import validators
 from crawlapp.core.retry import SERVERS, Server
 from crawlapp.core.urls import url_hash
 from crawlapp.ops.rebuild import ensure_frontier
@@ -91,18 +92,23 @@ def _give_back(ctx: Context, batch: list[Lease]) -> None:
 
 def recover_lost_batches(ctx: Context, now: float) -> int:
     """Queue again the URLs of batches lost with a worker that are still 'queued' in the
-    database (not stored yet), and the pages of those lost after their store whose links
-    were not admitted (fetched again: links_unread), then forget those batches. Returns how
-    many URLs."""
+    database (not stored yet), a re-crawl with its copy's validators (the worker may have
+    forgotten them once asked, and died before handing its pages on), and the pages of those
+    lost after their store whose links were not admitted (fetched again: links_unread), then
+    forget those batches. Returns how many URLs."""
     lost = ctx.batches.expired(now)
     if not lost:
         return 0
     pairs = {url: depth for batch in lost.values() for url, depth in batch}
+    hashes = {url: url_hash(url) for url in pairs}
     with ctx.sessions.begin() as session:
-        waiting = repository.priorities_with_status(session, [url_hash(u) for u in pairs],
+        waiting = repository.priorities_with_status(session, list(hashes.values()),
                                                     Status.QUEUED)
+        copies = repository.stored_validators(session, list(waiting))
         unread = links_unread.refetch(session, list(lost))
-    found = {u: waiting[h] for u in pairs if (h := url_hash(u)) in waiting}
+    found = {u: waiting[h] for u, h in hashes.items() if h in waiting}
+    ctx.validators.store({u: v for u, h in hashes.items()
+                          if h in copies and (v := validators(*copies[h]))})
     requeue(ctx, [QueuedURL(u, pairs[u], priority, hops=hops)
                   for u, (priority, hops) in found.items()], now)
     send_back(ctx, unread)

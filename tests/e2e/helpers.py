@@ -162,12 +162,12 @@ def crawl_web(tmp_path: Path, env: dict[str, str], spec: WebSpec,
 
 
 def keep_fresh(tmp_path: Path, env: dict[str, str], spec: ChangingSpec, seconds: float,
-               during: Callable[[float], None] = lambda t0: None
+               during: Callable[[float, subprocess.Popen[bytes]], None] = lambda t0, crawl: None
                ) -> tuple[ChangingWeb, float, list[Request]]:
     """Serve the changing web of `spec` and run `crawlctl crawl` on its seeds, no --until-idle,
-    for `seconds` from the web's start t0 while `during(t0)` acts (an outage), then stop it
-    as Ctrl-C does (failing the test if it does not stop so). Returns the web, t0 and the
-    server's log; the crawl's output is in tmp_path/crawl.out."""
+    for `seconds` from the web's start t0 while `during(t0, crawl)` acts (an outage), then
+    stop it as Ctrl-C does (failing the test if it does not stop so). Returns the web, t0 and
+    the server's log; the crawl's output is in tmp_path/crawl.out."""
     log, out = str(tmp_path / "requests.jsonl"), tmp_path / "crawl.out"
     with start_changing_in_background(spec, log) as server:
         seeds = tmp_path / "seeds.txt"
@@ -176,7 +176,7 @@ def keep_fresh(tmp_path: Path, env: dict[str, str], spec: ChangingSpec, seconds:
             crawl = subprocess.Popen([*CRAWLCTL, "crawl", "--seeds", str(seeds)],
                                      env={**os.environ, **env}, stdout=fh,
                                      stderr=subprocess.STDOUT)
-        during(server.t0)
+        during(server.t0, crawl)
         time.sleep(max(0.0, server.t0 + seconds - time.time()))
         crawl.send_signal(signal.SIGINT)
         assert crawl.wait(60) in (0, 130, -signal.SIGINT), out.read_text()

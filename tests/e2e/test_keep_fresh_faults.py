@@ -2,7 +2,8 @@
 goes wrong, judged from the server's log: a 10 s outage of Redis, the broker and every
 structure of the crawl at once (no worker dies of it, no host is asked too soon or twice at
 once, and once Redis is back the re-crawls go on at their rate, the collection as fresh as
-before and new articles found within seconds); a robots.txt that starts disallowing pages
+before and new articles found within seconds); the same of Postgres; the fetch worker killed
+twice (each page asked again with its validators); a robots.txt that starts disallowing pages
 (read again as its cache expires, those pages asked no more, their copies kept); Redis losing
 everything (each page asked once a turn again, with its validators)."""
 
@@ -10,17 +11,21 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import redis
+import sqlalchemy as sa
 
+from crawlapp.adapters.db.engine import normalize_url
 from tests.conftest import crawl_env
-from tests.e2e.helpers import crawlctl, keep_fresh
+from tests.e2e.helpers import crawlctl, keep_fresh, kill, wait_for_child
 from tests.faults import FaultProxy
-from testweb.changing import ChangingSpec
+from testweb.changing import ChangingSpec, ChangingWeb
 from testweb.freshness import discovery, judge
+from testweb.serverlog import Request
 
 pytestmark = pytest.mark.e2e
 DELAY = 0.25
@@ -31,16 +36,57 @@ SPEC = ChangingSpec(hosts=3, pages_per_host=24, seed=5, duration=RUN + 60, min_i
                     max_interval=300, news_hosts=1, article_interval=4, sitemap_hosts=1)
 
 
+def _env(tmp_path: Path, redis_url: str, **extra: str) -> dict[str, str]:
+    return crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
+                     CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
+                     CRAWL_RECRAWL_FIRST_INTERVAL="6", **extra)
+
+
+def _pages(requests: list[Request]) -> list[Request]:
+    return [r for r in requests if re.fullmatch(r"/p/[0-9]+\.html", r.path)]
+
+
+def _unconditional(web: ChangingWeb, requests: list[Request], t0: float
+                   ) -> list[tuple[float, str]]:
+    """(seconds from t0, URL) of each page asked again without its validators, on a host that
+    gives some."""
+    seen: set[str] = set()
+    out = []
+    for r in sorted(_pages(requests), key=lambda r: r.start):
+        host = web.host_index(r.host)
+        if r.url in seen and not (r.inm or r.ims) and host is not None and web.validators(host):
+            out.append((round(r.start - t0, 1), r.url))
+        seen.add(r.url)
+    return out
+
+
+def _rode_it_out(web: ChangingWeb, requests: list[Request], t0: float) -> None:
+    """Judged from the server's log: no host asked too soon or twice at once over the whole
+    run; from SETTLED on, the re-crawls back at their rate, the collection as fresh as before
+    the fault and new articles (published since it ended) found within seconds."""
+    before = judge(web, requests, t0, 15.0, DOWN_AT, delay=DELAY)
+    after = judge(web, requests, t0, SETTLED, RUN, delay=DELAY)
+    assert (after.overlaps, after.gaps, after.disallowed) == (0, 0, 0)  # over the whole log
+
+    def page_rate(start: float, end: float) -> float:
+        return sum(1 for r in _pages(requests) if start <= r.start - t0 < end) / (end - start)
+
+    assert page_rate(SETTLED, RUN) > 0.8 * page_rate(15.0, DOWN_AT)  # re-crawls back at rate
+    assert before.pages.overall is not None and after.pages.overall is not None
+    assert after.pages.overall > 0.9 * before.pages.overall, (before, after)
+    found = discovery(web, requests, t0, DOWN_AT + DOWN_FOR, RUN)
+    assert found.articles >= 3 and found.missed == 0, found
+    assert found.median is not None and found.median < 12, found
+
+
 def test_a_fresh_crawl_rides_out_redis_refusing_connections_for_10s(tmp_path: Path,
                                                                      redis_url: str) -> None:
     server_kwargs = redis.Redis.from_url(redis_url).connection_pool.connection_kwargs
     with FaultProxy(int(server_kwargs["port"]), str(server_kwargs["host"])).running() as proxy:
         proxied = redis_url.replace(f":{server_kwargs['port']}/", f":{proxy.port}/", 1)
-        env = crawl_env(tmp_path, proxied, CRAWL_DEFAULT_DELAY=str(DELAY),
-                        CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
-                        CRAWL_RECRAWL_FIRST_INTERVAL="6")
+        env = _env(tmp_path, proxied)
 
-        def outage(t0: float) -> None:
+        def outage(t0: float, _crawl: object) -> None:
             time.sleep(t0 + DOWN_AT - time.time())
             proxy.outage(DOWN_FOR)
 
@@ -49,21 +95,48 @@ def test_a_fresh_crawl_rides_out_redis_refusing_connections_for_10s(tmp_path: Pa
     output = (tmp_path / "crawl.out").read_text()
     assert "exited with status" not in output, output  # no worker died of it
     assert proxy.dropped > 0  # the crawl met the outage
-    before = judge(web, requests, t0, 15.0, DOWN_AT, delay=DELAY)
-    after = judge(web, requests, t0, SETTLED, RUN, delay=DELAY)
-    assert (after.overlaps, after.gaps, after.disallowed) == (0, 0, 0)  # over the whole log
-
-    def page_rate(start: float, end: float) -> float:
-        return sum(1 for r in requests if re.fullmatch(r"/p/[0-9]+\.html", r.path)
-                   and start <= r.start - t0 < end) / (end - start)
-
-    assert page_rate(SETTLED, RUN) > 0.8 * page_rate(15.0, DOWN_AT)  # re-crawls back at rate
-    assert before.pages.overall is not None and after.pages.overall is not None
-    assert after.pages.overall > 0.9 * before.pages.overall, (before, after)
-    found = discovery(web, requests, t0, DOWN_AT + DOWN_FOR, RUN)  # published since it came back
-    assert found.articles >= 3 and found.missed == 0, found
-    assert found.median is not None and found.median < 12, found
+    _rode_it_out(web, requests, t0)
     assert stats["freshness"]["fetches"]["refresh"] > 0
+
+
+def test_a_fresh_crawl_rides_out_postgres_refusing_connections_for_10s(
+        tmp_path: Path, redis_url: str, pg_url: str) -> None:
+    """The schedule and the pages' rows are away: re-crawls stop coming due and the stages
+    wait with their batches; once it is back, the crawl goes on as before, each page asked
+    with its validators."""
+    server = sa.make_url(normalize_url(pg_url))
+    with FaultProxy(server.port or 5432, server.host or "127.0.0.1").running() as proxy:
+        proxied = server.set(host="127.0.0.1", port=proxy.port)
+        env = _env(tmp_path, redis_url, DATABASE_URL=proxied.render_as_string(hide_password=False))
+
+        def outage(t0: float, _crawl: object) -> None:
+            time.sleep(t0 + DOWN_AT - time.time())
+            proxy.outage(DOWN_FOR)
+
+        web, t0, requests = keep_fresh(tmp_path, env, SPEC, RUN, outage)
+    assert proxy.dropped > 0
+    _rode_it_out(web, requests, t0)
+    assert _unconditional(web, requests, t0) == []
+
+
+def test_a_fresh_crawl_whose_fetch_worker_is_killed_twice_asks_each_page_with_its_validators(
+        tmp_path: Path, redis_url: str) -> None:
+    """The fetch worker killed mid-batch (SIGKILL, 8 s apart, 4 s leases): its batches are
+    taken for lost and their URLs queued again, a re-crawl with its copy's validators, which
+    the dead worker may have forgotten once it had asked them (one page in one run was then
+    asked in full)."""
+    env = _env(tmp_path, redis_url, CRAWL_LEASE_SECONDS="4")
+
+    def kill_twice(t0: float, crawl: subprocess.Popen[bytes]) -> None:
+        for at in (DOWN_AT, DOWN_AT + 8):
+            time.sleep(t0 + at - time.time())
+            kill(wait_for_child(crawl.pid, "-P threads"))
+
+    web, t0, requests = keep_fresh(tmp_path, env, SPEC, RUN, kill_twice)
+    output = (tmp_path / "crawl.out").read_text()
+    assert output.count("starting it again") == 2 and "of lost batches queued again" in output
+    _rode_it_out(web, requests, t0)
+    assert _unconditional(web, requests, t0) == []
 
 
 ROBOTS_TTL, CHANGE_AT = 10, 30.0  # robots.txt disallows /p/1 from 30 s on
@@ -74,9 +147,7 @@ ROBOTS_SPEC = ChangingSpec(hosts=3, pages_per_host=24, seed=6, duration=RUN + 60
 
 def test_pages_robots_txt_comes_to_disallow_are_asked_no_more_and_their_copies_kept(
         tmp_path: Path, redis_url: str) -> None:
-    env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
-                    CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
-                    CRAWL_RECRAWL_FIRST_INTERVAL="6", CRAWL_ROBOTS_TTL=str(ROBOTS_TTL))
+    env = _env(tmp_path, redis_url, CRAWL_ROBOTS_TTL=str(ROBOTS_TTL))
     web, t0, requests = keep_fresh(tmp_path, env, ROBOTS_SPEC, RUN)
     verdict = judge(web, requests, t0, CHANGE_AT, RUN, delay=DELAY)
     assert (verdict.overlaps, verdict.gaps, verdict.disallowed) == (0, 0, 0)
@@ -107,11 +178,9 @@ def test_a_fresh_crawl_whose_redis_loses_everything_asks_each_page_again_with_it
     without its validators: a drain queued it again while its other copy was leased, and that
     batch's end forgot the validators the drain had just written (fails so without the
     frontier's rule that a URL its lease holds is not queued again)."""
-    env = crawl_env(tmp_path, redis_url, CRAWL_DEFAULT_DELAY=str(DELAY),
-                    CRAWL_RECRAWL_MIN_INTERVAL="1", CRAWL_RECRAWL_MAX_INTERVAL="120",
-                    CRAWL_RECRAWL_FIRST_INTERVAL="6")
+    env = _env(tmp_path, redis_url)
 
-    def flush(t0: float) -> None:
+    def flush(t0: float, _crawl: object) -> None:
         for at in FLUSHES:
             time.sleep(t0 + at - time.time())
             redis.Redis.from_url(redis_url).flushdb()
@@ -119,15 +188,8 @@ def test_a_fresh_crawl_whose_redis_loses_everything_asks_each_page_again_with_it
     web, t0, requests = keep_fresh(tmp_path, env, SPEC, 70.0, flush)
     verdict = judge(web, requests, t0, 0.0, 70.0, delay=DELAY)
     assert (verdict.overlaps, verdict.gaps, verdict.disallowed) == (0, 0, 0)
-    pages = [r for r in requests if re.fullmatch(r"/p/[0-9]+\.html", r.path)]
-    assert any(r.start - t0 > FLUSHES[-1] + 15 for r in pages)  # re-crawled on after them
-    seen: set[str] = set()
-    unconditional = []
-    for r in sorted(pages, key=lambda r: r.start):
-        host = web.host_index(r.host)
-        if r.url in seen and not (r.inm or r.ims) and host is not None and web.validators(host):
-            unconditional.append((round(r.start - t0, 1), r.url))
-        seen.add(r.url)
+    assert any(r.start - t0 > FLUSHES[-1] + 15 for r in _pages(requests))  # re-crawled on
+    unconditional = _unconditional(web, requests, t0)
     # A page whose links were on their way when Redis lost them (the broker's queues are on
     # it) is fetched again in full once (ops/rebuild.py): how many such pages a flush meets
     # depends on the machine's pace, but none is asked so twice between two flushes, and after

@@ -128,6 +128,32 @@ def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
     assert score == queue_score(0.25, later)
 
 
+def test_a_lost_batchs_recrawl_is_queued_again_with_its_copys_validators(
+        tmp_path: Path, redis_url: str) -> None:
+    """Its worker forgot the validators once it had asked the URL, then died before handing
+    the page on: the recovery reads them from the row, so the next ask is conditional."""
+    from sqlalchemy import update
+
+    from crawlapp.adapters.db.models import Url
+    from crawlapp.core.urls import url_hash
+    from crawlapp.ops.dispatcher import recover_lost_batches
+
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="1")
+    urls = ["http://127.0.0.2:9/", "http://127.0.0.3:9/"]
+    add_seeds(ctx, urls)
+    with ctx.sessions.begin() as session:  # the first a re-crawl of a copy with an ETag
+        session.execute(update(Url).where(Url.url_hash == url_hash(urls[0])).values(
+            etag='"v1"', last_modified="Tue, 24 Nov 2026 10:00:00 GMT"))
+    sent: list[Lease] = []
+    dispatch_once(ctx, lambda shard, batch_id, leases: sent.extend(leases))
+    assert sorted(lease.url for lease in sent) == urls
+    ctx.validators.forget(urls)  # as the fetch does once it has asked them
+    assert recover_lost_batches(ctx, time.time() + 3600) == 2
+    pipe = ctx.redis.pipeline(transaction=False)
+    reply = ctx.validators.read(urls, pipe)
+    assert reply(pipe.execute()) == {urls[0]: '"v1"\tTue, 24 Nov 2026 10:00:00 GMT'}
+
+
 def test_the_dispatcher_sleeps_until_the_doorbell_rings(tmp_path: Path, redis_url: str,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """With nothing queued it looks at the frontier only at its longest sleep (here made a

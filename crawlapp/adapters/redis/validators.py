@@ -1,10 +1,10 @@
 """Conditional-GET validators: the ETag and Last-Modified a re-crawl sends with its URL.
 
 `P:validators:<part>` (hash url -> the packed validators of crawlapp.core.recrawl, a URL's part
-following the URL; parts.py) is written when
-the re-crawl drain queues a page again, read by the fetch stage, and forgotten when the URL
-is fetched (or given up) or queued afresh. No rebuild: a URL queued without its validators
-is fetched in full.
+following the URL; parts.py) is written when the re-crawl drain queues a page again, and
+from the page's row when a rebuild or a lost batch's recovery queues a re-crawl again; read
+by the fetch stage, and forgotten when the URL is fetched (or given up) or queued afresh. A
+URL queued without its validators is fetched in full.
 """
 
 from __future__ import annotations
