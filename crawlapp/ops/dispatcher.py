@@ -95,7 +95,12 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
     database (not stored yet), a re-crawl with its copy's validators (the worker may have
     forgotten them once asked, and died before handing its pages on), and the pages of those
     lost after their store whose links were not admitted (fetched again: links_unread), then
-    forget those batches. Returns how many URLs."""
+    forget those batches. Returns how many URLs.
+
+    A URL a lease holds is left to it: a lease the lost batch held hands its URLs back as it
+    expires, and one of another batch is fetching it already (the lost batch's lease expired
+    and its URLs went to that batch before this look: queued here too, such a page was asked
+    twice, the second time in full, its validators forgotten by that batch's end)."""
     lost = ctx.batches.expired(now)
     if not lost:
         return 0
@@ -110,7 +115,7 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
     ctx.validators.store({u: v for u, h in hashes.items()
                           if h in copies and (v := validators(*copies[h]))})
     requeue(ctx, [QueuedURL(u, pairs[u], priority, hops=hops)
-                  for u, (priority, hops) in found.items()], now)
+                  for u, (priority, hops) in found.items()], now, unless_leased=True)
     send_back(ctx, unread)
     for batch_id in lost:
         ctx.batches.finish(batch_id)

@@ -123,8 +123,10 @@ def test_a_fresh_crawl_whose_fetch_worker_is_killed_twice_asks_each_page_with_it
         tmp_path: Path, redis_url: str) -> None:
     """The fetch worker killed mid-batch (SIGKILL, 8 s apart, 4 s leases): its batches are
     taken for lost and their URLs queued again, a re-crawl with its copy's validators, which
-    the dead worker may have forgotten once it had asked them (one page in one run was then
-    asked in full)."""
+    the dead worker may have forgotten once it had asked them, and none that a lease holds:
+    the lost batch's leases expire, and a URL they handed back may be leased again before
+    the lost batch is seen; queued again too, it was asked twice, the second time in full
+    (once in 3 runs each)."""
     env = _env(tmp_path, redis_url, CRAWL_LEASE_SECONDS="4")
 
     def kill_twice(t0: float, crawl: subprocess.Popen[bytes]) -> None:

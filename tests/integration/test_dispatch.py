@@ -101,8 +101,12 @@ def test_a_dispatch_whose_reply_was_lost_sends_the_leases_it_took(tmp_path: Path
     assert dispatch_once(ctx, lambda shard, batch_id, leases: sent.extend(leases))[0] == 0
 
 
-def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
-                                                              redis_url: str) -> None:
+def test_a_lost_batchs_urls_are_queued_again_once_with_each_rows_priority(
+        tmp_path: Path, redis_url: str) -> None:
+    """Of a lost batch, a URL whose lease was released (fetched, then lost in the pipeline)
+    is queued with its row's priority and hops; one a lease still holds is left to it (the
+    lost batch's, handing it back as it expires; or another batch's, fetching it already:
+    queued here too, it was asked twice)."""
     from sqlalchemy import update
 
     from crawlapp.adapters.db.models import Url
@@ -112,20 +116,29 @@ def test_a_lost_batch_is_queued_again_with_each_rows_priority(tmp_path: Path,
     from crawlapp.ops.dispatcher import recover_lost_batches
 
     ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="1")
-    add_seeds(ctx, ["http://127.0.0.2:9/"])
-    url = "http://127.0.0.2:9/"
+    urls = ["http://127.0.0.2:9/", "http://127.0.0.3:9/"]
+    add_seeds(ctx, urls)
     with ctx.sessions.begin() as session:  # a link's priority and off-scope hops
-        session.execute(update(Url).where(Url.url_hash == url_hash(url)).values(priority=0.25,
-                                                                                 hops=1))
-    sent: list[list[Lease]] = []
-    dispatch_once(ctx, lambda shard, batch_id, leases: sent.append(leases))
-    assert [lease.url for lease in sent[0]] == [url]
-    later = time.time() + 3600  # the batch's worker died: past its deadline
-    assert recover_lost_batches(ctx, later) == 1
-    key = next(ctx.redis.scan_iter(match="*:q:127.0.0.2:9"))
-    ((member, score),) = ctx.redis.zrange(key, 0, -1, withscores=True)
-    assert decode_member("127.0.0.2:9", member.decode()) == (0, url, 1)
-    assert score == queue_score(0.25, later)
+        session.execute(update(Url).where(Url.url_hash.in_([url_hash(u) for u in urls]))
+                        .values(priority=0.25, hops=1))
+    sent: list[Lease] = []
+    dispatch_once(ctx, lambda shard, batch_id, leases: sent.extend(leases))
+    assert sorted(lease.url for lease in sent) == urls
+    fetched = next(lease for lease in sent if lease.url == urls[0])
+    ctx.frontier.release([Release(fetched, time.time())])  # its fetch ended and handed it on
+    later = time.time() + 3600  # the batch was lost: past its deadline
+    assert recover_lost_batches(ctx, later) == 2
+
+    def queued(host: str) -> list[tuple[tuple[int, str, int], float]]:
+        key = next(ctx.redis.scan_iter(match=f"*:q:{host}"), None)
+        return [] if key is None else [(decode_member(host, m.decode()), score)
+                                       for m, score in ctx.redis.zrange(key, 0, -1,
+                                                                        withscores=True)]
+
+    assert queued("127.0.0.2:9") == [((0, urls[0], 1), queue_score(0.25, later))]
+    assert queued("127.0.0.3:9") == []  # its lease holds it
+    ctx.frontier.dispatch([0], later, max_hosts=0, lease_seconds=60, max_leased=10)
+    assert [url for (_, url, _), _ in queued("127.0.0.3:9")] == [urls[1]]  # as it was queued
 
 
 def test_a_lost_batchs_recrawl_is_queued_again_with_its_copys_validators(
