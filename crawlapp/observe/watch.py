@@ -92,9 +92,9 @@ def render(data: dict[str, Any], per_second: float | None, hosts: list[dict[str,
 def run(ctx: Context, interval: float, stop: threading.Event,
         console: Console | None = None) -> None:
     """Redraw every `interval` seconds until `stop` is set; to a file or pipe, each frame is
-    printed after the previous one. The caller's signal handler sets `stop` (not a
-    KeyboardInterrupt, which a library under `collect` may swallow: a view went on drawing
-    after its Ctrl-C, seen once in the tests under load)."""
+    printed after the previous one. The caller's signal handler sets `stop`, where a
+    KeyboardInterrupt was once lost (a view went on drawing after its Ctrl-C, in the tests
+    under load; where it was lost is not known)."""
     from crawlapp.observe.stats import collect, host_report
 
     console = console or Console()
