@@ -22,7 +22,7 @@ from crawlapp.stages.admission import requeue, send_back
 
 log = logging.getLogger(__name__)
 SendBatch = Callable[[int, str, list[Lease]], None]
-LOST_BATCH_CHECK_SECONDS = 2.0  # how often the dispatcher looks for batches lost with a worker
+LOST_BATCH_CHECK_SECONDS = 2.0  # longest wait between looks (each looks for lost batches)
 
 
 def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
@@ -98,9 +98,11 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
     forget those batches. Returns how many URLs.
 
     A URL a lease holds is left to it: a lease the lost batch held hands its URLs back as it
-    expires, and one of another batch is fetching it already (the lost batch's lease expired
-    and its URLs went to that batch before this look: queued here too, such a page was asked
-    twice, the second time in full, its validators forgotten by that batch's end)."""
+    expires, and one of another batch is fetching it already (when this ran every 2 s, the
+    lost batch's expired lease could hand its URLs to another batch first: queued here too,
+    such a page was asked twice, the second time in full, its validators forgotten by that
+    batch's end). The dispatcher runs it at each look before the look's dispatch, which is
+    what hands an expired lease's URLs back."""
     lost = ctx.batches.expired(now)
     if not lost:
         return 0
@@ -136,16 +138,16 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
     interval = ctx.settings.dispatch_interval
     bell = ctx.doorbell
     bell.subscribe()
-    checked = 0.0
     outage = Outage(log, "dispatch", "trying again")
     try:
         while not stop.is_set():
             try:
-                if time.monotonic() - checked > LOST_BATCH_CHECK_SECONDS:
-                    checked = time.monotonic()
-                    recovered = recover_lost_batches(ctx, time.time())
-                    if recovered:
-                        log.warning("%d URL(s) of lost batches queued again", recovered)
+                # Lost batches first: a lost batch's lease that expired is still held until
+                # this look's dispatch hands its URLs back, so none of them is queued twice
+                # (recover_lost_batches).
+                recovered = recover_lost_batches(ctx, time.time())
+                if recovered:
+                    log.warning("%d URL(s) of lost batches queued again", recovered)
                 largest, next_ready = dispatch_once(ctx, send, due_within=2 * interval)
             except FrontierLayoutError:  # CRAWL_SHARDS does not fit: no try fixes it
                 raise

@@ -197,6 +197,46 @@ def test_the_dispatcher_sleeps_until_the_doorbell_rings(tmp_path: Path, redis_ur
     assert not thread.is_alive()  # a stop is seen within a slice of the sleep
 
 
+def test_a_lost_batchs_url_leased_again_and_fetched_is_not_queued_a_third_time(
+        tmp_path: Path, redis_url: str) -> None:
+    """The dispatcher's loop: a batch sent and never taken up (its worker died) is lost as
+    its lease expires; the look that hands the lease's URL back (to a second batch, which
+    asks it and releases it at once, its page on its way down the pipeline) first recovers
+    the lost batch, whose URL its expired lease still holds then. Recovered only every 2 s
+    (another host kept the dispatcher looking meanwhile), after that second batch's release,
+    the URL was queued again and asked a third time."""
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="1", CRAWL_LEASE_SECONDS="1",
+                   CRAWL_DISPATCH_INTERVAL="0.05")
+    url, busy = "http://127.0.0.2:9/", "http://127.0.0.3:9/"
+    add_seeds(ctx, [url, busy])
+    sent: list[str] = []
+
+    def send(shard: int, batch_id: str, leases: list[Lease]) -> None:
+        # the busy host's URL asked and put back, ready again soon: the looks go on
+        ctx.frontier.release([Release(lease, time.time() + 0.1, requeue=True)
+                              for lease in leases if lease.url == busy])
+        mine = [lease for lease in leases if lease.url == url]
+        sent.extend(lease.url for lease in mine)
+        if not mine:
+            ctx.batches.finish(batch_id)
+        elif len(sent) > 1:  # asked at once; in the pipeline a long while (its row 'queued')
+            ctx.batches.track(batch_id, time.time() + 3600)
+            ctx.frontier.release([Release(lease, time.time()) for lease in mine])
+
+    stop = threading.Event()
+    thread = threading.Thread(target=dispatcher.run, args=(ctx, send, stop))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(sent) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(3)  # the looks that follow, over a lost-batch check or more
+    finally:
+        stop.set()
+        thread.join(5)
+    assert sent == [url, url]
+
+
 def test_every_url_of_a_lost_lease_of_several_comes_back_once(tmp_path: Path,
                                                               redis_url: str) -> None:
     from crawlapp.ops.dispatcher import recover_lost_batches
