@@ -25,20 +25,21 @@ SendBatch = Callable[[int, str, list[Lease]], None]
 LOST_BATCH_CHECK_SECONDS = 2.0  # longest wait between looks (each looks for lost batches)
 
 
-def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None
-                  ) -> tuple[int, float | None]:
+def dispatch_once(ctx: Context, send: SendBatch, due_within: float | None = None,
+                  now: float | None = None) -> tuple[int, float | None]:
     """Lease the ready hosts of every shard and send one batch per shard.
 
     A shard's batch is sent once full, or once its earliest host is due within
     `due_within` seconds (default: the whole lookahead, so it is sent at once).
     Returns the size of the largest batch sent and the earliest time another host is ready
-    (`now` when the pipeline is full: look again soon; None: no host waits).
+    (`now` when the pipeline is full: look again soon; None: no host waits). `now`: the
+    look's time (default: the time after the frontier is checked).
     """
     settings = ctx.settings
     restored = ensure_frontier(ctx)  # before every dispatch: never lease from a half frontier
     if restored is not None:
         log.warning("Redis had lost the frontier; rebuilt from the database: %s", restored)
-    now = time.time()
+    now = time.time() if now is None else now
     if ctx.batches.in_flight() >= settings.max_batches_in_flight:
         # Backpressure: the pipeline is behind. A batch left waiting in a queue past its
         # leases would be taken for lost and fetched again; hosts simply wait instead (and
@@ -142,13 +143,15 @@ def run(ctx: Context, send: SendBatch, stop: threading.Event) -> None:
     try:
         while not stop.is_set():
             try:
-                # Lost batches first: a lost batch's lease that expired is still held until
-                # this look's dispatch hands its URLs back, so none of them is queued twice
-                # (recover_lost_batches).
-                recovered = recover_lost_batches(ctx, time.time())
+                # Lost batches first, at the time the dispatch goes by: a lost batch's lease
+                # that expired by then is still held until the dispatch hands its URLs back,
+                # so none of them is queued twice (recover_lost_batches). The looks come as
+                # hosts come due, at an expired lease's end, so the same time matters.
+                now = time.time()
+                recovered = recover_lost_batches(ctx, now)
                 if recovered:
                     log.warning("%d URL(s) of lost batches queued again", recovered)
-                largest, next_ready = dispatch_once(ctx, send, due_within=2 * interval)
+                largest, next_ready = dispatch_once(ctx, send, due_within=2 * interval, now=now)
             except FrontierLayoutError:  # CRAWL_SHARDS does not fit: no try fixes it
                 raise
             except Exception as exc:  # a Redis or broker hiccup must not end the dispatcher
