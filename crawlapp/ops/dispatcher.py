@@ -102,8 +102,8 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
     expires, and one of another batch is fetching it already (when this ran every 2 s, the
     lost batch's expired lease could hand its URLs to another batch first: queued here too,
     such a page was asked twice, the second time in full, its validators forgotten by that
-    batch's end). The dispatcher runs it at each look before the look's dispatch, which is
-    what hands an expired lease's URLs back."""
+    batch's end). The dispatcher runs it at each look, at the time and before the look's
+    dispatch, which is what hands an expired lease's URLs back."""
     lost = ctx.batches.expired(now)
     if not lost:
         return 0
