@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 import click
@@ -80,7 +81,17 @@ def stats(as_json: bool, watch: bool, interval: float) -> None:
             raise click.UsageError("--watch draws a live view: it does not go with --json")
         from crawlapp.observe import watch as live
 
-        live.run(context(), interval, stop_on_signals())
+        stop = stop_on_signals()
+
+        def interrupted(*_: object) -> None:
+            stop.set()  # the view ends after this frame, whatever swallows the interrupt
+            raise KeyboardInterrupt  # and a query waiting (on a lock) is cancelled at once
+
+        signal.signal(signal.SIGINT, interrupted)
+        try:
+            live.run(context(), interval, stop)
+        except KeyboardInterrupt:
+            pass
         return
     from crawlapp.observe.stats import collect, where_the_crawl_is
 

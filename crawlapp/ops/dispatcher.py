@@ -107,18 +107,15 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
     lost = ctx.batches.expired(now)
     if not lost:
         return 0
-    pairs = {url: depth for batch in lost.values() for url, depth in batch}
-    hashes = {url: url_hash(url) for url in pairs}
+    pairs = {url_hash(url): (url, depth) for batch in lost.values() for url, depth in batch}
     with ctx.sessions.begin() as session:
-        waiting = repository.priorities_with_status(session, list(hashes.values()),
-                                                    Status.QUEUED)
-        copies = repository.stored_validators(session, list(waiting))
+        waiting = [r for r in repository.urls_by_hash(session, list(pairs))
+                   if r.status == Status.QUEUED]
         unread = links_unread.refetch(session, list(lost))
-    found = {u: waiting[h] for u, h in hashes.items() if h in waiting}
-    ctx.validators.store({u: v for u, h in hashes.items()
-                          if h in copies and (v := validators(*copies[h]))})
-    requeue(ctx, [QueuedURL(u, pairs[u], priority, hops=hops)
-                  for u, (priority, hops) in found.items()], now, unless_leased=True)
+    ctx.validators.store({pairs[r.url_hash][0]: v for r in waiting
+                          if (v := validators(r.etag, r.last_modified))})
+    requeue(ctx, [QueuedURL(*pairs[r.url_hash], r.priority or 0.0, hops=r.hops or 0)
+                  for r in waiting], now, unless_leased=True)
     send_back(ctx, unread)
     for batch_id in lost:
         ctx.batches.finish(batch_id)

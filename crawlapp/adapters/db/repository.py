@@ -139,18 +139,6 @@ def priorities_with_status(session: Session, hashes: Sequence[str], status: str,
     return found
 
 
-def stored_validators(session: Session, hashes: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """The ETag and Last-Modified of the copy of each of these URLs that has either, by
-    url_hash ('' for the one it lacks)."""
-    found: dict[str, tuple[str, str]] = {}
-    for chunk in chunks(hashes):
-        query = of_hashes(session, select(Url.url_hash, Url.etag, Url.last_modified), chunk
-                          ).where((Url.etag.is_not(None)) | (Url.last_modified.is_not(None)))
-        found.update((h, (etag or "", modified or ""))
-                     for h, etag, modified in session.execute(query))
-    return found
-
-
 # The columns a fetch result writes onto its URL row.
 FETCH_COLUMNS = FetchOutcome._fields[1:]
 # The columns a 304 Not Modified writes: the stored content stays as it was.
