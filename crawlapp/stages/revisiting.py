@@ -52,6 +52,8 @@ from crawlapp.core.robots import effective_delay
 from crawlapp.core.rows import Previous
 from crawlapp.core.urls import host_of, url_hash
 
+SERVED_NOW = 2.0  # seconds: a Last-Modified this close to its fetch is the time it was served
+
 
 @dataclass
 class Plan:
@@ -116,7 +118,8 @@ def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous],
         for page in fetched:
             before = previous.get(page.url_hash)
             schedule = next_schedule(
-                page.fetched_at, before.interval if before else None, _changed(page, before),
+                page.fetched_at, before.interval if before else None,
+                _changed(page, before, _last(before)),
                 before.priority if before else depth_priority(page.depth),
                 settings.recrawl_rule_set.bounds(page.url, page.host, default))
             out.planned.append(Planned(page.url_hash, schedule.tier, schedule.next_at))
@@ -128,7 +131,7 @@ def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous],
                                  if _moved(digests[page.url_hash], previous.get(page.url_hash))])
     for page in fetched:
         before = previous.get(page.url_hash)
-        last = timestamp(before.last_fetched_at) if before and before.last_fetched_at else None
+        last = _last(before)
         if before is not None and last is not None and page.fetched_at <= last:
             if before.next_crawl_at is not None:  # stored already: its row has this visit
                 next_at = timestamp(before.next_crawl_at)
@@ -139,6 +142,11 @@ def plan(ctx: Context, pages: list[Page], previous: dict[str, Previous],
                page.host in trusted and before is not None and before.sitemap_lastmod is not None,
                digests[page.url_hash], page.url_hash in revealing)
     return out
+
+
+def _last(before: Previous | None) -> float | None:
+    """When the page was fetched before (None: never)."""
+    return timestamp(before.last_fetched_at) if before and before.last_fetched_at else None
 
 
 def _links_digest(page: Page, before: Previous | None) -> int | None:
@@ -174,19 +182,26 @@ def _revealing(ctx: Context, moved: list[Page]) -> set[str]:
     return revealing
 
 
-def _changed(page: Page, before: Previous | None) -> bool:
+def _changed(page: Page, before: Previous | None, last: float | None) -> bool:
     """A new version: not a 304, not the content hash of the row, and not the same visible
     text (`_markup_only`)."""
     return not page.not_modified and (before is None or (
-        before.content_hash != page.content_hash and not _markup_only(page, before)))
+        before.content_hash != page.content_hash and not _markup_only(page, before, last)))
 
 
-def _markup_only(page: Page, before: Previous) -> bool:
+def _markup_only(page: Page, before: Previous, last: float | None) -> bool:
     """A new body whose visible text is the row's: its markup alone moved (a token in a form,
     a timestamp in a script, an ad), which many dynamic pages do at every request; taken for
-    changes, they would look as if they changed faster than any visit could follow."""
-    return page.text_digest is not None and page.text_digest == before.text_digest \
-        and page.content_hash != before.content_hash
+    changes, they would look as if they changed faster than any visit could follow. Unless
+    its Last-Modified tells of a modification since the last visit (`last`), older than
+    SERVED_NOW: the server then says the page changed (a link's target, an image), where a
+    dynamic page's Last-Modified, if it sends one, is the time it is served."""
+    if page.text_digest is None or page.text_digest != before.text_digest \
+            or page.content_hash == before.content_hash:
+        return False
+    modified = http_time(page.last_modified)
+    return modified is None or last is None \
+        or not last < modified <= page.fetched_at - SERVED_NOW
 
 
 def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
@@ -195,10 +210,10 @@ def _visit(out: Plan, page: Page, before: Previous | None, last: float | None,
     """One page's visit into its change record (a link change when it is `revealing`), its
     next visit and its host's sums; `digest`: its links' (`_links_digest`)."""
     record = ChangeRecord.unpack(before.changes if before else None)
-    changed = _changed(page, before)
+    changed = _changed(page, before, last)
     if last is not None:
         out.counts["recrawl:changed" if changed else "recrawl:unchanged"] += 1
-        if before is not None and not page.not_modified and _markup_only(page, before):
+        if before is not None and not page.not_modified and _markup_only(page, before, last):
             out.counts["recrawl:markup_only"] += 1
     first = _first_change(before, last, page.fetched_at) if in_trusted_sitemap and changed \
         else None

@@ -293,14 +293,9 @@ def test_a_new_body_with_the_same_visible_text_is_no_change(ctx: Context) -> Non
     (and counted as markup only), the second changed."""
     def dynamic(url: str, at: float, text: str) -> Page:
         served = time.strftime("%H:%M:%S", time.gmtime(at))
-        body = (f"<html><body><p>{text}</p><form><input type=hidden name=t value={at}></form>"
-                f"<script>var at = {at};</script><!-- {at} --><p>Served at {served} UTC</p>"
-                "</body></html>").encode()
-        out = Page(url=url, url_hash=url_hash(url), host=HOST, depth=1, status=Status.FETCHED,
-                   fetched_at=at, http_status=200, content_type="text/html",
-                   content_hash=hashlib.sha256(body).hexdigest(), content_length=len(body),
-                   body_gz=gzip.compress(body))
-        return parse_pages([out], ctx.settings)[0][0]
+        return parsed(ctx, url, at, f"<p>{text}</p><form><input type=hidden name=t value={at}>"
+                      f"</form><script>var at = {at};</script><!-- {at} --><p>Served at "
+                      f"{served} UTC</p>")
 
     texts = {URLS[0]: ["same"] * 4, URLS[1]: ["one", "two", "three", "four"]}
     for visit in range(4):
@@ -319,6 +314,34 @@ def test_a_new_body_with_the_same_visible_text_is_no_change(ctx: Context) -> Non
     ignore = ctx.settings.change_ignore
     assert digests[URLS[0]] == text_digest("same served at 00:00:00 utc", ignore)
     assert digests[URLS[1]] == text_digest("four served at 00:00:00 utc", ignore)
+
+
+def parsed(ctx: Context, url: str, at: float, html: str, modified: float | None = None) -> Page:
+    """The page of `html` (a body's inside) fetched at `at` with that Last-Modified, parsed."""
+    body = f"<html><body>{html}</body></html>".encode()
+    out = replace(page(url, at, 0, modified), content_hash=hashlib.sha256(body).hexdigest(),
+                  content_length=len(body), body_gz=gzip.compress(body))
+    return parse_pages([out], ctx.settings)[0][0]
+
+
+def test_a_new_body_with_the_same_text_is_a_change_when_its_last_modified_says_so(
+        ctx: Context) -> None:
+    """A link's target moved under the same anchor text: a change when the page's
+    Last-Modified moved past the last visit, and not when it is the time of serving (a dynamic
+    page's) or did not move."""
+    modified = {URLS[0]: lambda at: at - 30, URLS[1]: lambda at: at, URLS[2]: lambda at: T - 60}
+    for visit in range(4):
+        at = T + 60 * visit
+        store(ctx, [parsed(ctx, url, at, f'<p><a href="/story/{visit}">Read on</a></p>', lm(at))
+                    for url, lm in modified.items()])
+    told, served, kept = (row(ctx, url)[0] for url in URLS[:3])
+    assert told.changes == pytest.approx(sum(0.96875 ** k for k in range(3)))
+    assert told.exposure == pytest.approx(30 * sum(0.96875 ** k for k in range(4)))  # + 1st
+    for record in (served, kept):
+        assert record.changes == record.censored == 0 and record.exposure > 170
+    counts = ctx.counters.read()
+    assert counts["recrawl:changed"] == 3
+    assert counts["recrawl:unchanged"] == counts["recrawl:markup_only"] == 6
 
 
 def test_a_hub_is_planned_on_time_and_a_page_early(ctx: Context) -> None:
