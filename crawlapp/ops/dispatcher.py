@@ -103,11 +103,16 @@ def recover_lost_batches(ctx: Context, now: float) -> int:
     lost batch's expired lease could hand its URLs to another batch first: queued here too,
     such a page was asked twice, the second time in full, its validators forgotten by that
     batch's end). The dispatcher runs it at each look, at the time and before the look's
-    dispatch, which is what hands an expired lease's URLs back."""
+    dispatch, which is what hands an expired lease's URLs back. So is a URL of another batch
+    in flight: a lost batch's host whose lease ended before the batch's deadline (each host's
+    lease runs from its own time) had its URL handed back, leased to that batch and asked,
+    its page on its way to its row."""
     lost = ctx.batches.expired(now)
     if not lost:
         return 0
-    pairs = {url_hash(url): (url, depth) for batch in lost.values() for url, depth in batch}
+    elsewhere = ctx.batches.urls_in_flight(now)
+    pairs = {url_hash(url): (url, depth) for batch in lost.values() for url, depth in batch
+             if url not in elsewhere}
     with ctx.sessions.begin() as session:
         waiting = [r for r in repository.urls_by_hash(session, list(pairs))
                    if r.status == Status.QUEUED]

@@ -141,6 +141,28 @@ def test_a_lost_batchs_urls_are_queued_again_once_with_each_rows_priority(
     assert [url for (_, url, _), _ in queued("127.0.0.3:9")] == [urls[1]]  # as it was queued
 
 
+def test_a_lost_batchs_url_in_another_batch_in_flight_is_left_to_it(
+        tmp_path: Path, redis_url: str) -> None:
+    """A lost batch's host whose lease ended before the batch's deadline had its URL handed
+    back, leased to another batch and asked (its lease released, its page on its way): that
+    batch brings it to its row, and queued again it would be asked twice."""
+    from crawlapp.ops.dispatcher import recover_lost_batches
+
+    ctx = _context(tmp_path, redis_url, CRAWL_SHARDS="1")
+    urls = ["http://127.0.0.2:9/", "http://127.0.0.3:9/"]
+    add_seeds(ctx, urls)
+    sent: list[Lease] = []
+    dispatch_once(ctx, lambda shard, batch_id, leases: sent.extend(leases))
+    ctx.frontier.release([Release(lease, time.time()) for lease in sent])
+    later = time.time() + 3600  # the first batch lost; the second still in the pipeline
+    ctx.batches.track("second", later + 60, [next(x for x in sent if x.url == urls[0])])
+    assert recover_lost_batches(ctx, later) == 1
+    assert [k for k in ctx.redis.scan_iter(match="*:q:127.0.0.2:9")] == []
+    assert len(list(ctx.redis.scan_iter(match="*:q:127.0.0.3:9"))) == 1
+    assert ctx.batches.in_flight() == 1  # the lost one forgotten
+    ctx.batches.finish("second")
+
+
 def test_a_lost_batchs_recrawl_is_queued_again_with_its_copys_validators(
         tmp_path: Path, redis_url: str) -> None:
     """Its worker forgot the validators once it had asked the URL, then died before handing

@@ -74,6 +74,17 @@ class BatchLedger:
         """Batches in the pipeline, including lost ones not yet handed back."""
         return int(self.client.zcard(self.due))
 
+    def urls_in_flight(self, now: float) -> set[str]:
+        """The URLs of the batches not past their deadline at `now`."""
+        ids: list[bytes] = self.client.zrangebyscore(  # type: ignore[assignment]
+            self.due, f"({now!r}", "+inf")
+        urls: set[str] = set()
+        for i in range(0, len(ids), 500):
+            for raw in self.client.mget([self._urls(text(b)) for b in ids[i:i + 500]]):
+                if raw:
+                    urls.update(str(url) for url, _ in msgpack.unpackb(raw))
+        return urls
+
     def expired(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
         """Batches past their deadline, with their (url, depth) pairs."""
         due: list[bytes] = self.client.zrangebyscore(  # type: ignore[assignment]
