@@ -42,15 +42,23 @@ def _stopping() -> None:
               help="Exit once nothing is in flight or due within CRAWL_IDLE_HORIZON.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Pipeline worker processes (default CRAWL_WORKER_CONCURRENCY).")
+@click.option("--progress", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              metavar="SECONDS", help="Print a line of progress this often (0: never).")
 @SCOPE_OPTION
-def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str | None) -> None:
+def crawl(seeds: Path | None, until_idle: bool, workers: int | None, progress: float,
+          scope: str | None) -> None:
     """Run workers, beat and the dispatcher here until idle or Ctrl-C.
+
+    Without --until-idle it keeps the collection fresh for as long as it runs: every
+    --progress seconds a line says what it fetched since the last (new pages, pages again,
+    changed or not), what waits and how fresh the collection is estimated to be.
 
     Example: crawlctl crawl --seeds seeds.txt --scope host --until-idle
     """
     from crawlapp.app.beat import BeatThread
     from crawlapp.app.chain import send_batch
     from crawlapp.observe import stats
+    from crawlapp.observe.progress import Progress
     from crawlapp.ops import crawling
 
     urls = read_seed_file(seeds, "--seeds") if seeds is not None else []
@@ -67,11 +75,13 @@ def crawl(seeds: Path | None, until_idle: bool, workers: int | None, scope: str 
     before = stats.outcomes(ctx)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGINT, _interrupt_once())
+    shown = Progress(ctx, progress, click.echo)
     try:
         beat = BeatThread(ctx.settings.data_dir / "celerybeat-schedule")
         done = crawling.crawl(ctx, send_batch, beat, workers or ctx.settings.worker_concurrency,
-                              until_idle, on_interrupt=_stopping)
+                              until_idle, on_interrupt=_stopping, tick=shown)
     except KeyboardInterrupt:
+        shown.summary()
         raise SystemExit(130) from None
     report = stats.run_report(ctx, before, done.idle_at)
     run = report["run"]

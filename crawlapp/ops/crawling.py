@@ -62,9 +62,9 @@ class Beat(Protocol):
 
 
 def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: bool,
-          on_interrupt: Callable[[], None]) -> Run:
+          on_interrupt: Callable[[], None], tick: Callable[[], None] = lambda: None) -> Run:
     """Run the fleet, beat and the dispatcher until the crawl is idle (`until_idle`) or
-    forever.
+    forever; `tick` is called at each look (the progress line).
 
     A KeyboardInterrupt calls `on_interrupt` before the shutdown starts, then goes on up
     once every child has stopped. An idle crawl's workers get a cold shutdown (no task is
@@ -89,6 +89,7 @@ def crawl(ctx: Context, send: SendBatch, beat: Beat, workers: int, until_idle: b
     def watch() -> None:
         if ended:
             raise ended[0]
+        tick()
 
     thread = threading.Thread(target=dispatch, name="dispatcher", daemon=True)
     thread.start()

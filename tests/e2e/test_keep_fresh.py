@@ -65,6 +65,16 @@ def test_a_crawl_without_until_idle_keeps_a_changing_web_fresh(tmp_path: Path,
 
     fresh = stats["freshness"]
     assert fresh["policy"] == "optimal" and 0 < fresh["estimated"] <= 1
+
+    # its progress line a minute in (--progress 60 by default)
+    lines = re.findall(r"(\d+) pages in 60 s \(.*/s\): (\d+) new, (\d+) again \((\d+) changed, "
+                       r"(\d+) unchanged\), \d+ failed; \d+ fetched in all; \d+ URLs queued, "
+                       r"\d+ batches in flight; freshness [\d.]+% estimated",
+                       (tmp_path / "crawl.out").read_text())
+    assert len(lines) == 1, (tmp_path / "crawl.out").read_text()
+    asked, new, again, changed, unchanged = map(int, lines[0])
+    assert asked > 100 and again > new and again >= changed + unchanged and unchanged > 0
+    assert re.search(r"this run: \d+ pages in 7\d s", (tmp_path / "crawl.out").read_text())
     assert fresh["fetches"]["refresh"] > fresh["fetches"]["discovery"] > 0
     assert fresh["refreshes"]["made_due_by_sitemaps"] > 0
 
