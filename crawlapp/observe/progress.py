@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from crawlapp.adapters.context import Context
-from crawlapp.adapters.redis.change_rates import ALL_HOSTS
+from crawlapp.observe.stats import estimated_freshness
 from crawlapp.observe.watch import requests_done
 
 
@@ -47,11 +47,9 @@ def line(before: Sample, now: Sample, label: str = "") -> str:
 def sample(ctx: Context) -> Sample:
     """The crawl's counters and queues now (a few Redis round trips)."""
     at = time.time()
-    fleet = ctx.change_rates.load(())[ALL_HOSTS]
-    planned = fleet.get("n", 0.0)
     return Sample(at, ctx.counters.read(),
                   sum(s.urls_queued for s in ctx.frontier.stats(at)), ctx.batches.in_flight(),
-                  fleet.get("F", 0.0) / planned if planned else None)
+                  estimated_freshness(ctx)[0])
 
 
 class Progress:

@@ -142,16 +142,24 @@ def recrawl_tiers(ctx: Context, now: float, started: bool | None = None
         return schedule.tiers(session, datetime.fromtimestamp(now, UTC))
 
 
+def estimated_freshness(ctx: Context) -> tuple[float | None, int]:
+    """The collection's freshness as the policy estimates it (the mean over the pages it
+    planned of each one's expected freshness under its schedule; None before any) and how
+    many pages that is: the fleet's sums, one Redis read."""
+    fleet = ctx.change_rates.load(())[ALL_HOSTS]
+    planned = int(fleet.get("n", 0))
+    return (fleet.get("F", 0.0) / planned if planned else None), planned
+
+
 def freshness_summary(ctx: Context, counts: dict[str, int], tiers: dict[str, dict[str, int]]
                       ) -> dict[str, Any]:
     """How fresh the collection is estimated to be (the mean over the pages the policy planned
     of the share of time each is fresh under its schedule, core/freshness.py), the re-crawls
     due now, and the fetches of new pages against those of known ones."""
-    fleet = ctx.change_rates.load(())[ALL_HOSTS]
-    planned = int(fleet.get("n", 0))
+    estimated, planned = estimated_freshness(ctx)
     return {
         "policy": ctx.settings.recrawl_policy,
-        "estimated": round(fleet.get("F", 0.0) / planned, 4) if planned else None,
+        "estimated": None if estimated is None else round(estimated, 4),
         "pages_planned": planned,
         "due": sum(t["overdue"] for t in tiers.values()),
         "fetches": {"discovery": counts.get("recrawl:discovery", 0),

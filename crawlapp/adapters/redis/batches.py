@@ -78,20 +78,22 @@ class BatchLedger:
         """The URLs of the batches not past their deadline at `now`."""
         ids: list[bytes] = self.client.zrangebyscore(  # type: ignore[assignment]
             self.due, f"({now!r}", "+inf")
-        urls: set[str] = set()
-        for i in range(0, len(ids), 500):
-            for raw in self.client.mget([self._urls(text(b)) for b in ids[i:i + 500]]):
-                if raw:
-                    urls.update(str(url) for url, _ in msgpack.unpackb(raw))
-        return urls
+        return {url for pairs in self._pairs([text(i) for i in ids]).values()
+                for url, _ in pairs}
 
     def expired(self, now: float, limit: int = 100) -> dict[str, list[tuple[str, int]]]:
         """Batches past their deadline, with their (url, depth) pairs."""
         due: list[bytes] = self.client.zrangebyscore(  # type: ignore[assignment]
             self.due, "-inf", now, start=0, num=limit)  # members only: no scores asked
-        ids = [text(i) for i in due]
-        if not ids:
-            return {}
-        raw = self.client.mget([self._urls(i) for i in ids])
-        return {i: [(str(u), int(d)) for u, d in msgpack.unpackb(v)] if v else []
-                for i, v in zip(ids, raw, strict=True)}
+        return self._pairs([text(i) for i in due])
+
+    def _pairs(self, ids: list[str], chunk: int = 500) -> dict[str, list[tuple[str, int]]]:
+        """The (url, depth) pairs of each batch of `ids` (none where its URLs are not kept),
+        read `chunk` batches a round trip."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for start in range(0, len(ids), chunk):
+            part = ids[start:start + chunk]
+            raw = self.client.mget([self._urls(i) for i in part])
+            out.update({i: [(str(u), int(d)) for u, d in msgpack.unpackb(v)] if v else []
+                        for i, v in zip(part, raw, strict=True)})
+        return out
